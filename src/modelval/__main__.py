@@ -1,0 +1,5 @@
+import sys
+
+from modelval.cli import main
+
+sys.exit(main())

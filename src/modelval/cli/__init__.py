@@ -1,0 +1,47 @@
+"""``modelval`` command line: one sub-module per group of commands, each with ``register(subparsers)``.
+
+Errors raised on purpose (:class:`modelval.errors.ModelvalError`) are printed as one line on
+stderr with exit status 2, never as a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from modelval import __version__
+from modelval.errors import ModelvalError
+
+#: Modules under ``modelval.cli`` that add sub-commands.
+COMMAND_MODULES: tuple[str, ...] = ("shape_bias",)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="modelval",
+        description="Validate image classifiers: cue-conflict shape bias, calibration, imbalance-aware metrics.",
+    )
+    parser.add_argument("--version", action="version", version=f"modelval {__version__}")
+    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        importlib.import_module(f"modelval.cli.{name}").register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.handler(args) or 0)
+    except ModelvalError as error:
+        print(f"modelval: error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("modelval: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,149 @@
+"""Atomic, verified HTTP downloads with retries and a progress bar.
+
+A download streams into a temporary file in the destination folder, is verified (full SHA-256
+or the hash prefix carried in a torch.hub-style file name), and only then renamed into place.
+Whatever goes wrong (connection refused, timeout, HTTP error, truncated body, hash mismatch,
+Ctrl-C) the temporary file is removed, so the cache never holds a half file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import requests
+from tqdm.auto import tqdm
+
+from modelval.errors import ChecksumError, DownloadError
+
+_CHUNK = 1 << 20
+#: torch.hub's convention: ``name-<first 8+ hex digits of sha256>.ext``.
+_HASH_PREFIX = re.compile(r"-([a-f0-9]{8,64})\.")
+
+
+def sha256_of(path: str | os.PathLike[str]) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(_CHUNK), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def hash_prefix_from_filename(filename: str) -> str | None:
+    """The SHA-256 prefix a torch.hub-style file name carries (``resnet50-0676ba61.pth`` -> ``0676ba61``)."""
+    match = _HASH_PREFIX.search(Path(filename).name)
+    return match.group(1) if match else None
+
+
+def verify_sha256(path: Path, *, sha256: str | None = None, sha256_prefix: str | None = None) -> str:
+    """Check a file's digest; raise :class:`ChecksumError` naming the file on mismatch."""
+    actual = sha256_of(path)
+    if sha256 is not None and actual != sha256.lower():
+        raise ChecksumError(f"{path}: SHA-256 is {actual}, expected {sha256.lower()} (corrupt or wrong file)")
+    if sha256_prefix is not None and not actual.startswith(sha256_prefix.lower()):
+        raise ChecksumError(
+            f"{path}: SHA-256 starts with {actual[: len(sha256_prefix)]}, expected prefix {sha256_prefix} "
+            "from the file name (corrupt, truncated or wrong file)"
+        )
+    return actual
+
+
+def download_file(
+    url: str,
+    destination: str | os.PathLike[str],
+    *,
+    sha256: str | None = None,
+    sha256_prefix: str | None = None,
+    timeout: float = 30.0,
+    retries: int = 3,
+    backoff: float = 1.0,
+    progress: bool = True,
+    session: requests.Session | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> Path:
+    """Download ``url`` to ``destination`` atomically; return the destination path.
+
+    Retries connection errors, timeouts and 5xx/429 answers ``retries`` times with exponential
+    backoff. A 4xx answer, a checksum mismatch and a truncated body (fewer bytes than
+    Content-Length) are not retried on their own: the first two are final, a truncated body is
+    retried like a broken connection.
+    """
+    destination = Path(destination)
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    http = session or requests.Session()
+    last_error: Exception | None = None
+    for attempt in range(retries + 1):
+        if attempt:
+            sleep(backoff * 2 ** (attempt - 1))
+        try:
+            _download_once(url, destination, http, timeout, progress, sha256, sha256_prefix)
+            return destination
+        except ChecksumError:
+            raise
+        except _FinalHTTPError as error:
+            raise DownloadError(str(error)) from None
+        except (requests.RequestException, _TruncatedError) as error:
+            last_error = error
+    raise DownloadError(
+        f"could not download {url} after {retries + 1} attempts: {_describe(last_error)}"
+    ) from last_error
+
+
+class _FinalHTTPError(Exception):
+    pass
+
+
+class _TruncatedError(Exception):
+    pass
+
+
+def _describe(error: Exception | None) -> str:
+    if isinstance(error, requests.ConnectionError):
+        return f"connection failed ({error.__class__.__name__}: no network, or the server refused it)"
+    if isinstance(error, requests.Timeout):
+        return "the server did not answer in time (timeout)"
+    return str(error)
+
+
+def _download_once(
+    url: str,
+    destination: Path,
+    http: requests.Session,
+    timeout: float,
+    progress: bool,
+    sha256: str | None,
+    sha256_prefix: str | None,
+) -> None:
+    handle, temporary_name = tempfile.mkstemp(prefix=f".{destination.name}.", suffix=".part", dir=destination.parent)
+    temporary = Path(temporary_name)
+    try:
+        with os.fdopen(handle, "wb") as output, http.get(url, stream=True, timeout=timeout) as response:
+            if response.status_code >= 500 or response.status_code == 429:
+                raise requests.HTTPError(f"HTTP {response.status_code} from {url}")
+            if response.status_code >= 400:
+                raise _FinalHTTPError(f"HTTP {response.status_code} for {url}: the file is not there")
+            expected = int(response.headers.get("Content-Length") or 0) or None
+            received = 0
+            with tqdm(
+                total=expected, unit="B", unit_scale=True, desc=destination.name, disable=not progress, leave=False
+            ) as bar:
+                for chunk in response.iter_content(_CHUNK):
+                    output.write(chunk)
+                    received += len(chunk)
+                    bar.update(len(chunk))
+        if expected is not None and received != expected:
+            raise _TruncatedError(f"{url}: got {received} of {expected} bytes (connection cut short)")
+        if sha256 is not None or sha256_prefix is not None:
+            try:
+                verify_sha256(temporary, sha256=sha256, sha256_prefix=sha256_prefix)
+            except ChecksumError as error:
+                raise ChecksumError(f"download of {url} failed verification: {error}") from None
+        os.replace(temporary, destination)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise

@@ -1,0 +1,201 @@
+"""A timm-style registry: each entry carries its source, weights and preprocessing as data.
+
+``load_model(name)`` builds the network through the entry's own loader (the code path its users
+take: torchvision, torch.hub, transformers, timm, or a PyPI package) and returns it with the
+preprocessing it was trained with, or with a forced normalization ("imagenet" / "half").
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from modelval.errors import ModelvalError
+from modelval.paths import project_root
+from modelval.preprocessing import NORMALIZATION_CHOICES, Preprocess, PreprocessConfig
+
+CHECKPOINT_DIR_ENV = "MODELVAL_CHECKPOINT_DIR"
+OFFLINE_ENV = "MODELVAL_OFFLINE"
+
+
+@dataclass(frozen=True)
+class LoadContext:
+    """What a builder may use: where weights are cached, whether it may download, the device."""
+
+    checkpoint_dir: Path
+    offline: bool
+    device: torch.device
+    progress: bool = True
+
+
+@dataclass(frozen=True)
+class ModelEntry:
+    """One registered model. ``preprocess`` is the preprocessing the model was trained/evaluated with."""
+
+    name: str
+    family: str  # "resnet50", "deit", "efficientnet"
+    variant: str  # "IN", "SIN", "tiny", "lite0", ...
+    source: str  # "torchvision", "texture-vs-shape", "torch.hub", "huggingface", "timm", "pypi"
+    preprocess: PreprocessConfig
+    build: Callable[[LoadContext], nn.Module] = field(repr=False, compare=False)
+    weights_url: str | None = None
+    weights_file: str | None = None  # file name in the checkpoint cache, when modelval downloads it
+    provenance: str = ""
+    label: str = ""  # human-readable name for tables ("ResNet-50 (SIN)")
+
+    @property
+    def display_name(self) -> str:
+        return self.label or self.name
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """The effective configuration of a loaded model (its entry plus the requested normalization)."""
+
+    name: str
+    source: str
+    normalization: str  # what was requested: "model", "imagenet" or "half"
+    preprocess: PreprocessConfig
+    weights_url: str | None
+    provenance: str
+
+    @property
+    def mean(self) -> tuple[float, float, float]:
+        return self.preprocess.mean
+
+    @property
+    def std(self) -> tuple[float, float, float]:
+        return self.preprocess.std
+
+    @property
+    def interpolation(self) -> str:
+        return self.preprocess.interpolation
+
+    @property
+    def resize(self) -> int | None:
+        return self.preprocess.resize
+
+    @property
+    def crop(self) -> int | None:
+        return self.preprocess.crop
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "name": self.name,
+            "source": self.source,
+            "normalization": self.normalization,
+            **self.preprocess.to_dict(),
+            "weights_url": self.weights_url,
+            "provenance": self.provenance,
+        }
+
+
+@dataclass
+class LoadedModel:
+    entry: ModelEntry
+    model: nn.Module
+    preprocess: Preprocess
+    config: ModelConfig
+
+
+_REGISTRY: dict[str, ModelEntry] = {}
+
+
+def register_model(entry: ModelEntry) -> ModelEntry:
+    if entry.name in _REGISTRY:
+        raise ValueError(f"model {entry.name!r} is registered twice")
+    _REGISTRY[entry.name] = entry
+    return entry
+
+
+def get_entry(name: str) -> ModelEntry:
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        close = difflib.get_close_matches(name, _REGISTRY, n=3)
+        hint = f" Did you mean {', '.join(close)}?" if close else ""
+        raise ModelvalError(
+            f"unknown model {name!r}.{hint} `modelval models` lists all {len(_REGISTRY)} registered models."
+        ) from None
+
+
+def list_models(*, family: str | None = None, source: str | None = None) -> list[ModelEntry]:
+    """Registered entries, in registration order, optionally filtered by family or source."""
+    return [
+        e
+        for e in _REGISTRY.values()
+        if (family is None or e.family == family) and (source is None or e.source == source)
+    ]
+
+
+def resolve_checkpoint_dir(checkpoint_dir: str | os.PathLike[str] | None = None) -> Path:
+    """``--checkpoint-dir``, else ``$MODELVAL_CHECKPOINT_DIR``, else ``<project>/checkpoints``."""
+    if checkpoint_dir:
+        return Path(checkpoint_dir).expanduser()
+    env = os.environ.get(CHECKPOINT_DIR_ENV)
+    return Path(env).expanduser() if env else project_root() / "checkpoints"
+
+
+def resolve_offline(offline: bool | None = None) -> bool:
+    """Explicit flag, else ``$MODELVAL_OFFLINE`` or ``$HF_HUB_OFFLINE`` set to 1/true."""
+    if offline is not None:
+        return offline
+    return any(os.environ.get(v, "").lower() in ("1", "true", "yes") for v in (OFFLINE_ENV, "HF_HUB_OFFLINE"))
+
+
+def resolve_device(device: str | torch.device = "auto") -> torch.device:
+    if isinstance(device, torch.device):
+        return device
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise ModelvalError(f"--device {device} was requested but CUDA is not available on this machine")
+    return torch.device(device)
+
+
+def load_model(
+    name: str,
+    *,
+    normalization: str = "model",
+    checkpoint_dir: str | os.PathLike[str] | None = None,
+    device: str | torch.device = "cpu",
+    offline: bool | None = None,
+    progress: bool = True,
+) -> LoadedModel:
+    """Build a registered model in eval mode with its preprocessing.
+
+    ``normalization="model"`` keeps the entry's own mean/std; ``"imagenet"`` or ``"half"``
+    (0.5/0.5) force another one, so every model can run under the correct and the wrong one.
+    """
+    if normalization not in NORMALIZATION_CHOICES:
+        raise ModelvalError(f"normalization must be one of {', '.join(NORMALIZATION_CHOICES)}, got {normalization!r}")
+    entry = get_entry(name)
+    context = LoadContext(
+        checkpoint_dir=resolve_checkpoint_dir(checkpoint_dir),
+        offline=resolve_offline(offline),
+        device=resolve_device(device),
+        progress=progress,
+    )
+    model = entry.build(context).to(context.device).eval()
+    preprocess = entry.preprocess.with_normalization(normalization)
+    config = ModelConfig(
+        name=entry.name,
+        source=entry.source,
+        normalization=normalization,
+        preprocess=preprocess,
+        weights_url=entry.weights_url,
+        provenance=entry.provenance,
+    )
+    return LoadedModel(entry=entry, model=model, preprocess=Preprocess(preprocess), config=config)
+
+
+def replace_preprocess(entry: ModelEntry, **changes: object) -> ModelEntry:
+    """A copy of ``entry`` with its preprocessing changed (for tests and audits)."""
+    return dataclasses.replace(entry, preprocess=dataclasses.replace(entry.preprocess, **changes))

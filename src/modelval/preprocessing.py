@@ -1,0 +1,177 @@
+"""Preprocessing as data attached to a model, and the one code path that applies it.
+
+A :class:`PreprocessConfig` says how a model expects its input: normalization mean/std,
+interpolation, and the eval-time resize and center crop it was trained with. Images are decoded
+once to uint8 tensors; :func:`prepare_batch` turns a uint8 batch into the model's input on the
+target device. The PIL entry point (:class:`Preprocess`) goes through the same function, so a single
+image and a batch are processed identically.
+
+On the cue-conflict stimuli: they are already 224x224 and the reference toolbox (model-vs-human)
+feeds them without resize or crop, so the evaluation protocol drops the model's resize/crop by
+default (see :meth:`PreprocessConfig.for_stimuli`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import torch
+from PIL import Image
+from torchvision.transforms import InterpolationMode
+from torchvision.transforms.v2 import functional as F
+
+IMAGENET_MEAN: tuple[float, float, float] = (0.485, 0.456, 0.406)
+IMAGENET_STD: tuple[float, float, float] = (0.229, 0.224, 0.225)
+HALF_MEAN: tuple[float, float, float] = (0.5, 0.5, 0.5)
+HALF_STD: tuple[float, float, float] = (0.5, 0.5, 0.5)
+
+#: Named normalizations a user can force on any model ("model" keeps the model's own).
+NORMALIZATIONS: dict[str, tuple[tuple[float, float, float], tuple[float, float, float]]] = {
+    "imagenet": (IMAGENET_MEAN, IMAGENET_STD),
+    "half": (HALF_MEAN, HALF_STD),
+}
+NORMALIZATION_CHOICES: tuple[str, ...] = ("model", "imagenet", "half")
+
+Normalization = Literal["model", "imagenet", "half"]
+
+_INTERPOLATIONS = {
+    "nearest": InterpolationMode.NEAREST,
+    "bilinear": InterpolationMode.BILINEAR,
+    "bicubic": InterpolationMode.BICUBIC,
+}
+
+#: "resize 256 / center-crop 224", the usual ImageNet eval transform, as a stimulus-protocol option.
+STANDARD_RESIZE, STANDARD_CROP = 256, 224
+
+
+def _triple(values: object, what: str) -> tuple[float, float, float]:
+    items = tuple(float(v) for v in values)  # type: ignore[union-attr]
+    if len(items) != 3:
+        raise ValueError(f"{what} needs 3 values (one per RGB channel), got {items}")
+    return items  # type: ignore[return-value]
+
+
+@dataclass(frozen=True)
+class PreprocessConfig:
+    """How images become model input. ``resize``/``crop`` of ``None`` mean "leave the size as is"."""
+
+    mean: tuple[float, float, float] = IMAGENET_MEAN
+    std: tuple[float, float, float] = IMAGENET_STD
+    interpolation: str = "bilinear"
+    resize: int | None = None
+    crop: int | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "mean", _triple(self.mean, "mean"))
+        object.__setattr__(self, "std", _triple(self.std, "std"))
+        if any(s <= 0 for s in self.std):
+            raise ValueError(f"std must be positive, got {self.std}")
+        if self.interpolation not in _INTERPOLATIONS:
+            raise ValueError(
+                f"interpolation must be one of {sorted(_INTERPOLATIONS)}, got {self.interpolation!r}"
+            )
+        for name in ("resize", "crop"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, int) or value <= 0):
+                raise ValueError(f"{name} must be a positive int or None, got {value!r}")
+
+    @property
+    def normalization_name(self) -> str:
+        """"imagenet", "half" or "custom", for reports."""
+        for name, (mean, std) in NORMALIZATIONS.items():
+            if np.allclose(self.mean, mean) and np.allclose(self.std, std):
+                return name
+        return "custom"
+
+    def with_normalization(self, normalization: str) -> PreprocessConfig:
+        """The same config with the model's own ("model") or a forced ("imagenet", "half") mean/std."""
+        if normalization == "model":
+            return self
+        if normalization not in NORMALIZATIONS:
+            raise ValueError(f"normalization must be one of {NORMALIZATION_CHOICES}, got {normalization!r}")
+        mean, std = NORMALIZATIONS[normalization]
+        return dataclasses.replace(self, mean=mean, std=std)
+
+    def for_stimuli(self, resize: str | int | None = None) -> PreprocessConfig:
+        """The config used on the 224 px cue-conflict stimuli.
+
+        ``None``/"none" (the official protocol): no resize, no crop. ``256``: resize the shorter side
+        to 256 with the model's interpolation, then center-crop 224.
+        """
+        if resize in (None, "none"):
+            return dataclasses.replace(self, resize=None, crop=None)
+        if int(resize) == STANDARD_RESIZE:
+            return dataclasses.replace(self, resize=STANDARD_RESIZE, crop=STANDARD_CROP)
+        raise ValueError(f"resize must be 'none' or {STANDARD_RESIZE}, got {resize!r}")
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "mean": list(self.mean),
+            "std": list(self.std),
+            "normalization": self.normalization_name,
+            "interpolation": self.interpolation,
+            "resize": self.resize,
+            "crop": self.crop,
+        }
+
+    def describe(self) -> str:
+        size = "as is" if self.resize is None and self.crop is None else f"resize {self.resize}, crop {self.crop}"
+        return (
+            f"mean={tuple(round(m, 4) for m in self.mean)} std={tuple(round(s, 4) for s in self.std)} "
+            f"({self.normalization_name}), {self.interpolation}, {size}"
+        )
+
+
+def pil_to_uint8(image: Image.Image) -> torch.Tensor:
+    """An RGB (3, H, W) uint8 tensor of a PIL image (grayscale/RGBA/palette are converted to RGB)."""
+    if image.mode != "RGB":
+        image = image.convert("RGB")
+    array = np.asarray(image, dtype=np.uint8)
+    return torch.from_numpy(array.copy()).permute(2, 0, 1).contiguous()
+
+
+def prepare_batch(
+    images: torch.Tensor,
+    config: PreprocessConfig,
+    device: torch.device | str | None = None,
+    *,
+    non_blocking: bool = False,
+) -> torch.Tensor:
+    """uint8 (N, 3, H, W) or (3, H, W) images -> normalized float32 model input on ``device``.
+
+    Steps, in the order torchvision's ImageNet eval transform applies them: resize (antialiased),
+    center crop, scale to [0, 1], normalize. The uint8 batch is moved before conversion, so only a
+    quarter of the bytes cross to a GPU.
+    """
+    if images.dtype != torch.uint8:
+        raise TypeError(f"prepare_batch expects uint8 images, got {images.dtype}")
+    if device is not None:
+        images = images.to(device, non_blocking=non_blocking)
+    batch = images.float()
+    if config.resize is not None:
+        batch = F.resize(
+            batch, [config.resize], interpolation=_INTERPOLATIONS[config.interpolation], antialias=True
+        )
+        # Resizing float images can overshoot [0, 255] (bicubic); PIL clamps to uint8, so do we.
+        batch = batch.round_().clamp_(0, 255)
+    if config.crop is not None:
+        batch = F.center_crop(batch, [config.crop])
+    mean = torch.tensor(config.mean, device=batch.device).view(-1, 1, 1) * 255.0
+    std = torch.tensor(config.std, device=batch.device).view(-1, 1, 1) * 255.0
+    return (batch - mean) / std
+
+
+class Preprocess:
+    """PIL image -> model input tensor (3, H, W), via :func:`prepare_batch`."""
+
+    def __init__(self, config: PreprocessConfig) -> None:
+        self.config = config
+
+    def __call__(self, image: Image.Image) -> torch.Tensor:
+        return prepare_batch(pil_to_uint8(image), self.config)
+
+    def __repr__(self) -> str:
+        return f"Preprocess({self.config.describe()})"
