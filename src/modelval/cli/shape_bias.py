@@ -1,0 +1,130 @@
+"""``modelval shape-bias``: evaluate a registered model, or recompute from a decision CSV."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from modelval.categories import AGGREGATIONS
+from modelval.data import resolve_data_root
+from modelval.decisions import read_decisions, write_decisions
+from modelval.expected import expected_for
+from modelval.preprocessing import NORMALIZATION_CHOICES
+from modelval.reports import ReportRow, format_report, plot_per_category
+from modelval.shape_bias import compute_shape_bias
+
+
+def add_model_options(parser: argparse.ArgumentParser) -> None:
+    """Options shared by every command that loads a registered model."""
+    parser.add_argument("--checkpoint-dir", help="weight cache (default: $MODELVAL_CHECKPOINT_DIR or checkpoints/)")
+    parser.add_argument(
+        "--offline",
+        action="store_true",
+        default=None,
+        help="never download; fail with the fetch command if weights are not cached",
+    )
+    parser.add_argument("--device", default="auto", help="auto|cpu|cuda (default: auto)")
+
+
+def add_evaluation_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--data-root", help="cue-conflict folder (default: $MODELVAL_DATA_ROOT or the user cache)")
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--workers", type=int, default=0, help="decoding worker processes (default: 0)")
+    parser.add_argument("--no-progress", action="store_true", help="hide progress bars")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "shape-bias",
+        help="cue-conflict shape bias of a model, or of a published decision CSV",
+        description=(
+            "Shape bias (Geirhos et al., ICLR 2019): shape hits / (shape + texture hits) over the 1200 "
+            "cue-conflict images. Either evaluate --model on the stimuli, or recompute from --decisions."
+        ),
+    )
+    parser.add_argument("--decisions", type=Path, help="per-image decision CSV (published raw-data format)")
+    parser.add_argument("--model", help="registered model name (see `modelval models`)")
+    parser.add_argument("--normalization", choices=NORMALIZATION_CHOICES, default="model")
+    parser.add_argument(
+        "--resize",
+        choices=("none", "256"),
+        default="none",
+        help="none: feed the 224 px stimuli as they are (official protocol); 256: resize 256, center-crop 224",
+    )
+    parser.add_argument("--aggregation", choices=AGGREGATIONS, default="mean")
+    add_evaluation_options(parser)
+    add_model_options(parser)
+    parser.add_argument("--decisions-out", type=Path, help="write per-image decisions (raw-data CSV format)")
+    parser.add_argument("--plot", type=Path, help="write the per-category shape-bias plot (PNG)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
+    parser.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for the 95%% interval")
+    parser.add_argument("--seed", type=int, default=0)
+    # --model alone evaluates; with --decisions it only names the observer (for its expected value).
+    parser.set_defaults(handler=run, _parser=parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.decisions is None and not args.model:
+        args._parser.error("one of --model or --decisions is required")
+    if args.decisions is not None:
+        decisions = read_decisions(args.decisions)
+        expected = expected_for(args.model) if args.model else None
+        label = expected.label if expected else (args.model or args.decisions.stem)
+        result = compute_shape_bias(decisions, n_bootstrap=args.bootstrap, seed=args.seed)
+        row = ReportRow(args.model or label, label, "decision file", "n/a", result, expected)
+        extra: dict[str, object] = {"decisions_file": str(args.decisions), "images": len(decisions)}
+    else:
+        row, extra, decisions = _evaluate(args)
+    if args.decisions_out and args.decisions is None:
+        write_decisions(args.decisions_out, decisions, subject=row.model)
+    if args.plot:
+        plot_per_category({f"{row.label} ({row.normalization})": row.result}, args.plot)
+    if args.json:
+        print(json.dumps({**row.to_dict(), **extra}, indent=2))
+    else:
+        print(format_report([row]))
+        for name, value in extra.items():
+            if name != "preprocessing":
+                print(f"{name}: {value}")
+    return 0
+
+
+def _evaluate(args: argparse.Namespace):
+    from modelval.evaluation import StimulusSet, evaluate
+    from modelval.models import load_model
+
+    progress = not args.no_progress and sys.stderr.isatty()
+    loaded = load_model(
+        args.model,
+        normalization=args.normalization,
+        checkpoint_dir=args.checkpoint_dir,
+        device=args.device,
+        offline=args.offline,
+        progress=progress,
+    )
+    config = loaded.config.preprocess.for_stimuli(args.resize)
+    stimuli = StimulusSet.load(resolve_data_root(args.data_root), workers=args.workers, progress=progress)
+    evaluation = evaluate(
+        loaded.model,
+        config,
+        stimuli,
+        model_name=args.model,
+        batch_size=args.batch_size,
+        device=args.device,
+        aggregation=args.aggregation,
+        progress=progress,
+        n_bootstrap=args.bootstrap,
+        seed=args.seed,
+    )
+    expected = expected_for(args.model)
+    normalization = f"{args.normalization} ({config.normalization_name})"
+    row = ReportRow(args.model, loaded.entry.display_name, loaded.entry.source, normalization, evaluation.result, expected)
+    extra = {
+        "preprocessing": config.to_dict(),
+        "aggregation": args.aggregation,
+        "images": len(stimuli),
+        "seconds": round(evaluation.timings["total"], 2),
+    }
+    return row, extra, evaluation.decisions
