@@ -105,9 +105,7 @@ def stimulus_set(data_root: Path):
 def reference_dir(pytestconfig: pytest.Config) -> Path:
     """Published per-image decisions of Geirhos et al. (texture-vs-shape raw-data)."""
     default = SHARED / "reference" / "raw-data"
-    path = _first_existing(
-        pytestconfig.getoption("--reference-dir"), os.environ.get("MODELVAL_REFERENCE_DIR"), default
-    )
+    path = _first_existing(pytestconfig.getoption("--reference-dir"), os.environ.get("MODELVAL_REFERENCE_DIR"), default)
     if path is None or not path.is_dir():
         missing_resource(
             pytestconfig,

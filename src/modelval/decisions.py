@@ -19,7 +19,16 @@ from modelval.categories import CATEGORIES
 from modelval.data import parse_stimulus_name
 from modelval.errors import DataError
 
-CSV_COLUMNS: tuple[str, ...] = ("subj", "session", "trial", "rt", "object_response", "category", "condition", "imagename")
+CSV_COLUMNS: tuple[str, ...] = (
+    "subj",
+    "session",
+    "trial",
+    "rt",
+    "object_response",
+    "category",
+    "condition",
+    "imagename",
+)
 
 
 @dataclass(frozen=True)
@@ -54,8 +63,7 @@ def read_decisions(path: str | os.PathLike[str]) -> list[Decision]:
         missing = [c for c in ("object_response", "category", "imagename") if c not in (reader.fieldnames or [])]
         if missing:
             raise DataError(
-                f"{path}: missing column(s) {', '.join(missing)}; expected the raw-data format "
-                f"{','.join(CSV_COLUMNS)}"
+                f"{path}: missing column(s) {', '.join(missing)}; expected the raw-data format {','.join(CSV_COLUMNS)}"
             )
         decisions = []
         for line, row in enumerate(reader, start=2):
@@ -65,9 +73,7 @@ def read_decisions(path: str | os.PathLike[str]) -> list[Decision]:
                 raise DataError(f"{path}, line {line}: {error}") from None
             response = (row["object_response"] or "").strip()
             if response not in CATEGORIES:
-                raise DataError(
-                    f"{path}, line {line}: object_response {response!r} is not one of the 16 categories"
-                )
+                raise DataError(f"{path}, line {line}: object_response {response!r} is not one of the 16 categories")
             if row["category"] and row["category"].strip() != shape:
                 raise DataError(
                     f"{path}, line {line}: category {row['category']!r} disagrees with the shape in "

@@ -31,7 +31,7 @@ class ExpectedShapeBias:
     note: str = ""
 
     def verdict(self, measured: float) -> str:
-        """"PASS"/"FAIL" against a published value, "n/a" where none exists."""
+        """ "PASS"/"FAIL" against a published value, "n/a" where none exists."""
         if self.value is None or self.tolerance is None or math.isnan(measured):
             return "n/a"
         return "PASS" if abs(measured - self.value) <= self.tolerance else "FAIL"

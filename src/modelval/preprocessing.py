@@ -70,9 +70,7 @@ class PreprocessConfig:
         if any(s <= 0 for s in self.std):
             raise ValueError(f"std must be positive, got {self.std}")
         if self.interpolation not in _INTERPOLATIONS:
-            raise ValueError(
-                f"interpolation must be one of {sorted(_INTERPOLATIONS)}, got {self.interpolation!r}"
-            )
+            raise ValueError(f"interpolation must be one of {sorted(_INTERPOLATIONS)}, got {self.interpolation!r}")
         for name in ("resize", "crop"):
             value = getattr(self, name)
             if value is not None and (not isinstance(value, int) or value <= 0):
@@ -80,7 +78,7 @@ class PreprocessConfig:
 
     @property
     def normalization_name(self) -> str:
-        """"imagenet", "half" or "custom", for reports."""
+        """ "imagenet", "half" or "custom", for reports."""
         for name, (mean, std) in NORMALIZATIONS.items():
             if np.allclose(self.mean, mean) and np.allclose(self.std, std):
                 return name
@@ -152,9 +150,7 @@ def prepare_batch(
         images = images.to(device, non_blocking=non_blocking)
     batch = images.float()
     if config.resize is not None:
-        batch = F.resize(
-            batch, [config.resize], interpolation=_INTERPOLATIONS[config.interpolation], antialias=True
-        )
+        batch = F.resize(batch, [config.resize], interpolation=_INTERPOLATIONS[config.interpolation], antialias=True)
         # Resizing float images can overshoot [0, 255] (bicubic); PIL clamps to uint8, so do we.
         batch = batch.round_().clamp_(0, 255)
     if config.crop is not None:

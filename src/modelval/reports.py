@@ -138,17 +138,22 @@ def format_markdown(rows: Sequence[ReportRow]) -> str:
         lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
         return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in body])
 
-    return "\n\n".join(
-        [
-            "# Shape-bias validation report",
-            md(COMPARISON_COLUMNS, [_comparison_cells(r) for r in rows]),
-            "## Breakdown",
-            md(BREAKDOWN_COLUMNS, [_breakdown_cells(r) for r in rows]),
-        ]
-    ) + "\n"
+    return (
+        "\n\n".join(
+            [
+                "# Shape-bias validation report",
+                md(COMPARISON_COLUMNS, [_comparison_cells(r) for r in rows]),
+                "## Breakdown",
+                md(BREAKDOWN_COLUMNS, [_breakdown_cells(r) for r in rows]),
+            ]
+        )
+        + "\n"
+    )
 
 
-def write_reports(rows: Sequence[ReportRow], directory: str | os.PathLike[str], *, stem: str = "shape_bias") -> list[Path]:
+def write_reports(
+    rows: Sequence[ReportRow], directory: str | os.PathLike[str], *, stem: str = "shape_bias"
+) -> list[Path]:
     """Write ``<stem>.json``, ``<stem>.csv`` and ``<stem>.md`` into ``directory``."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)

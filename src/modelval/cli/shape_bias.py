@@ -120,7 +120,9 @@ def _evaluate(args: argparse.Namespace):
     )
     expected = expected_for(args.model)
     normalization = f"{args.normalization} ({config.normalization_name})"
-    row = ReportRow(args.model, loaded.entry.display_name, loaded.entry.source, normalization, evaluation.result, expected)
+    row = ReportRow(
+        args.model, loaded.entry.display_name, loaded.entry.source, normalization, evaluation.result, expected
+    )
     extra = {
         "preprocessing": config.to_dict(),
         "aggregation": args.aggregation,
