@@ -142,3 +142,105 @@ def bundled_model(pytestconfig: pytest.Config):
         return load_model("efficientnet_lite0", progress=False)
     except ModelvalError as error:
         missing_resource(pytestconfig, str(error))
+
+
+@pytest.fixture(scope="session")
+def bundled_evaluations(bundled_model, stimulus_set, device):
+    """Evaluations of the bundled model on all 1280 stimuli, cached per normalization for the session.
+
+    Returns a function ``evaluate(normalization)``; each normalization is evaluated once however many
+    tests ask for it (a full run costs ~30 s on 2 CPU cores).
+    """
+    from modelval.evaluation import evaluate
+
+    cache = {}
+
+    def run(normalization: str = "model"):
+        if normalization not in cache:
+            config = bundled_model.entry.preprocess.with_normalization(normalization).for_stimuli(None)
+            cache[normalization] = evaluate(
+                bundled_model.model,
+                config,
+                stimulus_set,
+                model_name="efficientnet_lite0",
+                device=device,
+                progress=False,
+            )
+        return cache[normalization]
+
+    return run
+
+
+class LocalFileServer:
+    """An HTTP server on 127.0.0.1 serving in-memory files, with failure modes for download tests.
+
+    ``add(path, body, *, failures=0, mode="ok")``: the first ``failures`` requests answer HTTP 500;
+    ``mode="truncate"`` announces the full Content-Length but sends half the body and closes.
+    ``requests`` counts hits per path.
+    """
+
+    def __init__(self) -> None:
+        import http.server
+        import threading
+
+        self.files: dict[str, dict] = {}
+        self.requests: dict[str, int] = {}
+        server = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args) -> None:  # keep test output clean
+                pass
+
+            def do_GET(self) -> None:
+                server.requests[self.path] = server.requests.get(self.path, 0) + 1
+                spec = server.files.get(self.path)
+                if spec is None:
+                    self.send_error(404)
+                    return
+                if server.requests[self.path] <= spec["failures"]:
+                    self.send_error(500)
+                    return
+                body = spec["body"]
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                if spec["mode"] == "truncate":
+                    self.wfile.write(body[: len(body) // 2])
+                    self.wfile.flush()
+                    self.close_connection = True
+                    return
+                self.wfile.write(body)
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}"
+
+    def add(self, path: str, body: bytes, *, failures: int = 0, mode: str = "ok") -> str:
+        self.files[path] = {"body": body, "failures": failures, "mode": mode}
+        return self.url + path
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture
+def local_server():
+    server = LocalFileServer()
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def closed_port_url() -> str:
+    """A URL on 127.0.0.1 where nothing listens (connection refused)."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return f"http://127.0.0.1:{port}/missing.pth"

@@ -189,20 +189,21 @@ def download_stimuli(
     progress: bool = True,
     timeout: float = 60.0,
     retries: int = 3,
+    manifest: dict[str, str] | None = None,
 ) -> Path:
     """Fetch the public stimuli into ``destination`` and verify every file against the manifest.
 
     ``source="model-vs-human"`` downloads the release archive (``url`` overrides its address);
     ``source="texture-vs-shape"`` fetches the repository folder file by file (``url`` overrides
-    the folder's base address). The stimuli are assembled and verified in a temporary folder
+    the folder's base address). ``manifest`` defaults to the committed one. The stimuli are assembled and verified in a temporary folder
     beside the destination and moved into place only when complete, so an interrupted or corrupt
     download never leaves a partial dataset behind.
     """
     destination = Path(destination) if destination else resolve_data_root()
+    manifest = manifest if manifest is not None else load_manifest()
     if destination.exists() and not force:
-        verify_stimuli(destination)
+        verify_stimuli(destination, manifest)
         return destination
-    manifest = load_manifest()
     destination.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{destination.name}.", dir=destination.parent))
     try:
@@ -237,7 +238,8 @@ def _extract_stimuli_archive(archive: Path, target: Path) -> Path:
     except (tarfile.TarError, EOFError, OSError) as error:
         raise DataError(f"{archive}: not a readable tar archive ({error})") from None
     for folder in [target, *sorted(p for p in target.rglob("*") if p.is_dir())]:
-        if (folder / "airplane").is_dir() and (folder / "truck").is_dir():
+        children = {p.name for p in folder.iterdir() if p.is_dir()}
+        if children and children <= set(CATEGORIES):
             return folder
     raise DataError(f"{archive}: no cue-conflict category folders (airplane/ ... truck/) inside the archive")
 

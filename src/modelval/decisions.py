@@ -19,6 +19,10 @@ from modelval.categories import CATEGORIES
 from modelval.data import parse_stimulus_name
 from modelval.errors import DataError
 
+#: Published human sessions record "na" when the observer gave no answer in time; it counts as neither
+#: a shape nor a texture hit (an "other" response), as in the reference analysis.
+NO_RESPONSE = "na"
+
 CSV_COLUMNS: tuple[str, ...] = (
     "subj",
     "session",
@@ -72,8 +76,11 @@ def read_decisions(path: str | os.PathLike[str]) -> list[Decision]:
             except DataError as error:
                 raise DataError(f"{path}, line {line}: {error}") from None
             response = (row["object_response"] or "").strip()
-            if response not in CATEGORIES:
-                raise DataError(f"{path}, line {line}: object_response {response!r} is not one of the 16 categories")
+            if response not in CATEGORIES and response != NO_RESPONSE:
+                raise DataError(
+                    f"{path}, line {line}: object_response {response!r} is not one of the 16 categories "
+                    f"(or {NO_RESPONSE!r} for no response)"
+                )
             if row["category"] and row["category"].strip() != shape:
                 raise DataError(
                     f"{path}, line {line}: category {row['category']!r} disagrees with the shape in "

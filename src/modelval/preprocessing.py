@@ -131,6 +131,19 @@ def pil_to_uint8(image: Image.Image) -> torch.Tensor:
     return torch.from_numpy(array.copy()).permute(2, 0, 1).contiguous()
 
 
+def _resize_like_pil(images: torch.Tensor, size: int, interpolation: str) -> torch.Tensor:
+    """Resize the shorter side of each uint8 image with PIL, exactly as torchvision's PIL transforms do.
+
+    Tensor resizing is not an option here: torch's bicubic kernel (a=-0.75) differs from PIL's
+    (a=-0.5) by up to 10 grey levels on the stimuli, and the pipelines users compare against run on PIL.
+    """
+    resized = []
+    for image in images.cpu():
+        pil = Image.fromarray(image.permute(1, 2, 0).numpy())
+        resized.append(pil_to_uint8(F.resize(pil, [size], interpolation=_INTERPOLATIONS[interpolation])))
+    return torch.stack(resized)
+
+
 def prepare_batch(
     images: torch.Tensor,
     config: PreprocessConfig,
@@ -140,24 +153,25 @@ def prepare_batch(
 ) -> torch.Tensor:
     """uint8 (N, 3, H, W) or (3, H, W) images -> normalized float32 model input on ``device``.
 
-    Steps, in the order torchvision's ImageNet eval transform applies them: resize (antialiased),
+    Steps, in the order torchvision's ImageNet eval transform applies them: resize (PIL, antialiased),
     center crop, scale to [0, 1], normalize. The uint8 batch is moved before conversion, so only a
     quarter of the bytes cross to a GPU.
     """
     if images.dtype != torch.uint8:
         raise TypeError(f"prepare_batch expects uint8 images, got {images.dtype}")
+    single = images.ndim == 3
+    if single:
+        images = images.unsqueeze(0)
+    if config.resize is not None:
+        images = _resize_like_pil(images, config.resize, config.interpolation)
+    if config.crop is not None:
+        images = F.center_crop(images, [config.crop])
     if device is not None:
         images = images.to(device, non_blocking=non_blocking)
-    batch = images.float()
-    if config.resize is not None:
-        batch = F.resize(batch, [config.resize], interpolation=_INTERPOLATIONS[config.interpolation], antialias=True)
-        # Resizing float images can overshoot [0, 255] (bicubic); PIL clamps to uint8, so do we.
-        batch = batch.round_().clamp_(0, 255)
-    if config.crop is not None:
-        batch = F.center_crop(batch, [config.crop])
-    mean = torch.tensor(config.mean, device=batch.device).view(-1, 1, 1) * 255.0
-    std = torch.tensor(config.std, device=batch.device).view(-1, 1, 1) * 255.0
-    return (batch - mean) / std
+    mean = torch.tensor(config.mean, device=images.device).view(-1, 1, 1) * 255.0
+    std = torch.tensor(config.std, device=images.device).view(-1, 1, 1) * 255.0
+    batch = (images.float() - mean) / std
+    return batch[0] if single else batch
 
 
 class Preprocess:

@@ -1,0 +1,109 @@
+"""End to end on the real 1280 stimuli with the real bundled ImageNet model (EfficientNet-Lite0)."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from modelval.categories import CATEGORIES
+from modelval.decisions import by_stimulus, read_decisions
+from modelval.evaluation import StimulusSet, category_probabilities, decisions_from_probabilities, evaluate
+
+BASELINE = Path(__file__).resolve().parents[1] / "fixtures" / "baselines" / "efficientnet_lite0.csv"
+#: Decisions allowed to flip against the committed baseline before the regression check fails. Float
+#: differences between CPUs/BLAS builds can flip a near-tie or two; a preprocessing change flips
+#: hundreds (ImageNet instead of 0.5/0.5 normalization flips 400+).
+MAX_BASELINE_FLIPS = 3
+CHANCE = 1 / len(CATEGORIES)
+
+
+@pytest.mark.slow
+def test_bundled_model_is_a_texture_biased_imagenet_cnn(bundled_evaluations):
+    result = bundled_evaluations("model").result
+    assert result.conflict_images == 1200 and result.excluded_no_conflict == 80
+    # A real ImageNet classifier names the shape or the texture far more often than 16-way chance...
+    assert result.cue_accuracy > 5 * CHANCE
+    # ... and, like every ImageNet-trained CNN in Geirhos et al., prefers texture: far below humans (~96%).
+    assert result.shape_bias < 0.5
+    assert result.texture_hits > 2 * result.shape_hits
+    assert result.ci_low < result.shape_bias < result.ci_high
+
+
+@pytest.mark.slow
+def test_wrong_normalization_changes_decisions(bundled_evaluations):
+    correct, wrong = bundled_evaluations("model"), bundled_evaluations("imagenet")
+    assert correct.config.normalization_name == "half" and wrong.config.normalization_name == "imagenet"
+    flips = sum(a.response != b.response for a, b in zip(correct.decisions, wrong.decisions, strict=True))
+    assert flips > 100
+    assert correct.result.cue_accuracy > wrong.result.cue_accuracy
+
+
+@pytest.mark.slow
+def test_decisions_match_the_committed_baseline(bundled_evaluations):
+    """The regression check after preprocessing changes: per-image decisions vs fixtures/baselines."""
+    current = by_stimulus(bundled_evaluations("model").decisions)
+    baseline = by_stimulus(read_decisions(BASELINE))
+    assert current.keys() == baseline.keys()
+    flipped = sorted(
+        f"{name}: {baseline[name].response} -> {current[name].response}"
+        for name in current
+        if current[name].response != baseline[name].response
+    )
+    assert len(flipped) <= MAX_BASELINE_FLIPS, f"{len(flipped)} decisions flipped:\n" + "\n".join(flipped[:30])
+
+
+def test_decisions_do_not_depend_on_batch_size(bundled_model, stimulus_set):
+    subset = stimulus_set.images[::20]  # 64 images from every category
+    config = bundled_model.entry.preprocess.for_stimuli(None)
+    runs = {
+        size: category_probabilities(bundled_model.model, subset, config, batch_size=size, device="cpu", progress=False)
+        for size in (1, 7, 64)
+    }
+    choices = {size: probabilities.argmax(1) for size, probabilities in runs.items()}
+    assert np.array_equal(choices[1], choices[7]) and np.array_equal(choices[1], choices[64])
+    np.testing.assert_allclose(runs[1], runs[64], rtol=0, atol=1e-5)
+
+
+def test_decisions_do_not_depend_on_decoding_workers(bundled_model, data_root):
+    from modelval.data import decode_stimuli, discover_stimuli
+
+    stimuli = discover_stimuli(data_root)[5::40]
+    config = bundled_model.entry.preprocess.for_stimuli(None)
+    results = []
+    for workers in (0, 2):
+        images = decode_stimuli(data_root, stimuli, workers=workers, progress=False)
+        probabilities = category_probabilities(bundled_model.model, images, config, device="cpu", progress=False)
+        results.append([d.response for d in decisions_from_probabilities(stimuli, probabilities)])
+    assert results[0] == results[1]
+
+
+def test_accepts_callables_and_hf_style_outputs(stimulus_set):
+    """Any callable returning ImageNet logits works, including outputs with a ``.logits`` attribute."""
+
+    class Output:
+        def __init__(self, logits):
+            self.logits = logits
+
+    def always_cat(inputs):
+        logits = torch.zeros(len(inputs), 1000)
+        logits[:, 281] = 10.0  # tabby cat
+        return Output(logits)
+
+    small = StimulusSet(stimulus_set.root, stimulus_set.stimuli[:32], stimulus_set.images[:32])
+    evaluation = evaluate(always_cat, bundled_config(), small, progress=False, n_bootstrap=0)
+    assert {d.response for d in evaluation.decisions} == {"cat"}
+    assert evaluation.result.shape_hits == 0  # the first 32 stimuli are airplanes
+
+
+def bundled_config():
+    from modelval.preprocessing import PreprocessConfig
+
+    return PreprocessConfig()
+
+
+def test_non_imagenet_models_get_a_clear_error(stimulus_set):
+    with pytest.raises(ValueError, match=r"1000-class ImageNet classifier"):
+        category_probabilities(lambda x: torch.zeros(len(x), 10), stimulus_set.images[:2], bundled_config())
+    with pytest.raises(TypeError, match="expected a logits tensor"):
+        category_probabilities(lambda x: "nope", stimulus_set.images[:2], bundled_config())
