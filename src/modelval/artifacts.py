@@ -74,17 +74,19 @@ class PredictionFile:
     reason: str | None = None
 
 
-def _row_problem(row: Any) -> tuple[str | None, tuple[int, int, float] | None]:
+def _row_problem(row: Any, require_conf: bool = True) -> tuple[str | None, tuple[int, int, float] | None]:
     if not isinstance(row, dict):
         return "not a JSON object", None
-    for key in ("label", "pred", "conf"):
+    for key in ("label", "pred", "conf") if require_conf else ("label", "pred"):
         if key not in row:
             return f"missing {key}", None
-    label, pred, conf = row["label"], row["pred"], row["conf"]
+    label, pred, conf = row["label"], row["pred"], row.get("conf", math.nan)
     for key, value in (("label", label), ("pred", pred)):
         # bool is an int in Python but never a class index here
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             return f"{key} not a non-negative integer", None
+    if not require_conf:
+        return None, (label, pred, math.nan)
     if isinstance(conf, bool) or not isinstance(conf, (int, float)):
         return "conf not a number", None
     if math.isnan(conf):
@@ -94,8 +96,12 @@ def _row_problem(row: Any) -> tuple[str | None, tuple[int, int, float] | None]:
     return None, (label, pred, float(conf))
 
 
-def read_predictions(path: str | Path, *, strict: bool = False) -> PredictionFile:
-    """Read one JSONL prediction file under the rules in the module docstring."""
+def read_predictions(path: str | Path, *, strict: bool = False, require_conf: bool = True) -> PredictionFile:
+    """Read one JSONL prediction file under the rules in the module docstring.
+
+    ``require_conf=False`` (for accuracy/F1, which need no confidence) reads ``label`` and ``pred``
+    only; ``conf`` is then ignored and set to NaN.
+    """
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -114,7 +120,7 @@ def read_predictions(path: str | Path, *, strict: bool = False) -> PredictionFil
         first = json.loads(first_line)
     except json.JSONDecodeError:
         first = None
-    if isinstance(first, dict) and "conf" not in first:
+    if require_conf and isinstance(first, dict) and "conf" not in first:
         # Seed rule: no conf -> no ECE; such a file is never repaired.
         result.skipped, result.reason = True, "no 'conf' key in the first row; ECE is undefined for this file"
         return result
@@ -125,7 +131,7 @@ def read_predictions(path: str | Path, *, strict: bool = False) -> PredictionFil
         except json.JSONDecodeError:
             problem, values = "invalid JSON", None
         else:
-            problem, values = _row_problem(row)
+            problem, values = _row_problem(row, require_conf)
         if problem is not None:
             if strict:
                 raise DataError(f"{path}:{line_no}: {problem} (drop --strict to skip and count bad rows)")

@@ -15,12 +15,13 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 
 from modelval.calibration import _as_numpy, expected_calibration_error
-from modelval.errors import InputValidationError
+from modelval.errors import DataError, InputValidationError
 
 LOG_T_BOUNDS: tuple[float, float] = (math.log(1e-3), math.log(1e3))
 
@@ -246,3 +247,42 @@ def fit_scaling(
 
     optimizer.step(closure)
     return LogitScaler(method, w.detach().numpy().copy(), b.detach().numpy().copy())
+
+
+def load_logits_file(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
+    """Read held-out logits and labels for ``modelval temperature``.
+
+    Accepted formats:
+
+    * ``.npz`` with arrays ``logits`` (N, C) and ``labels`` (N,) (``numpy.savez(f, logits=..., labels=...)``);
+    * ``.pt`` / ``.pth``: a dict ``{"logits": Tensor, "labels": Tensor}`` saved with ``torch.save``
+      (loaded with ``weights_only=True``, so no code in the file is executed).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"logits file not found: {path}")
+    suffix = path.suffix.lower()
+    try:
+        if suffix == ".npz":
+            with np.load(path, allow_pickle=False) as data:
+                content = {k: data[k] for k in data.files}
+        elif suffix in (".pt", ".pth"):
+            import torch
+
+            content = torch.load(path, map_location="cpu", weights_only=True)
+        else:
+            raise DataError(
+                f"{path}: unsupported logits file type {suffix!r}; use .npz (arrays logits, labels) "
+                "or .pt (dict with logits, labels)"
+            )
+    except DataError:
+        raise
+    except Exception as error:  # numpy/torch raise many types for corrupt files
+        raise DataError(f"{path}: could not read logits ({type(error).__name__}: {error})") from error
+    if not isinstance(content, dict) or not {"logits", "labels"} <= set(content):
+        found = sorted(content) if isinstance(content, dict) else type(content).__name__
+        raise DataError(f"{path}: expected entries 'logits' and 'labels', found {found}")
+    try:
+        return validate_logits(content["logits"], content["labels"])
+    except InputValidationError as error:
+        raise DataError(f"{path}: {error}") from error
