@@ -158,14 +158,13 @@ def precision_recall_f1(
     weights = np.ones_like(tp) if average == "macro" else support.astype(np.float64)
 
     def reduce(values: np.ndarray) -> float:
+        # scikit-learn's _nanaverage: NaN (zero_division=nan) classes are left out; all NaN gives NaN;
+        # if the remaining weights are all zero, the plain mean of the remaining values is used.
         keep = ~np.isnan(values)
         if not keep.any():
-            return _zero_value(zero_division)
+            return math.nan
         w = weights[keep]
-        if w.sum() == 0:
-            # scikit-learn: weighted average over classes with no true examples is zero_division.
-            return _zero_value(zero_division)
-        return float(np.average(values[keep], weights=w))
+        return float(np.average(values[keep], weights=w if w.sum() > 0 else None))
 
     return PrecisionRecallF1(reduce(precision), reduce(recall), reduce(f1), support)
 
