@@ -74,9 +74,10 @@ def reliability_diagram(
     ax.set_title(title)
     ax.text(
         0.03,
-        0.72,
+        0.74,  # below the legend, in the empty upper-left triangle above the diagonal
         f"ECE = {bins.ece * 100:.2f}%\nMCE = {bins.mce * 100:.2f}%\nN = {bins.total}",
         transform=ax.transAxes,
+        va="top",
         bbox={"facecolor": "lavender", "edgecolor": "gray"},
     )
     ax.legend(loc="upper left")
