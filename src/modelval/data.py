@@ -195,9 +195,9 @@ def download_stimuli(
 
     ``source="model-vs-human"`` downloads the release archive (``url`` overrides its address);
     ``source="texture-vs-shape"`` fetches the repository folder file by file (``url`` overrides
-    the folder's base address). ``manifest`` defaults to the committed one. The stimuli are assembled and verified in a temporary folder
-    beside the destination and moved into place only when complete, so an interrupted or corrupt
-    download never leaves a partial dataset behind.
+    the folder's base address). ``manifest`` defaults to the committed one. The stimuli are
+    assembled and verified in a temporary folder beside the destination and moved into place only
+    when complete, so an interrupted or corrupt download never leaves a partial dataset behind.
     """
     destination = Path(destination) if destination else resolve_data_root()
     manifest = manifest if manifest is not None else load_manifest()

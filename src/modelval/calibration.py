@@ -1,0 +1,304 @@
+"""Top-1 calibration: reliability bins, ECE, MCE and RMS calibration error.
+
+A prediction contributes its top-1 confidence ``conf`` (the largest softmax probability) and whether
+the top-1 class was right. Confidences are grouped into bins ``B_1 .. B_M`` and
+
+    ECE = sum_m |B_m| / N * |acc(B_m) - conf(B_m)|          (Guo et al. 2017, eq. 3)
+    MCE = max_m over non-empty bins |acc(B_m) - conf(B_m)|
+    RMS = sqrt(sum_m |B_m| / N * (acc(B_m) - conf(B_m))^2)
+
+Bin convention (``convention="default"``): uniform bins are half-open on the left, ``(lo, hi]``, and a
+confidence of exactly 0 goes into the first bin, so every value in [0, 1] lands in exactly one of the
+``n_bins`` bins. This is the rule of the seed artifacts, of Guo et al.'s evaluation code and of
+scikit-learn's ``calibration_curve``. Bin edges are ``numpy.linspace(0, 1, n_bins + 1)`` in float64.
+
+``convention="torchmetrics"`` reproduces torchmetrics 1.x (``_binning_bucketize``): confidences are
+cast to float32, edges are ``torch.linspace(0, 1, n_bins + 1)`` in float32, bins are ``[lo, hi)`` and a
+confidence of exactly 1.0 falls into an extra, hidden bin ``[1, 1]`` (torchmetrics issue #3510). The
+result then has ``n_bins + 1`` bins; the extra one counts towards ECE, MCE and RMS as in torchmetrics.
+
+Adaptive (equal-mass) bins use the edges of scikit-learn's ``calibration_curve(strategy="quantile")``:
+the ``k / n_bins`` percentiles of the confidences, with the same ``(lo, hi]`` rule.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+
+from modelval.errors import InputValidationError
+
+Convention = Literal["default", "torchmetrics"]
+CONVENTIONS: tuple[str, ...] = ("default", "torchmetrics")
+
+
+def _as_numpy(values: Any, name: str) -> np.ndarray:
+    # torch tensors (also on GPU or with grad) and lists become plain numpy arrays.
+    if hasattr(values, "detach"):
+        values = values.detach().cpu().numpy()
+    try:
+        return np.asarray(values)
+    except (TypeError, ValueError) as error:
+        raise InputValidationError(f"{name} could not be converted to an array: {error}") from error
+
+
+def validate_confidences(confidences: Any, correct: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Check and convert top-1 confidences in [0, 1] and matching 0/1 (or bool) correctness flags."""
+    conf = _as_numpy(confidences, "confidences")
+    corr = _as_numpy(correct, "correct")
+    if conf.ndim != 1 or corr.ndim != 1:
+        raise InputValidationError(
+            f"confidences and correct must be 1-D (one value per example), got shapes {conf.shape} and "
+            f"{corr.shape}; for an (N, C) probability matrix use top1_confidences(probs, labels) first"
+        )
+    if conf.shape != corr.shape:
+        raise InputValidationError(
+            f"confidences and correct must have the same length, got {conf.shape[0]} and {corr.shape[0]}"
+        )
+    if conf.size == 0:
+        raise InputValidationError("no examples: calibration error is undefined for an empty set")
+    if not np.issubdtype(conf.dtype, np.number) or np.issubdtype(conf.dtype, np.complexfloating):
+        raise InputValidationError(f"confidences must be real numbers, got dtype {conf.dtype}")
+    conf = conf.astype(np.float64)
+    if np.isnan(conf).any():
+        raise InputValidationError(
+            f"confidences contain {int(np.isnan(conf).sum())} NaN value(s); drop or fix those examples"
+        )
+    bad = (conf < 0) | (conf > 1)
+    if bad.any():
+        raise InputValidationError(
+            f"confidences must lie in [0, 1]; {int(bad.sum())} value(s) outside, e.g. {conf[bad][0]!r} "
+            "(did you pass logits? apply softmax and take the maximum)"
+        )
+    if corr.dtype == bool:
+        corr = corr.astype(np.float64)
+    else:
+        if not np.issubdtype(corr.dtype, np.number):
+            raise InputValidationError(f"correct must be bool or 0/1, got dtype {corr.dtype}")
+        corr = corr.astype(np.float64)
+        if not np.isin(corr, (0.0, 1.0)).all():
+            raise InputValidationError("correct must contain only 0/1 (or True/False) values")
+    return conf, corr
+
+
+def top1_confidences(probs: Any, labels: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Top-1 confidence and correctness from an ``(N, C)`` matrix of probabilities.
+
+    Ties go to the lowest class index (``numpy.argmax``, same as ``torch.max`` on CPU).
+    """
+    p = _as_numpy(probs, "probs").astype(np.float64)
+    y = _as_numpy(labels, "labels")
+    if p.ndim != 2:
+        raise InputValidationError(f"probs must be (N, C), got shape {p.shape}")
+    if y.shape != (p.shape[0],):
+        raise InputValidationError(f"labels must have shape ({p.shape[0]},), got {y.shape}")
+    if np.isnan(p).any() or (p < 0).any() or (p > 1).any():
+        raise InputValidationError(
+            "probs must be probabilities in [0, 1] without NaN; for logits use softmax(logits) first"
+        )
+    pred = p.argmax(axis=1)
+    return p.max(axis=1), (pred == y).astype(np.float64)
+
+
+@dataclass(frozen=True)
+class ReliabilityBins:
+    """Per-bin statistics. Arrays have one entry per bin; empty bins have NaN accuracy/confidence/gap."""
+
+    edges: np.ndarray  # lower and upper edge of every bin, shape (n, 2)
+    counts: np.ndarray
+    accuracy: np.ndarray
+    confidence: np.ndarray
+    convention: str
+    adaptive: bool
+    n_bins: int  # bins requested; torchmetrics' convention adds one hidden bin for conf == 1.0
+
+    @property
+    def total(self) -> int:
+        return int(self.counts.sum())
+
+    @property
+    def gap(self) -> np.ndarray:
+        """``|accuracy - confidence|`` per bin (NaN for empty bins)."""
+        return np.abs(self.accuracy - self.confidence)
+
+    @property
+    def weights(self) -> np.ndarray:
+        return self.counts / self.total
+
+    @property
+    def ece(self) -> float:
+        nonempty = self.counts > 0
+        return float(np.sum(self.weights[nonempty] * self.gap[nonempty]))
+
+    @property
+    def mce(self) -> float:
+        nonempty = self.counts > 0
+        return float(np.max(self.gap[nonempty]))
+
+    @property
+    def rms(self) -> float:
+        nonempty = self.counts > 0
+        return float(math.sqrt(np.sum(self.weights[nonempty] * self.gap[nonempty] ** 2)))
+
+    def as_records(self) -> list[dict[str, float | int]]:
+        """One JSON-friendly dict per bin (NaN for empty bins becomes None)."""
+
+        def clean(x: float) -> float | None:
+            return None if math.isnan(x) else float(x)
+
+        return [
+            {
+                "lo": float(lo),
+                "hi": float(hi),
+                "count": int(c),
+                "accuracy": clean(a),
+                "confidence": clean(m),
+                "gap": clean(g),
+            }
+            for (lo, hi), c, a, m, g in zip(
+                self.edges, self.counts, self.accuracy, self.confidence, self.gap, strict=True
+            )
+        ]
+
+
+def _check_n_bins(n_bins: int) -> None:
+    if isinstance(n_bins, bool) or not isinstance(n_bins, (int, np.integer)) or n_bins < 1:
+        raise InputValidationError(f"n_bins must be a positive integer, got {n_bins!r}")
+
+
+def _bin_indices(conf: np.ndarray, n_bins: int, adaptive: bool, convention: str) -> tuple[np.ndarray, np.ndarray, int]:
+    """Return (bin index per example, (n, 2) edges, number of bins)."""
+    if convention == "torchmetrics":
+        if adaptive:
+            raise InputValidationError(
+                "torchmetrics has no adaptive binning; use convention='default' with adaptive=True"
+            )
+        import torch  # torch is a core dependency; its float32 linspace is what torchmetrics compares against
+
+        bounds = torch.linspace(0, 1, n_bins + 1, dtype=torch.float32).numpy()
+        conf32 = conf.astype(np.float32)
+        # bucketize(right=True) - 1 == searchsorted(side="right") - 1: bins [lo, hi); 1.0 -> index n_bins
+        idx = np.searchsorted(bounds, conf32, side="right") - 1
+        lows = bounds.astype(np.float64)
+        edges = np.stack([lows, np.append(lows[1:], 1.0)], axis=1)
+        return idx, edges, n_bins + 1
+    if convention != "default":
+        raise InputValidationError(f"convention must be one of {CONVENTIONS}, got {convention!r}")
+    if adaptive:
+        # Same edges as sklearn.calibration.calibration_curve(strategy="quantile").
+        bounds = np.percentile(conf, np.linspace(0, 1, n_bins + 1) * 100)
+    else:
+        bounds = np.linspace(0.0, 1.0, n_bins + 1)
+    # searchsorted(side="left") on the inner edges gives (lo, hi]; values <= first inner edge -> bin 0.
+    idx = np.searchsorted(bounds[1:-1], conf, side="left")
+    edges = np.stack([bounds[:-1], bounds[1:]], axis=1)
+    return idx, edges, n_bins
+
+
+def reliability_bins(
+    confidences: Any,
+    correct: Any,
+    n_bins: int = 15,
+    *,
+    adaptive: bool = False,
+    convention: Convention = "default",
+) -> ReliabilityBins:
+    """Count, accuracy and mean confidence per confidence bin (see the module docstring for the edges)."""
+    _check_n_bins(n_bins)
+    conf, corr = validate_confidences(confidences, correct)
+    idx, edges, size = _bin_indices(conf, int(n_bins), adaptive, convention)
+    if convention == "torchmetrics":
+        conf = conf.astype(np.float32)  # torchmetrics averages the float32-rounded confidences
+    counts = np.bincount(idx, minlength=size).astype(np.int64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        accuracy = np.bincount(idx, weights=corr, minlength=size) / counts
+        confidence = np.bincount(idx, weights=conf.astype(np.float64), minlength=size) / counts
+    return ReliabilityBins(
+        edges=edges,
+        counts=counts,
+        accuracy=accuracy,
+        confidence=confidence,
+        convention=convention,
+        adaptive=adaptive,
+        n_bins=int(n_bins),
+    )
+
+
+def expected_calibration_error(
+    confidences: Any,
+    correct: Any,
+    n_bins: int = 15,
+    *,
+    adaptive: bool = False,
+    convention: Convention = "default",
+) -> float:
+    """ECE: bin-mass-weighted mean of ``|accuracy - confidence|`` over the confidence bins."""
+    return reliability_bins(confidences, correct, n_bins, adaptive=adaptive, convention=convention).ece
+
+
+def maximum_calibration_error(
+    confidences: Any,
+    correct: Any,
+    n_bins: int = 15,
+    *,
+    adaptive: bool = False,
+    convention: Convention = "default",
+) -> float:
+    """MCE: the largest ``|accuracy - confidence|`` over the non-empty bins."""
+    return reliability_bins(confidences, correct, n_bins, adaptive=adaptive, convention=convention).mce
+
+
+def rms_calibration_error(
+    confidences: Any,
+    correct: Any,
+    n_bins: int = 15,
+    *,
+    adaptive: bool = False,
+    convention: Convention = "default",
+) -> float:
+    """RMS calibration error (torchmetrics' ``norm="l2"`` without debiasing)."""
+    return reliability_bins(confidences, correct, n_bins, adaptive=adaptive, convention=convention).rms
+
+
+class CalibrationError:
+    """Accumulates top-1 confidences over batches; ``compute()`` returns the :class:`ReliabilityBins`.
+
+    ``update(confidences, correct)`` takes 1-D confidences and 0/1 flags; ``update_probs(probs, labels)``
+    takes an ``(N, C)`` probability matrix. Inputs are validated on every update, so a bad batch is
+    reported where it happens.
+    """
+
+    def __init__(self, n_bins: int = 15, *, adaptive: bool = False, convention: Convention = "default") -> None:
+        _check_n_bins(n_bins)
+        if convention not in CONVENTIONS:
+            raise InputValidationError(f"convention must be one of {CONVENTIONS}, got {convention!r}")
+        self.n_bins = int(n_bins)
+        self.adaptive = adaptive
+        self.convention: Convention = convention
+        self.reset()
+
+    def reset(self) -> None:
+        self._conf: list[np.ndarray] = []
+        self._correct: list[np.ndarray] = []
+
+    def update(self, confidences: Any, correct: Any) -> None:
+        conf, corr = validate_confidences(confidences, correct)
+        self._conf.append(conf.astype(np.float64))
+        self._correct.append(corr)
+
+    def update_probs(self, probs: Any, labels: Any) -> None:
+        self.update(*top1_confidences(probs, labels))
+
+    def compute(self) -> ReliabilityBins:
+        if not self._conf:
+            raise InputValidationError("CalibrationError.compute() called before any update()")
+        return reliability_bins(
+            np.concatenate(self._conf),
+            np.concatenate(self._correct),
+            self.n_bins,
+            adaptive=self.adaptive,
+            convention=self.convention,
+        )

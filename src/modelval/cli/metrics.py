@@ -1,0 +1,268 @@
+"""``modelval ece``, ``reliability``, ``temperature`` and ``metrics``: calibration and imbalance metrics."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from modelval.calibration import CONVENTIONS
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    ece = subparsers.add_parser(
+        "ece",
+        help="top-1 ECE/MCE of prediction JSONL files or artifact trees",
+        description=(
+            "Top-1 expected and maximum calibration error from JSONL rows {label, pred, conf}. PATH is a "
+            "file or a directory searched for *.jsonl; folders preds-<event>-lb<k>-set<j>-seed<s>-vNNN are "
+            "de-duplicated to the newest version per (event, label budget, set). Bins are (lo, hi] with "
+            "conf 0 in the first bin, unless --convention torchmetrics."
+        ),
+    )
+    ece.add_argument("paths", nargs="+", metavar="PATH", type=Path)
+    ece.add_argument("--bins", type=int, default=4, help="number of bins (default 4, as in seed 001)")
+    ece.add_argument("--convention", choices=CONVENTIONS, default="default")
+    ece.add_argument("--adaptive", action="store_true", help="equal-mass (quantile) bins instead of uniform")
+    ece.add_argument("--strict", action="store_true", help="a malformed row is an error instead of dropped")
+    ece.add_argument("--csv", type=Path, metavar="F", help="write the (event, label budget) x set table here")
+    ece.add_argument("--json", action="store_true", help="print a JSON list, one object per file")
+    ece.set_defaults(handler=_run_ece)
+
+    rel = subparsers.add_parser("reliability", help="reliability diagram PNG of one prediction JSONL file")
+    rel.add_argument("path", metavar="PRED.jsonl", type=Path)
+    rel.add_argument("--out", type=Path, required=True, metavar="F.png")
+    rel.add_argument("--bins", type=int, default=15, help="number of bins (default 15, as in Guo et al.)")
+    rel.add_argument("--convention", choices=CONVENTIONS, default="default")
+    rel.add_argument("--adaptive", action="store_true")
+    rel.add_argument("--strict", action="store_true")
+    rel.set_defaults(handler=_run_reliability)
+
+    temp = subparsers.add_parser(
+        "temperature",
+        help="fit temperature scaling on validation logits, report NLL/ECE on test logits",
+        description=(
+            "Logits files are .npz with arrays 'logits' (N, C) and 'labels' (N,), or .pt with a dict "
+            "{'logits': Tensor, 'labels': Tensor}."
+        ),
+    )
+    temp.add_argument("--val", type=Path, required=True, help="held-out logits used to fit T")
+    temp.add_argument("--test", type=Path, required=True, help="logits on which NLL/ECE are reported")
+    temp.add_argument("--bins", type=int, default=15)
+    temp.add_argument("--method", choices=("temperature", "vector", "matrix"), default="temperature")
+    temp.add_argument(
+        "--sweep",
+        type=float,
+        nargs="*",
+        default=[0.5, 1.0, 1.5, 2.0],
+        metavar="T",
+        help="fixed temperatures to report on the test set (default 0.5 1 1.5 2)",
+    )
+    temp.add_argument("--plot", type=Path, metavar="F.png", help="write an ECE-vs-temperature plot")
+    temp.add_argument("--json", action="store_true")
+    temp.set_defaults(handler=_run_temperature)
+
+    met = subparsers.add_parser(
+        "metrics", help="accuracy, balanced/reweighted accuracy, precision/recall/F1 of a prediction JSONL"
+    )
+    met.add_argument("path", metavar="PRED.jsonl", type=Path)
+    met.add_argument("--class-weights", type=Path, metavar="F", help='class_weights.json (list or {"0": w})')
+    met.add_argument("--train-counts", type=Path, metavar="F", help="training images per class (JSON list)")
+    met.add_argument("--num-classes", type=int, help="default: from weights/counts, else max class + 1")
+    met.add_argument("--many", type=int, default=100, help="many-shot: train count > MANY (default 100)")
+    met.add_argument("--few", type=int, default=20, help="few-shot: train count < FEW (default 20)")
+    met.add_argument("--strict", action="store_true")
+    met.add_argument("--json", action="store_true")
+    met.set_defaults(handler=_run_metrics)
+
+
+def _fmt(x: float | None, digits: int = 4) -> str:
+    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
+
+
+def _run_ece(args: argparse.Namespace) -> int:
+    from modelval.artifacts import evaluate_paths, summarize, write_summary_csv
+
+    records = evaluate_paths(
+        args.paths, n_bins=args.bins, convention=args.convention, adaptive=args.adaptive, strict=args.strict
+    )
+    if args.csv is not None:
+        write_summary_csv(summarize(records), args.csv)
+    if args.json:
+        print(json.dumps([r.to_json() for r in records], indent=2))
+        return 0
+    header = f"{'event':<24} {'lb':>4} {'set':>3} {'ver':>4} {'ECE':>7} {'MCE':>7} {'used':>6} {'drop':>5}  path"
+    print(header)
+    for r in records:
+        k = r.key
+        event, lb, st, ver = (k.event, k.label_budget, k.set, k.version) if k else ("-", "-", "-", "-")
+        cells = f"{event:<24} {lb!s:>4} {st!s:>3} {ver!s:>4}"
+        if r.skipped:
+            print(f"{cells} {'skipped':>7} {'':>7} {r.rows_used:>6} {r.rows_dropped:>5}  {r.path}  ({r.reason})")
+        else:
+            print(f"{cells} {_fmt(r.ece):>7} {_fmt(r.mce):>7} {r.rows_used:>6} {r.rows_dropped:>5}  {r.path}")
+    summary = summarize(records)
+    if summary.rows:
+        means = ", ".join(f"set{s} {summary.set_means[s]:.4f}" for s in summary.sets)
+        print(f"mean ECE per set: {means}; mean of sets {summary.mean_of_sets:.4f}")
+    evaluated = sum(not r.skipped for r in records)
+    print(
+        f"{evaluated} file(s) evaluated, {len(records) - evaluated} skipped; bins={args.bins} "
+        f"({args.convention}{', adaptive' if args.adaptive else ''})"
+    )
+    return 0
+
+
+def _run_reliability(args: argparse.Namespace) -> int:
+    from modelval.artifacts import read_predictions
+    from modelval.calibration import reliability_bins
+    from modelval.calibration_plots import reliability_diagram
+    from modelval.errors import DataError
+
+    data = read_predictions(args.path, strict=args.strict)
+    if data.skipped:
+        raise DataError(f"{args.path}: cannot draw a reliability diagram: {data.reason}")
+    bins = reliability_bins(
+        data.conf, data.labels == data.preds, args.bins, adaptive=args.adaptive, convention=args.convention
+    )
+    reliability_diagram(bins, args.out, title=f"Reliability: {args.path.name}")
+    print(
+        f"wrote {args.out}: ECE {bins.ece:.4f}, MCE {bins.mce:.4f}, {data.rows_used} rows used, "
+        f"{data.rows_dropped} dropped"
+    )
+    return 0
+
+
+def _run_temperature(args: argparse.Namespace) -> int:
+    from modelval.calibration import expected_calibration_error
+    from modelval.temperature import fit_scaling, load_logits_file, softmax, temperature_sweep
+
+    val_z, val_y = load_logits_file(args.val)
+    test_z, test_y = load_logits_file(args.test)
+    if val_z.shape[1] != test_z.shape[1]:
+        from modelval.errors import DataError
+
+        raise DataError(f"--val has {val_z.shape[1]} classes but --test has {test_z.shape[1]}")
+    scaler = fit_scaling(val_z, val_y, method=args.method)
+
+    def scores(probs: np.ndarray) -> dict[str, float]:
+        pred = probs.argmax(axis=1)
+        correct = pred == test_y
+        nll = float(-np.log(np.clip(probs[np.arange(len(test_y)), test_y], 1e-300, None)).mean())
+        return {
+            "nll": nll,
+            "ece": expected_calibration_error(probs.max(axis=1), correct, args.bins),
+            "accuracy": float(correct.mean()),
+        }
+
+    before = scores(softmax(test_z))
+    after = scores(scaler.predict_proba(test_z))
+    sweep = temperature_sweep(test_z, test_y, args.sweep, n_bins=args.bins) if args.sweep else []
+    result: dict[str, Any] = {
+        "method": args.method,
+        "temperature": scaler.temperature if args.method == "temperature" else None,
+        "n_bins": args.bins,
+        "before": before,
+        "after": after,
+        "sweep": [vars(p) for p in sweep],
+    }
+    if args.plot is not None and sweep:
+        from modelval.calibration_plots import ece_vs_temperature
+
+        ece_vs_temperature(
+            [p.temperature for p in sweep], [p.ece for p in sweep], args.plot, fitted=result["temperature"]
+        )
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return 0
+    if result["temperature"] is not None:
+        print(f"fitted T = {result['temperature']:.4f} on {args.val} ({len(val_y)} examples)")
+    else:
+        print(f"fitted {args.method} scaling on {args.val} ({len(val_y)} examples)")
+    print(f"test ({len(test_y)} examples, {args.bins} bins):")
+    print(f"  before: NLL {before['nll']:.4f}  ECE {before['ece']:.4f}  accuracy {before['accuracy']:.4f}")
+    print(f"  after:  NLL {after['nll']:.4f}  ECE {after['ece']:.4f}  accuracy {after['accuracy']:.4f}")
+    for p in sweep:
+        print(f"  T = {p.temperature:g}: NLL {p.nll:.4f}  ECE {p.ece:.4f}")
+    return 0
+
+
+def _run_metrics(args: argparse.Namespace) -> int:
+    from modelval.artifacts import read_predictions
+    from modelval.classification import confusion_matrix, precision_recall_f1
+    from modelval.errors import DataError
+    from modelval.imbalance import (
+        load_class_weights,
+        load_train_counts,
+        per_class_accuracy,
+        reweighted_accuracy,
+        shot_accuracy,
+    )
+
+    data = read_predictions(args.path, strict=args.strict, require_conf=False)
+    if data.skipped:
+        raise DataError(f"{args.path}: no usable rows: {data.reason}")
+    weights = load_class_weights(args.class_weights, args.num_classes) if args.class_weights else None
+    counts = load_train_counts(args.train_counts) if args.train_counts else None
+    k = (
+        args.num_classes
+        or (len(weights) if weights is not None else None)
+        or (len(counts) if counts is not None else None)
+    )
+    k = k or int(max(data.labels.max(), data.preds.max()) + 1)
+    if counts is not None and len(counts) != k:
+        raise DataError(f"{args.train_counts}: {len(counts)} training counts but {k} classes")
+    y, p = data.labels, data.preds
+    if max(y.max(), p.max()) >= k:
+        raise DataError(f"{args.path}: class {int(max(y.max(), p.max()))} found but there are only {k} classes")
+    per_class = per_class_accuracy(y, p, k)
+    out: dict[str, Any] = {
+        "path": str(args.path),
+        "rows_used": data.rows_used,
+        "rows_dropped": data.rows_dropped,
+        "num_classes": k,
+        "accuracy": float(np.mean(y == p)),
+        "balanced_accuracy": float(np.nanmean(per_class)),
+    }
+    if weights is not None:
+        out["reweighted_accuracy"] = reweighted_accuracy(y, p, weights)
+    if counts is not None:
+        out["shot_accuracy"] = shot_accuracy(y, p, counts, many_threshold=args.many, few_threshold=args.few)
+    for average in ("macro", "micro", "weighted"):
+        prf = precision_recall_f1(y, p, average=average, num_classes=k, zero_division=0)
+        out[average] = {"precision": prf.precision, "recall": prf.recall, "f1": prf.f1}
+    per = precision_recall_f1(y, p, average=None, num_classes=k, zero_division=0)
+    out["per_class"] = [
+        {
+            "class": c,
+            "support": int(per.support[c]),
+            "accuracy": None if math.isnan(per_class[c]) else float(per_class[c]),
+            "precision": float(per.precision[c]),
+            "recall": float(per.recall[c]),
+            "f1": float(per.f1[c]),
+        }
+        for c in range(k)
+    ]
+    out["confusion_matrix"] = confusion_matrix(y, p, k).tolist()
+    if args.json:
+        print(json.dumps(out, indent=2))
+        return 0
+    print(f"{args.path}: {data.rows_used} rows used, {data.rows_dropped} dropped, {k} classes")
+    print(f"  accuracy            {out['accuracy']:.4f}")
+    print(f"  balanced accuracy   {out['balanced_accuracy']:.4f}")
+    if "reweighted_accuracy" in out:
+        print(f"  reweighted accuracy {out['reweighted_accuracy']:.4f}")
+    if "shot_accuracy" in out:
+        s = out["shot_accuracy"]
+        print(
+            f"  many/medium/few     {_fmt(s['many'])} / {_fmt(s['medium'])} / {_fmt(s['few'])}"
+            f"  (many > {args.many}, few < {args.few} training images)"
+        )
+    for average in ("macro", "micro", "weighted"):
+        m = out[average]
+        print(f"  {average:<8} P {m['precision']:.4f}  R {m['recall']:.4f}  F1 {m['f1']:.4f}")
+    return 0

@@ -1,0 +1,159 @@
+"""`modelval ece|reliability|temperature|metrics`, run in-process through ``modelval.cli.main``."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from sklearn.metrics import balanced_accuracy_score, precision_recall_fscore_support
+
+from modelval.cli import main
+
+CONF = [0.0, 0.25, 0.5, 0.5, 0.75, 1.0, 1.0, 0.6, 0.9, 0.3]
+CORRECT = [0, 1, 0, 1, 1, 1, 0, 1, 1, 0]
+
+
+def write_jsonl(path: Path, rows: list[dict | str]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(r if isinstance(r, str) else json.dumps(r) for r in rows) + "\n")
+    return path
+
+
+def good_rows() -> list[dict]:
+    return [{"label": 1, "pred": 1 if c else 0, "conf": x} for x, c in zip(CONF, CORRECT, strict=True)]
+
+
+@pytest.fixture
+def tree(tmp_path) -> Path:
+    root = tmp_path / "wandb-preds"
+    write_jsonl(root / "preds-flood-lb25-set1-seed42-v001" / "preds.jsonl", good_rows())
+    write_jsonl(root / "preds-flood-lb25-set1-seed42-v002" / "preds.jsonl", [*good_rows(), "{bad"])
+    write_jsonl(root / "preds-flood-lb25-set2-seed42-v001" / "preds.jsonl", [{"label": 1, "pred": 1}])
+    return root
+
+
+class TestEce:
+    def test_json(self, tree, capsys):
+        assert main(["ece", str(tree), "--json"]) == 0
+        out = json.loads(capsys.readouterr().out)
+        assert [(o["set"], o["version"], o["skipped"]) for o in out] == [
+            (1, 2, False),
+            (1, 1, True),
+            (2, 1, True),
+        ]
+        used = out[0]
+        assert used["ece"] == pytest.approx(0.26) and used["mce"] == pytest.approx(0.375)
+        assert (used["n_bins"], used["rows_used"], used["rows_dropped"]) == (4, 10, 1)
+        assert (used["event"], used["label_budget"]) == ("flood", 25)
+        assert used["path"].endswith("preds-flood-lb25-set1-seed42-v002/preds.jsonl")
+        assert "superseded" in out[1]["reason"] and "no 'conf'" in out[2]["reason"]
+
+    def test_torchmetrics_convention_and_bins(self, tree, capsys):
+        assert main(["ece", str(tree), "--json", "--convention", "torchmetrics"]) == 0
+        out = json.loads(capsys.readouterr().out)
+        assert out[0]["ece"] == pytest.approx(0.22, abs=1e-6) and out[0]["convention"] == "torchmetrics"
+        assert main(["ece", str(tree), "--json", "--bins", "1"]) == 0
+        assert json.loads(capsys.readouterr().out)[0]["ece"] == pytest.approx(abs(0.6 - np.mean(CONF)))
+
+    def test_single_file_without_artifact_name(self, tmp_path, capsys):
+        path = write_jsonl(tmp_path / "p.jsonl", good_rows())
+        assert main(["ece", str(path), "--json", "--adaptive", "--bins", "2"]) == 0
+        (obj,) = json.loads(capsys.readouterr().out)
+        assert "event" not in obj and obj["adaptive"] is True and obj["ece"] is not None
+
+    def test_table_and_csv(self, tree, tmp_path, capsys):
+        out_csv = tmp_path / "ece.csv"
+        assert main(["ece", str(tree), "--csv", str(out_csv)]) == 0
+        text = capsys.readouterr().out
+        assert "0.2600" in text and "skipped" in text and "1 file(s) evaluated, 2 skipped" in text
+        rows = list(csv.DictReader(out_csv.open()))
+        assert rows[0]["event"] == "flood" and float(rows[0]["ece_set1"]) == pytest.approx(0.26)
+
+    def test_strict_is_an_error_without_traceback(self, tree, capsys):
+        assert main(["ece", str(tree), "--strict"]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("modelval: error: ") and "invalid JSON" in err and "Traceback" not in err
+
+    def test_missing_path(self, tmp_path, capsys):
+        assert main(["ece", str(tmp_path / "nope")]) == 2
+        assert "no such file or directory" in capsys.readouterr().err
+
+    def test_bad_bins(self, tree, capsys):
+        assert main(["ece", str(tree), "--bins", "0"]) == 2
+        assert "n_bins must be a positive integer" in capsys.readouterr().err
+
+
+def test_reliability_png(tmp_path, capsys):
+    path = write_jsonl(tmp_path / "p.jsonl", good_rows())
+    out = tmp_path / "rel.png"
+    assert main(["reliability", str(path), "--out", str(out), "--bins", "4"]) == 0
+    assert out.read_bytes()[:4] == b"\x89PNG"
+    assert "ECE 0.2600" in capsys.readouterr().out
+    no_conf = write_jsonl(tmp_path / "n.jsonl", [{"label": 1, "pred": 1}])
+    assert main(["reliability", str(no_conf), "--out", str(out)]) == 2
+    assert "cannot draw a reliability diagram" in capsys.readouterr().err
+
+
+def overconfident(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    z = rng.normal(size=(n, 5)) * 1.5
+    p = np.exp(z) / np.exp(z).sum(1, keepdims=True)
+    y = np.array([rng.choice(5, p=row) for row in p])
+    return z * 3, y
+
+
+def test_temperature(tmp_path, capsys):
+    for name, seed in (("val", 0), ("test", 1)):
+        z, y = overconfident(2000, seed)
+        np.savez(tmp_path / f"{name}.npz", logits=z, labels=y)
+    plot = tmp_path / "ece_t.png"
+    args = ["temperature", "--val", str(tmp_path / "val.npz"), "--test", str(tmp_path / "test.npz")]
+    assert main([*args, "--json", "--plot", str(plot)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert 2.5 < out["temperature"] < 3.5
+    assert out["after"]["ece"] < out["before"]["ece"] and out["after"]["nll"] < out["before"]["nll"]
+    assert out["after"]["accuracy"] == out["before"]["accuracy"]
+    assert [p["temperature"] for p in out["sweep"]] == [0.5, 1.0, 1.5, 2.0]
+    assert plot.read_bytes()[:4] == b"\x89PNG"
+    assert main(args) == 0
+    text = capsys.readouterr().out
+    assert "fitted T = " in text and "before: NLL" in text and "T = 1.5: NLL" in text
+    np.savez(tmp_path / "bad.npz", logits=np.zeros((2, 3)), labels=np.array([0, 1]))
+    assert main(["temperature", "--val", str(tmp_path / "val.npz"), "--test", str(tmp_path / "bad.npz")]) == 2
+    assert "5 classes but --test has 3" in capsys.readouterr().err
+
+
+def test_metrics(tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    y = np.repeat(np.arange(4), 10)
+    p = np.where(rng.uniform(size=40) < 0.6, y, rng.integers(0, 4, 40))
+    path = write_jsonl(tmp_path / "p.jsonl", [{"label": int(a), "pred": int(b)} for a, b in zip(y, p, strict=True)])
+    (tmp_path / "w.json").write_text(json.dumps({"0": 500, "1": 100, "2": 20, "3": 5}))
+    (tmp_path / "c.json").write_text(json.dumps([500, 100, 20, 5]))
+    args = [
+        "metrics",
+        str(path),
+        "--class-weights",
+        str(tmp_path / "w.json"),
+        "--train-counts",
+        str(tmp_path / "c.json"),
+    ]
+    assert main([*args, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    acc_c = np.array([np.mean(p[y == c] == c) for c in range(4)])
+    assert out["accuracy"] == pytest.approx(np.mean(y == p))
+    assert out["balanced_accuracy"] == pytest.approx(balanced_accuracy_score(y, p))
+    assert out["reweighted_accuracy"] == pytest.approx(acc_c @ np.array([500, 100, 20, 5]) / 625)
+    assert out["shot_accuracy"] == pytest.approx({"many": acc_c[0], "medium": acc_c[1:3].mean(), "few": acc_c[3]})
+    ref = precision_recall_fscore_support(y, p, average="macro", zero_division=0)
+    assert out["macro"]["f1"] == pytest.approx(ref[2])
+    assert len(out["per_class"]) == 4 and out["per_class"][0]["support"] == 10
+    assert main(args) == 0
+    text = capsys.readouterr().out
+    assert "reweighted accuracy" in text and "many/medium/few" in text
+    (tmp_path / "w3.json").write_text("[1, 1, 1]")
+    assert main(["metrics", str(path), "--class-weights", str(tmp_path / "w3.json")]) == 2
+    assert "class 3 found but there are only 3 classes" in capsys.readouterr().err
