@@ -145,30 +145,68 @@ def bundled_model(pytestconfig: pytest.Config):
 
 
 @pytest.fixture(scope="session")
-def bundled_evaluations(bundled_model, stimulus_set, device):
-    """Evaluations of the bundled model on all 1280 stimuli, cached per normalization for the session.
+def validation_runner(pytestconfig: pytest.Config, stimulus_set, device, checkpoint_dir, reference_dir):
+    """Evaluates each (model entry, normalization) once per session; its rows feed the final report."""
+    from modelval.validation import ValidationRunner
 
-    Returns a function ``evaluate(normalization)``; each normalization is evaluated once however many
-    tests ask for it (a full run costs ~30 s on 2 CPU cores).
-    """
-    from modelval.evaluation import evaluate
+    runner = ValidationRunner(
+        stimuli=stimulus_set,
+        device=device,
+        checkpoint_dir=checkpoint_dir,
+        reference_csv=reference_dir / "style-transfer-512-nomask-experiment_resnet50_session-1.csv",
+        batch_size=64,
+    )
+    pytestconfig.stash[RUNNER_KEY] = runner
+    return runner
 
-    cache = {}
+
+@pytest.fixture(scope="session")
+def bundled_evaluations(bundled_model, validation_runner):
+    """``evaluate(normalization)`` of the bundled model on all 1280 stimuli, each evaluated once per session."""
 
     def run(normalization: str = "model"):
-        if normalization not in cache:
-            config = bundled_model.entry.preprocess.with_normalization(normalization).for_stimuli(None)
-            cache[normalization] = evaluate(
-                bundled_model.model,
-                config,
-                stimulus_set,
-                model_name="efficientnet_lite0",
-                device=device,
-                progress=False,
-            )
-        return cache[normalization]
+        return validation_runner.evaluate("efficientnet_lite0", normalization)
 
     return run
+
+
+RUNNER_KEY = pytest.StashKey()
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config) -> None:
+    """Print the comparison table and breakdown of every validation case run in this session."""
+    runner = config.stash.get(RUNNER_KEY, None)
+    if runner is None or not runner.rows:
+        return
+    from modelval.reports import format_breakdown, format_comparison
+
+    terminalreporter.section("shape-bias validation")
+    terminalreporter.write_line(format_comparison(runner.rows))
+    terminalreporter.write_line("")
+    terminalreporter.write_line(format_breakdown(runner.rows))
+    report_dir = config.getoption("--report-dir")
+    if report_dir:
+        written = write_validation_reports(runner, Path(report_dir))
+        terminalreporter.write_line(f"\nreports written to {report_dir}: {len(written)} files")
+
+
+def write_validation_reports(runner, directory: Path) -> list[Path]:
+    """JSON, CSV and Markdown tables, per-image decision CSVs and per-category plots."""
+    from modelval.decisions import write_decisions
+    from modelval.reports import plot_per_category, write_reports
+
+    written = write_reports(runner.rows, directory)
+    for (model, normalization), evaluation in runner.evaluations.items():
+        written.append(
+            write_decisions(
+                directory / "decisions" / f"{model}__{normalization}.csv", evaluation.decisions, subject=model
+            )
+        )
+    models = sorted({model for model, _ in runner.evaluations})
+    for model in models:
+        results = {f"{model} ({n})": e.result for (m, n), e in runner.evaluations.items() if m == model}
+        written.append(plot_per_category(results, directory / "plots" / f"{model}.png", title=f"Shape bias: {model}"))
+    return written
 
 
 class LocalFileServer:
@@ -244,3 +282,16 @@ def closed_port_url() -> str:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     return f"http://127.0.0.1:{port}/missing.pth"
+
+
+@pytest.fixture(scope="session")
+def require_weights(pytestconfig: pytest.Config, checkpoint_dir):
+    """``require_weights(model)``: skip with the fetch instructions (fail with --strict-weights) if absent."""
+    from modelval.models import weights_status
+
+    def check(model: str) -> None:
+        available, message = weights_status(model, checkpoint_dir)
+        if not available:
+            missing_resource(pytestconfig, message, kind="weights")
+
+    return check

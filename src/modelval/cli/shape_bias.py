@@ -91,42 +91,61 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _evaluate(args: argparse.Namespace):
+def evaluate_registered(
+    args: argparse.Namespace,
+    *,
+    model: str,
+    normalization: str,
+    resize: str,
+    aggregation: str,
+):
+    """Load a registered model and evaluate it on the stimuli with the options in ``args``.
+
+    Shared by ``shape-bias`` and ``baseline``, so both run exactly the same pipeline.
+    """
     from modelval.evaluation import StimulusSet, evaluate
     from modelval.models import load_model
 
     progress = not args.no_progress and sys.stderr.isatty()
     loaded = load_model(
-        args.model,
-        normalization=args.normalization,
+        model,
+        normalization=normalization,
         checkpoint_dir=args.checkpoint_dir,
         device=args.device,
         offline=args.offline,
         progress=progress,
     )
-    config = loaded.config.preprocess.for_stimuli(args.resize)
+    config = loaded.config.preprocess.for_stimuli(resize)
     stimuli = StimulusSet.load(resolve_data_root(args.data_root), workers=args.workers, progress=progress)
     evaluation = evaluate(
         loaded.model,
         config,
         stimuli,
-        model_name=args.model,
+        model_name=model,
         batch_size=args.batch_size,
         device=args.device,
-        aggregation=args.aggregation,
+        aggregation=aggregation,
         progress=progress,
-        n_bootstrap=args.bootstrap,
-        seed=args.seed,
+        n_bootstrap=getattr(args, "bootstrap", 1000),
+        seed=getattr(args, "seed", 0),
     )
-    expected = expected_for(args.model)
+    return loaded, evaluation
+
+
+def _evaluate(args: argparse.Namespace):
+    loaded, evaluation = evaluate_registered(
+        args, model=args.model, normalization=args.normalization, resize=args.resize, aggregation=args.aggregation
+    )
+    config = evaluation.config
     normalization = f"{args.normalization} ({config.normalization_name})"
     row = ReportRow(
-        args.model, loaded.entry.display_name, loaded.entry.source, normalization, evaluation.result, expected
-    )
+        args.model, loaded.entry.display_name, loaded.entry.source, normalization, evaluation.result,
+        expected_for(args.model),
+    )  # fmt: skip
     extra = {
         "preprocessing": config.to_dict(),
         "aggregation": args.aggregation,
-        "images": len(stimuli),
+        "images": len(evaluation.stimuli),
         "seconds": round(evaluation.timings["total"], 2),
     }
     return row, extra, evaluation.decisions

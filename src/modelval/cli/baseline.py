@@ -1,0 +1,85 @@
+"""``modelval baseline save|compare``: the regression check after preprocessing changes."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from modelval.baseline import baseline_from_evaluation, compare_to_baseline, load_baseline, save_baseline
+from modelval.categories import AGGREGATIONS
+from modelval.cli.shape_bias import add_evaluation_options, add_model_options, evaluate_registered
+from modelval.preprocessing import NORMALIZATION_CHOICES
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "baseline",
+        help="save per-image decisions as a baseline, or compare a fresh run with one",
+        description="Regression baselines: per-image decisions and top-5 category probabilities.",
+    )
+    actions = parser.add_subparsers(dest="baseline_action", required=True, metavar="ACTION")
+
+    save = actions.add_parser("save", help="evaluate a model and store its per-image decisions")
+    save.add_argument("--model", required=True)
+    save.add_argument("--normalization", choices=NORMALIZATION_CHOICES, default="model")
+    save.add_argument("--resize", choices=("none", "256"), default="none")
+    save.add_argument("--aggregation", choices=AGGREGATIONS, default="mean")
+    save.add_argument("--out", type=Path, required=True, help="baseline JSON file to write")
+    add_evaluation_options(save)
+    add_model_options(save)
+    save.set_defaults(handler=run_save)
+
+    compare = actions.add_parser(
+        "compare",
+        help="re-run a baseline's evaluation and report flipped decisions",
+        description="Re-runs the baseline's model with its settings (or the overrides given) and reports "
+        "flipped decisions, the shape-bias delta and the largest probability shifts. Exit status 1 when a "
+        "threshold is exceeded.",
+    )
+    compare.add_argument("baseline", type=Path)
+    compare.add_argument("--normalization", choices=NORMALIZATION_CHOICES, help="override the baseline's")
+    compare.add_argument("--resize", choices=("none", "256"), help="override the baseline's")
+    compare.add_argument("--max-flips", type=int, default=0, help="flipped decisions allowed (default 0)")
+    compare.add_argument(
+        "--max-shape-bias-delta", type=float, default=0.005, help="allowed |shape-bias change| (default 0.005)"
+    )
+    compare.add_argument("--max-probability-shift", type=float, help="allowed largest probability change")
+    compare.add_argument("--json", action="store_true")
+    add_evaluation_options(compare)
+    add_model_options(compare)
+    compare.set_defaults(handler=run_compare)
+
+
+def run_save(args: argparse.Namespace) -> int:
+    _, evaluation = evaluate_registered(
+        args, model=args.model, normalization=args.normalization, resize=args.resize, aggregation=args.aggregation
+    )
+    baseline = baseline_from_evaluation(evaluation, normalization=args.normalization, resize=args.resize)
+    save_baseline(args.out, baseline)
+    result = evaluation.result
+    print(
+        f"baseline of {args.model} ({args.normalization} normalization, resize {args.resize}) written to {args.out}: "
+        f"{len(evaluation.decisions)} images, shape bias {result.shape_bias:.4f}"
+    )
+    return 0
+
+
+def run_compare(args: argparse.Namespace) -> int:
+    baseline = load_baseline(args.baseline)
+    _, evaluation = evaluate_registered(
+        args,
+        model=str(baseline["model"]),
+        normalization=args.normalization or str(baseline["normalization"]),
+        resize=args.resize or str(baseline.get("resize", "none")),
+        aggregation=str(baseline.get("aggregation", "mean")),
+    )
+    comparison = compare_to_baseline(
+        baseline,
+        evaluation,
+        max_flips=args.max_flips,
+        max_shape_bias_delta=args.max_shape_bias_delta,
+        max_probability_shift=args.max_probability_shift,
+    )
+    print(json.dumps(comparison.to_dict(), indent=2) if args.json else comparison.format())
+    return 0 if comparison.passed else 1
