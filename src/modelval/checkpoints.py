@@ -56,6 +56,10 @@ def strip_prefix(state_dict: Mapping[str, torch.Tensor], prefix: str = "module."
 #: Replaces the scheme/host/folder of every checkpoint URL (``$MIRROR/<file name>``): for mirrors,
 #: air-gapped copies, and tests that serve files from 127.0.0.1.
 WEIGHTS_MIRROR_ENV = "MODELVAL_WEIGHTS_MIRROR"
+#: Download policy of ``fetch_checkpoint`` (module level so tests can shorten the backoff).
+DOWNLOAD_TIMEOUT_S = 30.0
+DOWNLOAD_RETRIES = 3
+DOWNLOAD_BACKOFF_S = 1.0
 
 
 def checkpoint_url(url: str, *, mirror: str | None = None) -> str:
@@ -97,9 +101,9 @@ def fetch_checkpoint(
     file_name: str | None = None,
     force: bool = False,
     progress: bool = True,
-    timeout: float = 30.0,
-    retries: int = 3,
-    backoff: float = 1.0,
+    timeout: float | None = None,
+    retries: int | None = None,
+    backoff: float | None = None,
 ) -> Path:
     """Make sure ``checkpoint_dir/<file>`` exists and verifies; download it (atomically) otherwise.
 
@@ -119,8 +123,8 @@ def fetch_checkpoint(
         checkpoint_url(url),
         destination,
         sha256_prefix=hash_prefix_from_filename(file_name),
-        timeout=timeout,
-        retries=retries,
-        backoff=backoff,
+        timeout=DOWNLOAD_TIMEOUT_S if timeout is None else timeout,
+        retries=DOWNLOAD_RETRIES if retries is None else retries,
+        backoff=DOWNLOAD_BACKOFF_S if backoff is None else backoff,
         progress=progress,
     )

@@ -150,11 +150,11 @@ def _build_timm(variant: str):
     return build
 
 
-def _register(variant: str) -> list[ModelEntry]:
-    size = variant.capitalize()
-    release = UrlCheckpoint(DEIT_RELEASE_URLS[variant])
-    hub = ModelEntry(
-        name=f"deit_{variant}_hub",
+def deit_hub_entry(variant: str, *, url: str | None = None, name: str | None = None) -> ModelEntry:
+    """The torch.hub DeiT entry; ``url`` replaces the release checkpoint URL (tests serve one locally)."""
+    release = UrlCheckpoint(url or DEIT_RELEASE_URLS[variant])
+    return ModelEntry(
+        name=name or f"deit_{variant}_hub",
         family="deit",
         variant=variant,
         source="torch.hub",
@@ -166,9 +166,14 @@ def _register(variant: str) -> list[ModelEntry]:
             f"torch.hub facebookresearch/deit:main entry {hub_entrypoint(variant)}(pretrained=False) + "
             f"release checkpoint {release.file_name} ['model'], loaded strictly"
         ),
-        label=f"DeiT-{size} (torch.hub)",
+        label=f"DeiT-{variant.capitalize()} (torch.hub)",
         weights=(DEIT_HUB, release),
     )
+
+
+def _register(variant: str) -> list[ModelEntry]:
+    size = variant.capitalize()
+    hub = deit_hub_entry(variant)
     hf_repo = HFRepo(hf_repo_id(variant), optional_files=("preprocessor_config.json",))
     hf = ModelEntry(
         name=f"deit_{variant}_hf",
@@ -213,6 +218,7 @@ __all__ = [
     "HF_SHIPPED_PREPROCESS",
     "TIMM_PREPROCESS",
     "LogitsOf",
+    "deit_hub_entry",
     "hf_shipped_preprocess",
     "timm_preprocess",
 ]

@@ -125,6 +125,11 @@ def register_model(entry: ModelEntry) -> ModelEntry:
     return entry
 
 
+def unregister_model(name: str) -> ModelEntry:
+    """Remove an entry (tests register temporary ones)."""
+    return _REGISTRY.pop(name)
+
+
 def get_entry(name: str) -> ModelEntry:
     try:
         return _REGISTRY[name]

@@ -49,23 +49,28 @@ def _builder(key: str | None):
     return build
 
 
-def _register(name: str, variant: str, url: str, key: str | None, source: str, provenance: str, label: str):
+def resnet50_entry(
+    name: str, variant: str, url: str, key: str | None, source: str, provenance: str = "", label: str = ""
+) -> ModelEntry:
+    """A ResNet-50 entry whose checkpoint modelval downloads from ``url`` (tests point it at 127.0.0.1)."""
     checkpoint = UrlCheckpoint(url)
-    return register_model(
-        ModelEntry(
-            name=name,
-            family="resnet50",
-            variant=variant,
-            source=source,
-            preprocess=RESNET_PREPROCESS,
-            build=_builder(key),
-            weights_url=url,
-            weights_file=checkpoint.file_name,
-            provenance=provenance,
-            label=label,
-            weights=(checkpoint,),
-        )
+    return ModelEntry(
+        name=name,
+        family="resnet50",
+        variant=variant,
+        source=source,
+        preprocess=RESNET_PREPROCESS,
+        build=_builder(key),
+        weights_url=url,
+        weights_file=checkpoint.file_name,
+        provenance=provenance,
+        label=label,
+        weights=(checkpoint,),
     )
+
+
+def _register(*args: object) -> ModelEntry:
+    return register_model(resnet50_entry(*args))
 
 
 RESNET50_IN = _register(
@@ -107,4 +112,11 @@ RESNET50_SIN_IN_IN = _register(
     "ResNet-50 (SIN+IN→IN, Shape-ResNet)",
 )
 
-__all__ = ["RESNET50_IN", "RESNET50_SIN", "RESNET50_SIN_IN", "RESNET50_SIN_IN_IN", "resnet50_from_checkpoint"]
+__all__ = [
+    "RESNET50_IN",
+    "RESNET50_SIN",
+    "RESNET50_SIN_IN",
+    "RESNET50_SIN_IN_IN",
+    "resnet50_entry",
+    "resnet50_from_checkpoint",
+]
