@@ -158,3 +158,63 @@ def write_deit_hub(torch_home: Path) -> Path:
     (repo / "hubconf.py").write_text(DEIT_HUBCONF)
     (repo / "models.py").write_text(DEIT_MODELS)
     return repo
+
+
+def random_deit(variant: str = "tiny", seed: int = 0) -> nn.Module:
+    """timm's DeiT with random weights (the point is the code path, not the accuracy)."""
+    import timm
+
+    torch.manual_seed(seed)
+    return timm.create_model(f"deit_{variant}_patch16_224", pretrained=False).eval()
+
+
+def save_deit_release(model: nn.Module, directory: Path, variant: str = "tiny") -> Path:
+    """The facebookresearch/deit release format: ``{"model": state_dict}``, hash-prefixed name."""
+    return save_with_hash_name({"model": model.state_dict()}, directory, f"deit_{variant}_patch16_224", ".pth")
+
+
+def write_hf_deit(cache: Path, model: nn.Module, variant: str, processor: dict | None, work: Path) -> Path:
+    """A facebook/deit-<variant>-patch16-224 repo in the HF cache holding ``model``'s weights (converted)."""
+    from modelval.models.convert import save_hf_vit_checkpoint
+
+    folder = save_hf_vit_checkpoint(model.state_dict(), variant, work / f"hf-{variant}")
+    files: dict[str, Path | dict] = {
+        "config.json": folder / "config.json",
+        "model.safetensors": folder / "model.safetensors",
+    }
+    if processor is not None:
+        files["preprocessor_config.json"] = processor
+    return write_hf_cache_repo(cache, f"facebook/deit-{variant}-patch16-224", files)
+
+
+def write_timm_deit(cache: Path, model: nn.Module, variant: str, work: Path) -> Path:
+    """timm/deit_<variant>_patch16_224.fb_in1k in the HF cache (model.safetensors, timm key names)."""
+    from safetensors.torch import save_file
+
+    work.mkdir(parents=True, exist_ok=True)
+    file = work / f"timm-{variant}.safetensors"
+    save_file({k: v.contiguous() for k, v in model.state_dict().items()}, file)
+    return write_hf_cache_repo(cache, f"timm/deit_{variant}_patch16_224.fb_in1k", {"model.safetensors": file})
+
+
+#: The processor configs the audit must tell apart, in the shapes the Hub checkpoints ship them.
+VIT_HALF_PROCESSOR = {  # non-distilled facebook/deit-{small,base}-patch16-224
+    "do_normalize": True,
+    "do_resize": True,
+    "feature_extractor_type": "ViTFeatureExtractor",
+    "image_mean": [0.5, 0.5, 0.5],
+    "image_std": [0.5, 0.5, 0.5],
+    "resample": 2,
+    "size": 224,
+}
+DEIT_IMAGENET_PROCESSOR = {  # facebook/deit-base-distilled-patch16-224
+    "crop_size": 224,
+    "do_center_crop": True,
+    "do_normalize": True,
+    "do_resize": True,
+    "feature_extractor_type": "DeiTFeatureExtractor",
+    "image_mean": [0.485, 0.456, 0.406],
+    "image_std": [0.229, 0.224, 0.225],
+    "resample": 3,
+    "size": 256,
+}

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import sys
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -51,7 +52,9 @@ def isolated_hub_imports(hub_root: Path) -> Iterator[None]:
 
 def load_hub_model(repo_dir: Path, entrypoint: str, **kwargs: object) -> nn.Module:
     """``torch.hub.load(repo_dir, entrypoint, source="local", **kwargs)``: the hub code path, without network."""
-    with isolated_hub_imports(repo_dir):
+    with isolated_hub_imports(repo_dir), warnings.catch_warnings():
+        # timm warns that DeiT overwrites its registry entries; isolated_hub_imports undoes that.
+        warnings.filterwarnings("ignore", message="Overwriting .* in registry", category=UserWarning)
         return torch.hub.load(str(repo_dir), entrypoint, source="local", **kwargs)
 
 
