@@ -50,3 +50,23 @@ def temporary_entry():
     yield add
     for name in names:
         unregister_model(name)
+
+
+@pytest.fixture
+def require_weights(pytestconfig: pytest.Config):
+    """``require(name)``: skip with the exact fetch instruction when weights are absent (fail with --strict-weights)."""
+    from modelval.models import weights_status
+
+    # The suite's own helper from the top-level conftest (skip, or fail in strict mode).
+    missing_resource = next(
+        plugin.missing_resource
+        for plugin in pytestconfig.pluginmanager.get_plugins()
+        if hasattr(plugin, "missing_resource")
+    )
+
+    def require(name: str) -> None:
+        status = weights_status(name, pytestconfig.getoption("--checkpoint-dir"))
+        if not status.available:
+            missing_resource(pytestconfig, status.message, kind="weights")
+
+    return require

@@ -102,14 +102,17 @@ class HubCode:
 
 
 def hf_cache_dir() -> Path:
-    """The HF Hub cache, read from the environment at call time (huggingface_hub reads it at import)."""
+    """The HF Hub cache, resolved from the environment at call time, as huggingface_hub resolves it.
+
+    huggingface_hub freezes ``constants.HF_HUB_CACHE`` when it is first imported; reading the variables
+    here keeps ``HF_HOME`` / ``HF_HUB_CACHE`` set later (a CLI wrapper, a test) effective.
+    """
     if os.environ.get("HF_HUB_CACHE"):
         return Path(os.environ["HF_HUB_CACHE"]).expanduser()
     if os.environ.get("HF_HOME"):
         return Path(os.environ["HF_HOME"]).expanduser() / "hub"
-    from huggingface_hub import constants
-
-    return Path(constants.HF_HUB_CACHE)
+    xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(xdg) / "huggingface" / "hub"
 
 
 @dataclass(frozen=True)
