@@ -47,7 +47,24 @@ class SourceReport:
     origin: str  # where these numbers were read
     notes: tuple[str, ...] = ()
     max_abs_diff: float | None = None
+    mean_abs_diff: float | None = None
     flags: tuple[str, ...] = ()
+
+    @property
+    def status(self) -> str:
+        """``ok`` or ``MISMATCH: normalization, resize, ...`` (the kinds of flag raised)."""
+        kinds = [
+            kind
+            for kind, words in (
+                ("normalization", ("normalization",)),
+                ("resize", ("rescales", "eval resize")),
+                ("interpolation", ("interpolation",)),
+            )
+            if any(w in f for f in self.flags for w in words)
+        ]
+        if not self.flags:
+            return "ok"
+        return "MISMATCH: " + ", ".join(kinds or ["pixels"])
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -57,6 +74,8 @@ class SourceReport:
             "origin": self.origin,
             "notes": list(self.notes),
             "max_abs_diff": self.max_abs_diff,
+            "mean_abs_diff": self.mean_abs_diff,
+            "status": self.status,
             "flags": list(self.flags),
         }
 
@@ -274,11 +293,14 @@ def audit_group(name: str, images: Sequence[Image.Image]) -> AuditReport:
     reports = []
     for entry in entries:
         for report, transform in source_pipelines(entry):
-            difference = None
+            difference = mean_difference = None
             if reference_input is not None:
-                difference = float((transform(images) - reference_input).abs().max())
+                delta = (transform(images) - reference_input).abs()
+                difference, mean_difference = float(delta.max()), float(delta.mean())
             flags = mismatch_flags(report.config, training, difference)
-            reports.append(dataclasses.replace(report, max_abs_diff=difference, flags=tuple(flags)))
+            reports.append(
+                dataclasses.replace(report, max_abs_diff=difference, mean_abs_diff=mean_difference, flags=tuple(flags))
+            )
     origin = f"{training_origin}; applied to the stimuli as they are (no resize, no crop)"
     return AuditReport(group_of(entries[0]), reference, origin, len(images), reports)
 
@@ -342,15 +364,16 @@ def format_audit(report: AuditReport) -> str:
     lines = [
         f"== {report.group}: preprocessing by source ({report.images} real stimuli compared) ==",
         f"reference: mean {_fmt(ref.mean)} std {_fmt(ref.std)}, no resize/crop — {report.reference_origin}",
-        f"{'source':<30} {'mean':<22} {'std':<22} {'resize':>6} {'crop':>5} {'interp':<9} {'max|Δ|':>8}  status",
+        f"{'source':<34} {'mean':<22} {'std':<22} {'resize':>6} {'crop':>5} {'interp':<9} {'max|Δ|':>7} "
+        f"{'mean|Δ|':>7}  status",
     ]
     for s in report.sources:
         c = s.config
-        diff = "n/a" if s.max_abs_diff is None else f"{s.max_abs_diff:.4f}"
-        status = "MISMATCH" if s.flags else "ok"
+        diff = "n/a" if s.max_abs_diff is None else f"{s.max_abs_diff:.3f}"
+        mean_diff = "n/a" if s.mean_abs_diff is None else f"{s.mean_abs_diff:.3f}"
         lines.append(
-            f"{s.name + ' [' + s.source + ']':<30} {_fmt(c.mean):<22} {_fmt(c.std):<22} {c.resize or '-'!s:>6} "
-            f"{c.crop or '-'!s:>5} {c.interpolation:<9} {diff:>8}  {status}"
+            f"{s.name + ' [' + s.source + ']':<34} {_fmt(c.mean):<22} {_fmt(c.std):<22} {c.resize or '-'!s:>6} "
+            f"{c.crop or '-'!s:>5} {c.interpolation:<9} {diff:>7} {mean_diff:>7}  {s.status}"
         )
         lines.append(f"    from: {s.origin}" + (f" ({'; '.join(s.notes)})" if s.notes else ""))
         lines.extend(f"    ! {flag}" for flag in s.flags)
