@@ -67,6 +67,11 @@ def download_hub_code(github: str, *, force: bool = False) -> Path:
             torch.hub.list(github, force_reload=force, trust_repo=True)
     except (OSError, RuntimeError, ValueError) as error:  # urllib's URLError/HTTPError are OSErrors
         raise DownloadError(f"could not download the torch.hub code of {github}: {error}") from None
+    except ImportError as error:
+        # Downloaded, but its hubconf.py does not import with the installed timm/torch versions.
+        raise DownloadError(
+            f"the torch.hub code of {github} was downloaded to {hub_root} but does not import here: {error}"
+        ) from None
     owner, rest = github.split("/", 1)
     name, _, ref = rest.partition(":")
     return hub_root / f"{owner}_{name}_{(ref or 'main').replace('/', '_')}"
