@@ -39,6 +39,7 @@ def test_shipped_vit_config_of_non_distilled_deit_is_flagged(isolated_caches, im
     assert any("normalization half" in f and "imagenet" in f for f in hf.flags)
     assert hf.max_abs_diff > 1.0  # 0.5/0.5 vs ImageNet statistics: a large shift of every input value
     assert not any("rescales" in f for f in hf.flags)  # direct 224 resize of 224 px stimuli: no-op
+    assert hf.status == "MISMATCH: normalization, eval resize"
 
 
 def test_class_defaults_timm_crop_pct_and_hub_resize_are_exposed(isolated_caches, images):
@@ -73,7 +74,7 @@ def test_a_matching_config_is_not_flagged(isolated_caches, images):
     matching["do_resize"] = False
     put_processor(isolated_caches["hf"], "tiny", matching)
     hf = by_name(audit_group("deit_tiny", images))["deit_tiny_hf"]
-    assert hf.flags == ()
+    assert hf.flags == () and hf.status == "ok"
     assert hf.max_abs_diff < PIXEL_TOLERANCE
 
 

@@ -52,12 +52,13 @@ class SourceReport:
 
     @property
     def status(self) -> str:
-        """``ok`` or ``MISMATCH: normalization, resize, ...`` (the kinds of flag raised)."""
+        """``ok`` or ``MISMATCH: normalization, rescales stimuli, ...`` (the kinds of flag raised)."""
         kinds = [
             kind
             for kind, words in (
                 ("normalization", ("normalization",)),
-                ("resize", ("rescales", "eval resize")),
+                ("rescales stimuli", ("rescales",)),
+                ("eval resize", ("eval resize",)),
                 ("interpolation", ("interpolation",)),
             )
             if any(w in f for f in self.flags for w in words)
