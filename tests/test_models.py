@@ -106,3 +106,20 @@ def test_real_weights_load_through_their_source(name, require_weights, pytestcon
     with torch.inference_mode():
         logits = loaded.model(inputs)
     assert logits.shape == (2, 1000) and torch.isfinite(logits).all()
+
+
+def test_hf_hub_offline_is_respected(isolated_caches, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(ModelvalError, match=r"deit_tiny_hf.*offline mode"):
+        load_model("deit_tiny_hf", progress=False)
+
+
+def test_hf_home_and_torch_home_are_read_at_call_time(tmp_path, monkeypatch):
+    from modelval.models.weights import hf_cache_dir, torch_hub_dir
+
+    monkeypatch.delenv("HF_HUB_CACHE", raising=False)
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
+    monkeypatch.setenv("TORCH_HOME", str(tmp_path / "torch-home"))
+    assert hf_cache_dir() == tmp_path / "hf-home" / "hub"
+    assert torch_hub_dir() == tmp_path / "torch-home" / "hub"
+    assert str(tmp_path / "hf-home" / "hub") in weights_status("deit_small_timm").message
