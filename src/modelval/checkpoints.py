@@ -49,3 +49,82 @@ def load_state_dict_file(path: str | os.PathLike[str], *, key: str | None = None
 def strip_prefix(state_dict: Mapping[str, torch.Tensor], prefix: str = "module.") -> dict[str, torch.Tensor]:
     """Remove ``nn.DataParallel``'s ``module.`` prefix (or another) from every key that has it."""
     return {k[len(prefix) :] if k.startswith(prefix) else k: v for k, v in state_dict.items()}
+
+
+# --- The checkpoint cache: files modelval downloads itself (torch.hub-style names with a hash prefix) ---
+
+#: Replaces the scheme/host/folder of every checkpoint URL (``$MIRROR/<file name>``): for mirrors,
+#: air-gapped copies, and tests that serve files from 127.0.0.1.
+WEIGHTS_MIRROR_ENV = "MODELVAL_WEIGHTS_MIRROR"
+#: Download policy of ``fetch_checkpoint`` (module level so tests can shorten the backoff).
+DOWNLOAD_TIMEOUT_S = 30.0
+DOWNLOAD_RETRIES = 3
+DOWNLOAD_BACKOFF_S = 1.0
+
+
+def checkpoint_url(url: str, *, mirror: str | None = None) -> str:
+    """``url``, or the same file name under ``mirror`` / ``$MODELVAL_WEIGHTS_MIRROR`` when one is set."""
+    base = mirror if mirror is not None else os.environ.get(WEIGHTS_MIRROR_ENV)
+    if not base:
+        return url
+    return f"{base.rstrip('/')}/{url.rsplit('/', 1)[-1]}"
+
+
+def torch_hub_checkpoint_dir() -> Path:
+    """Where torch.hub / torchvision cache checkpoints (``$TORCH_HOME/hub/checkpoints``), read at call time."""
+    return Path(torch.hub.get_dir()) / "checkpoints"
+
+
+def find_cached_checkpoint(file_name: str, checkpoint_dir: Path) -> Path | None:
+    """The cached copy of ``file_name``: modelval's cache first, then torch.hub's (same names, same files)."""
+    for folder in (checkpoint_dir, torch_hub_checkpoint_dir()):
+        candidate = folder / file_name
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def verify_checkpoint(path: Path) -> Path:
+    """Check ``path`` against the SHA-256 prefix in its name (no-op for names without one)."""
+    from modelval.download import hash_prefix_from_filename, verify_sha256
+
+    prefix = hash_prefix_from_filename(path.name)
+    if prefix is not None:
+        verify_sha256(path, sha256_prefix=prefix)
+    return path
+
+
+def fetch_checkpoint(
+    url: str,
+    checkpoint_dir: Path,
+    *,
+    file_name: str | None = None,
+    force: bool = False,
+    progress: bool = True,
+    timeout: float | None = None,
+    retries: int | None = None,
+    backoff: float | None = None,
+) -> Path:
+    """Make sure ``checkpoint_dir/<file>`` exists and verifies; download it (atomically) otherwise.
+
+    A cached file that fails verification is replaced, so ``modelval fetch`` is also the repair command.
+    Raises :class:`DownloadError` / :class:`ChecksumError`; after a failure no file is left behind.
+    """
+    from modelval.download import download_file, hash_prefix_from_filename
+
+    file_name = file_name or url.rsplit("/", 1)[-1]
+    destination = checkpoint_dir / file_name
+    if destination.is_file() and not force:
+        try:
+            return verify_checkpoint(destination)
+        except DataError:
+            destination.unlink()
+    return download_file(
+        checkpoint_url(url),
+        destination,
+        sha256_prefix=hash_prefix_from_filename(file_name),
+        timeout=DOWNLOAD_TIMEOUT_S if timeout is None else timeout,
+        retries=DOWNLOAD_RETRIES if retries is None else retries,
+        backoff=DOWNLOAD_BACKOFF_S if backoff is None else backoff,
+        progress=progress,
+    )

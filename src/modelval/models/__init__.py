@@ -1,11 +1,12 @@
 """Model registry. Importing this package registers every entry (one module per family)."""
 
-from modelval.models import efficientnet  # noqa: F401  (registers its entries)
+from modelval.models import deit, efficientnet, resnet  # noqa: F401  (register their entries)
 from modelval.models.registry import (
     LoadContext,
     LoadedModel,
     ModelConfig,
     ModelEntry,
+    fetch_weights,
     get_entry,
     list_models,
     load_model,
@@ -13,13 +14,17 @@ from modelval.models.registry import (
     resolve_checkpoint_dir,
     resolve_device,
     resolve_offline,
+    weights_status,
 )
+from modelval.models.weights import WeightsStatus
 
 __all__ = [
     "LoadContext",
     "LoadedModel",
     "ModelConfig",
     "ModelEntry",
+    "WeightsStatus",
+    "fetch_weights",
     "get_entry",
     "list_models",
     "load_model",
@@ -27,4 +32,5 @@ __all__ = [
     "resolve_checkpoint_dir",
     "resolve_device",
     "resolve_offline",
+    "weights_status",
 ]

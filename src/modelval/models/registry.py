@@ -17,7 +17,8 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from modelval.errors import ModelvalError
+from modelval.errors import ChecksumError, DownloadError, ModelvalError, WeightsNotAvailableError
+from modelval.models.weights import WeightsPart, WeightsStatus, ensure_parts, parts_status
 from modelval.paths import project_root
 from modelval.preprocessing import NORMALIZATION_CHOICES, Preprocess, PreprocessConfig
 
@@ -33,6 +34,8 @@ class LoadContext:
     offline: bool
     device: torch.device
     progress: bool = True
+    #: Paths of the entry's weights parts (same order as ``ModelEntry.weights``), resolved by ``load_model``.
+    weight_paths: tuple[Path, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -49,6 +52,13 @@ class ModelEntry:
     weights_file: str | None = None  # file name in the checkpoint cache, when modelval downloads it
     provenance: str = ""
     label: str = ""  # human-readable name for tables ("ResNet-50 (SIN)")
+    #: What must be present before ``build`` runs (files, hub code, HF repos); empty: bundled.
+    weights: tuple[WeightsPart, ...] = field(default=(), compare=False)
+    #: The preprocessing the source itself ships, read at load time when it can be (HF processor
+    #: configs in the cache); ``None`` keeps ``preprocess``.
+    resolve_preprocess: Callable[[LoadContext], PreprocessConfig] | None = field(
+        default=None, repr=False, compare=False
+    )
 
     @property
     def display_name(self) -> str:
@@ -113,6 +123,11 @@ def register_model(entry: ModelEntry) -> ModelEntry:
         raise ValueError(f"model {entry.name!r} is registered twice")
     _REGISTRY[entry.name] = entry
     return entry
+
+
+def unregister_model(name: str) -> ModelEntry:
+    """Remove an entry (tests register temporary ones)."""
+    return _REGISTRY.pop(name)
 
 
 def get_entry(name: str) -> ModelEntry:
@@ -183,8 +198,11 @@ def load_model(
         device=resolve_device(device),
         progress=progress,
     )
+    paths = ensure_parts(entry.name, entry.weights, context.checkpoint_dir, offline=context.offline, progress=progress)
+    context = dataclasses.replace(context, weight_paths=tuple(paths))
     model = entry.build(context).to(context.device).eval()
-    preprocess = entry.preprocess.with_normalization(normalization)
+    own = entry.resolve_preprocess(context) if entry.resolve_preprocess else entry.preprocess
+    preprocess = own.with_normalization(normalization)
     config = ModelConfig(
         name=entry.name,
         source=entry.source,
@@ -194,6 +212,33 @@ def load_model(
         provenance=entry.provenance,
     )
     return LoadedModel(entry=entry, model=model, preprocess=Preprocess(preprocess), config=config)
+
+
+def weights_status(name: str, checkpoint_dir: str | os.PathLike[str] | None = None) -> WeightsStatus:
+    """``(available, message)`` for an entry's weights, without downloading anything.
+
+    When unavailable, ``message`` is the exact instruction ``load_model`` raises (model, files
+    expected, URLs, fetch command), so tests can skip or fail with it.
+    """
+    entry = get_entry(name)
+    return parts_status(entry.name, entry.weights, resolve_checkpoint_dir(checkpoint_dir))
+
+
+def fetch_weights(
+    name: str, checkpoint_dir: str | os.PathLike[str] | None = None, *, force: bool = False, progress: bool = True
+) -> list[Path]:
+    """Download (or re-download with ``force``) everything ``name`` needs; return the local paths."""
+    entry = get_entry(name)
+    directory = resolve_checkpoint_dir(checkpoint_dir)
+    paths = []
+    for part in entry.weights:
+        try:
+            # A part's fetch keeps a verified cached copy and replaces a corrupt one: fetch is the repair command.
+            paths.append(part.fetch(directory, progress=progress, force=force))
+        except (DownloadError, ChecksumError) as error:
+            message = parts_status(entry.name, entry.weights, directory).message
+            raise WeightsNotAvailableError(f"{message}. The download failed: {error}") from None
+    return paths
 
 
 def replace_preprocess(entry: ModelEntry, **changes: object) -> ModelEntry:

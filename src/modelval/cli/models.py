@@ -1,0 +1,141 @@
+"""``modelval models``, ``modelval fetch`` and ``modelval audit-preprocessing``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from torchvision.transforms.functional import to_pil_image
+
+from modelval.cli.shape_bias import add_model_options
+from modelval.errors import ModelvalError
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    listing = subparsers.add_parser("models", help="list registered models, their sources and whether weights are here")
+    listing.add_argument("--family", help="only this family (resnet50, deit, efficientnet)")
+    listing.add_argument("--source", help="only this source (torchvision, torch.hub, huggingface, timm, ...)")
+    listing.add_argument("--checkpoint-dir", help="weight cache (default: $MODELVAL_CHECKPOINT_DIR or checkpoints/)")
+    listing.add_argument("--json", action="store_true", help="one JSON list instead of the table")
+    listing.set_defaults(handler=run_models)
+
+    fetch = subparsers.add_parser(
+        "fetch",
+        help="download model weights ahead of time (verified; replaces corrupt cached files)",
+        description="Download what a model needs: checkpoint files into the checkpoint cache (verified against "
+        "the SHA-256 prefix in their names), torch.hub code into $TORCH_HOME/hub, HF files into $HF_HOME.",
+    )
+    fetch.add_argument("names", nargs="*", metavar="NAME", help="registered model names")
+    fetch.add_argument("--all", action="store_true", help="every registered model")
+    fetch.add_argument("--force", action="store_true", help="download again even when cached")
+    fetch.add_argument("--checkpoint-dir", help="weight cache (default: $MODELVAL_CHECKPOINT_DIR or checkpoints/)")
+    fetch.set_defaults(handler=run_fetch, _parser=fetch)
+
+    audit = subparsers.add_parser(
+        "audit-preprocessing",
+        help="compare each source's preprocessing of a model with its training config on real stimuli",
+    )
+    audit.add_argument("--model", help="entry (deit_small_hf) or model (deit_small); default: every model")
+    audit.add_argument("--data-root", help="cue-conflict folder (default: $MODELVAL_DATA_ROOT or the user cache)")
+    audit.add_argument("--images", type=int, default=16, help="stimuli compared pixel by pixel (default 16)")
+    audit.add_argument(
+        "--measure",
+        action="store_true",
+        help="also evaluate the model on all stimuli under each normalization (needs its weights)",
+    )
+    audit.add_argument("--batch-size", type=int, default=32)
+    audit.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    add_model_options(audit)
+    audit.set_defaults(handler=run_audit)
+
+
+def run_models(args: argparse.Namespace) -> int:
+    from modelval.models import list_models, weights_status
+
+    entries = list_models(family=args.family, source=args.source)
+    rows = []
+    for entry in entries:
+        status = weights_status(entry.name, args.checkpoint_dir)
+        rows.append(
+            {
+                "name": entry.name,
+                "family": entry.family,
+                "variant": entry.variant,
+                "source": entry.source,
+                "weights_present": status.available,
+                "weights_url": entry.weights_url,
+                "preprocessing": entry.preprocess.describe(),
+                "provenance": entry.provenance,
+            }
+        )
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    print(f"{'name':<20} {'source':<17} {'weights':<8} weights URL")
+    for row in rows:
+        present = "present" if row["weights_present"] else "missing"
+        print(f"{row['name']:<20} {row['source']:<17} {present:<8} {row['weights_url']}")
+    print(f"{len(rows)} models. `modelval fetch NAME` downloads missing weights.")
+    return 0
+
+
+def run_fetch(args: argparse.Namespace) -> int:
+    from modelval.models import fetch_weights, get_entry, list_models
+
+    if not args.all and not args.names:
+        args._parser.error("name one or more models, or pass --all")
+    names = [e.name for e in list_models()] if args.all else [get_entry(n).name for n in args.names]
+    failures = []
+    for name in names:
+        try:
+            paths = fetch_weights(name, args.checkpoint_dir, force=args.force, progress=sys.stderr.isatty())
+        except ModelvalError as error:
+            failures.append(f"{name}: {error}")
+            print(f"FAILED  {name}", file=sys.stderr)
+            continue
+        print(f"ok      {name}: " + (", ".join(map(str, paths)) or "bundled with its package"))
+    if failures:
+        raise ModelvalError(f"{len(failures)} of {len(names)} downloads failed:\n" + "\n".join(failures))
+    return 0
+
+
+def run_audit(args: argparse.Namespace) -> int:
+    from modelval.data import discover_stimuli, load_image, resolve_data_root
+    from modelval.models import weights_status
+    from modelval.preprocessing_audit import all_groups, audit_group, entries_in_group, format_audit, group_of
+
+    root = resolve_data_root(args.data_root)
+    stimuli = discover_stimuli(root)
+    step = max(1, len(stimuli) // max(1, args.images))
+    images = [to_pil_image(load_image(root / s.relpath)) for s in stimuli[::step][: args.images]]
+    groups = [group_of(entries_in_group(args.model)[0])] if args.model else all_groups()
+    reports = [audit_group(group, images) for group in groups]
+    if args.measure:
+        from modelval.evaluation import StimulusSet
+        from modelval.preprocessing_audit import measure_normalizations
+
+        full = StimulusSet.load(root, progress=False)
+        for report in reports:
+            # --model NAME (an entry) measures that entry; a model group measures each source that is present.
+            single = args.model and args.model not in all_groups()
+            names = [args.model] if single else [e.name for e in entries_in_group(report.group)]
+            for name in names:
+                status = weights_status(name, args.checkpoint_dir)
+                if not status.available:
+                    # Measuring never downloads: weights are fetched explicitly (`modelval fetch`).
+                    report.measurement_notes.append(f"not measured: {status.message}")
+                    continue
+                report.measurements += measure_normalizations(
+                    name,
+                    full,
+                    checkpoint_dir=args.checkpoint_dir,
+                    offline=args.offline,
+                    device=args.device,
+                    batch_size=args.batch_size,
+                )
+    if args.json:
+        print(json.dumps([r.to_dict() for r in reports], indent=2))
+    else:
+        print("\n\n".join(format_audit(r) for r in reports))
+    return 0

@@ -1,0 +1,223 @@
+"""Where an entry's weights come from, whether they are present, and how to get them.
+
+Three kinds of source, each answering the same questions (present? where? how to fetch?):
+
+- :class:`UrlCheckpoint`: one file modelval downloads itself into the checkpoint cache
+  (torchvision, texture-vs-shape, DeiT release files). Verified against its hash prefix before load.
+- :class:`HubCode`: a torch.hub repository's code in ``$TORCH_HOME/hub/<owner>_<repo>_<ref>``.
+- :class:`HFRepo`: files of a HuggingFace Hub repository in the HF cache (``$HF_HOME/hub``); timm
+  pretrained weights live there too.
+
+``weights_status`` never downloads; its message is the exact instruction the loader raises when
+weights are missing, so tests can skip (or fail in strict mode) with the same text.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NamedTuple, Protocol
+
+import torch
+
+from modelval.checkpoints import checkpoint_url, fetch_checkpoint, find_cached_checkpoint, verify_checkpoint
+from modelval.errors import ChecksumError, DataError, DownloadError, WeightsNotAvailableError
+
+
+class WeightsStatus(NamedTuple):
+    available: bool
+    message: str
+
+
+class WeightsPart(Protocol):
+    """One thing a model needs (a file, a code checkout, a set of hub files)."""
+
+    def locate(self, checkpoint_dir: Path) -> Path | None: ...
+
+    def expected(self, checkpoint_dir: Path) -> str: ...
+
+    def url(self) -> str: ...
+
+    def fetch(self, checkpoint_dir: Path, *, progress: bool = True, force: bool = False) -> Path: ...
+
+
+@dataclass(frozen=True)
+class UrlCheckpoint:
+    """A checkpoint file downloaded by modelval (hash prefix in its name, torch.hub convention)."""
+
+    source_url: str
+
+    @property
+    def file_name(self) -> str:
+        return self.source_url.rsplit("/", 1)[-1]
+
+    def url(self) -> str:
+        return checkpoint_url(self.source_url)
+
+    def locate(self, checkpoint_dir: Path) -> Path | None:
+        return find_cached_checkpoint(self.file_name, checkpoint_dir)
+
+    def expected(self, checkpoint_dir: Path) -> str:
+        return f"file {checkpoint_dir / self.file_name}"
+
+    def fetch(self, checkpoint_dir: Path, *, progress: bool = True, force: bool = False) -> Path:
+        return fetch_checkpoint(self.source_url, checkpoint_dir, progress=progress, force=force)
+
+
+def torch_hub_dir() -> Path:
+    return Path(torch.hub.get_dir())
+
+
+@dataclass(frozen=True)
+class HubCode:
+    """A torch.hub repository checkout (what ``torch.hub.load(github_repo, ...)`` caches)."""
+
+    repo: str  # "facebookresearch/deit"
+    ref: str = "main"
+
+    @property
+    def github(self) -> str:
+        return f"{self.repo}:{self.ref}"
+
+    def directory(self) -> Path:
+        owner, name = self.repo.split("/")
+        return torch_hub_dir() / f"{owner}_{name}_{self.ref.replace('/', '_')}"
+
+    def url(self) -> str:
+        return f"https://github.com/{self.repo}/tree/{self.ref}"
+
+    def locate(self, checkpoint_dir: Path) -> Path | None:
+        directory = self.directory()
+        return directory if (directory / "hubconf.py").is_file() else None
+
+    def expected(self, checkpoint_dir: Path) -> str:
+        return f"torch.hub code of {self.github} in {self.directory()} (TORCH_HOME)"
+
+    def fetch(self, checkpoint_dir: Path, *, progress: bool = True, force: bool = False) -> Path:
+        from modelval.models.hub import download_hub_code
+
+        return download_hub_code(self.github, force=force)
+
+
+def hf_cache_dir() -> Path:
+    """The HF Hub cache, resolved from the environment at call time, as huggingface_hub resolves it.
+
+    huggingface_hub freezes ``constants.HF_HUB_CACHE`` when it is first imported; reading the variables
+    here keeps ``HF_HOME`` / ``HF_HUB_CACHE`` set later (a CLI wrapper, a test) effective.
+    """
+    if os.environ.get("HF_HUB_CACHE"):
+        return Path(os.environ["HF_HUB_CACHE"]).expanduser()
+    if os.environ.get("HF_HOME"):
+        return Path(os.environ["HF_HOME"]).expanduser() / "hub"
+    xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(xdg) / "huggingface" / "hub"
+
+
+@dataclass(frozen=True)
+class HFRepo:
+    """Files of a HuggingFace Hub model repository; ``weight_files`` are alternatives (first present wins)."""
+
+    repo_id: str
+    files: tuple[str, ...] = ("config.json",)
+    weight_files: tuple[str, ...] = ("model.safetensors", "pytorch_model.bin")
+    optional_files: tuple[str, ...] = ()
+
+    def url(self) -> str:
+        return f"https://huggingface.co/{self.repo_id}"
+
+    def cached_file(self, name: str) -> Path | None:
+        from huggingface_hub import try_to_load_from_cache
+
+        found = try_to_load_from_cache(self.repo_id, name, cache_dir=hf_cache_dir())
+        return Path(found) if isinstance(found, str) else None
+
+    def weights_path(self) -> Path | None:
+        return next((p for p in map(self.cached_file, self.weight_files) if p is not None), None)
+
+    def locate(self, checkpoint_dir: Path) -> Path | None:
+        if any(self.cached_file(name) is None for name in self.files):
+            return None
+        return self.weights_path()
+
+    def expected(self, checkpoint_dir: Path) -> str:
+        wanted = [*self.files, " or ".join(self.weight_files)]
+        return f"{', '.join(wanted)} of {self.repo_id} in the HF cache {hf_cache_dir()} (HF_HOME)"
+
+    def fetch(self, checkpoint_dir: Path, *, progress: bool = True, force: bool = False) -> Path:
+        from huggingface_hub import hf_hub_download
+        from huggingface_hub.errors import EntryNotFoundError
+
+        cache = hf_cache_dir()
+        try:
+            for name in (*self.files, *self.optional_files):
+                try:
+                    hf_hub_download(self.repo_id, name, cache_dir=cache, force_download=force)
+                except EntryNotFoundError:
+                    if name in self.files:
+                        raise
+            for name in self.weight_files:
+                try:
+                    return Path(hf_hub_download(self.repo_id, name, cache_dir=cache, force_download=force))
+                except EntryNotFoundError:
+                    continue
+        except Exception as error:  # huggingface_hub/httpx errors have no common base worth naming
+            raise DownloadError(f"could not download {self.url()}: {error.__class__.__name__}: {error}") from None
+        raise DownloadError(f"{self.url()} has none of {', '.join(self.weight_files)}")
+
+
+def fetch_command(name: str, parts: Sequence[WeightsPart], checkpoint_dir: Path) -> str:
+    uses_cache_dir = any(isinstance(p, UrlCheckpoint) for p in parts)
+    return f"modelval fetch {name}" + (f" --checkpoint-dir {checkpoint_dir}" if uses_cache_dir else "")
+
+
+def missing_message(
+    name: str, parts: Sequence[WeightsPart], checkpoint_dir: Path, missing: Sequence[WeightsPart]
+) -> str:
+    """The instruction text for absent weights: the model, the files expected, their URLs, the command."""
+    expected = "; ".join(p.expected(checkpoint_dir) for p in missing)
+    urls = ", ".join(p.url() for p in missing)
+    return (
+        f"weights for model {name!r} are not available: expected {expected} (from {urls}). "
+        f"Fetch them with: {fetch_command(name, parts, checkpoint_dir)}"
+    )
+
+
+def parts_status(name: str, parts: Sequence[WeightsPart], checkpoint_dir: Path) -> WeightsStatus:
+    missing = [p for p in parts if p.locate(checkpoint_dir) is None]
+    if not missing:
+        found = ", ".join(str(p.locate(checkpoint_dir)) for p in parts) or "bundled with the package"
+        return WeightsStatus(True, f"weights for model {name!r} are present: {found}")
+    return WeightsStatus(False, missing_message(name, parts, checkpoint_dir, missing))
+
+
+def ensure_parts(
+    name: str, parts: Sequence[WeightsPart], checkpoint_dir: Path, *, offline: bool, progress: bool = True
+) -> list[Path]:
+    """Paths of every part: cached ones are verified, missing ones downloaded unless ``offline``.
+
+    Raises :class:`WeightsNotAvailableError` with the instruction text when something is missing
+    and cannot be downloaded, and :class:`ChecksumError` (with the repair command) for a corrupt cache.
+    """
+    status = parts_status(name, parts, checkpoint_dir)
+    if not status.available and offline:
+        raise WeightsNotAvailableError(f"{status.message} (offline mode: nothing is downloaded)")
+    paths = []
+    for part in parts:
+        path = part.locate(checkpoint_dir)
+        if path is None:
+            try:
+                path = part.fetch(checkpoint_dir, progress=progress)
+            except (DownloadError, ChecksumError) as error:
+                raise WeightsNotAvailableError(f"{status.message}. The download failed: {error}") from None
+        elif isinstance(part, UrlCheckpoint):
+            try:
+                verify_checkpoint(path)
+            except DataError as error:
+                raise ChecksumError(
+                    f"cached checkpoint of model {name!r} is corrupt: {error}. "
+                    f"Re-fetch it with: {fetch_command(name, parts, checkpoint_dir)} (replaces the bad file)"
+                ) from None
+        paths.append(path)
+    return paths

@@ -1,0 +1,410 @@
+"""Preprocessing audit: what each source of a model really feeds it, compared on real stimuli.
+
+For every source of a model (torch.hub, transformers, timm, torchvision, PyPI) the audit reports the
+effective mean, std, resize, crop and interpolation, read from the source itself where it can be
+(a cached ``preprocessor_config.json`` through ``AutoImageProcessor``, timm's pretrained config),
+runs that source's own transform on real stimuli, and measures the largest difference from the
+*reference*: the model's training normalization applied to the 224 px stimuli as they are (the
+cue-conflict protocol: no resize, no crop). Mismatches are flagged in words.
+
+``measure_normalizations`` adds the measured effect: shape bias and cue-conflict accuracy of the
+real model under its own and the forced normalizations.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+from PIL import Image
+
+from modelval.models.registry import ModelEntry, get_entry, list_models
+from modelval.preprocessing import (
+    NORMALIZATION_CHOICES,
+    PreprocessConfig,
+    pil_to_uint8,
+    prepare_batch,
+)
+
+#: Largest input difference (normalized units) still counted as "the same tensor" (float rounding).
+PIXEL_TOLERANCE = 1e-3
+STIMULUS_SIZE = 224
+
+Transform = Callable[[Sequence[Image.Image]], torch.Tensor]
+
+
+@dataclass(frozen=True)
+class SourceReport:
+    """One source's effective preprocessing and how far its input is from the reference input."""
+
+    name: str  # entry name, or a pseudo-source like "DeiTImageProcessor()"
+    source: str
+    config: PreprocessConfig
+    origin: str  # where these numbers were read
+    notes: tuple[str, ...] = ()
+    max_abs_diff: float | None = None
+    mean_abs_diff: float | None = None
+    flags: tuple[str, ...] = ()
+
+    @property
+    def status(self) -> str:
+        """``ok`` or ``MISMATCH: normalization, rescales stimuli, ...`` (the kinds of flag raised)."""
+        kinds = [
+            kind
+            for kind, words in (
+                ("normalization", ("normalization",)),
+                ("rescales stimuli", ("rescales",)),
+                ("eval resize", ("eval resize",)),
+                ("interpolation", ("interpolation",)),
+            )
+            if any(w in f for f in self.flags for w in words)
+        ]
+        if not self.flags:
+            return "ok"
+        return "MISMATCH: " + ", ".join(kinds or ["pixels"])
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "name": self.name,
+            "source": self.source,
+            **self.config.to_dict(),
+            "origin": self.origin,
+            "notes": list(self.notes),
+            "max_abs_diff": self.max_abs_diff,
+            "mean_abs_diff": self.mean_abs_diff,
+            "status": self.status,
+            "flags": list(self.flags),
+        }
+
+
+@dataclass(frozen=True)
+class NormalizationMeasurement:
+    model: str
+    normalization: str
+    mean: tuple[float, float, float]
+    std: tuple[float, float, float]
+    shape_bias: float
+    cue_accuracy: float
+    shape_hits: int
+    texture_hits: int
+    conflict_images: int
+
+    def to_dict(self) -> dict[str, object]:
+        return dataclasses.asdict(self)
+
+
+@dataclass
+class AuditReport:
+    group: str  # "deit_small", "resnet50_SIN", ...
+    reference: PreprocessConfig
+    reference_origin: str
+    images: int
+    sources: list[SourceReport]
+    measurements: list[NormalizationMeasurement] = field(default_factory=list)
+    measurement_notes: list[str] = field(default_factory=list)
+
+    @property
+    def flagged(self) -> list[SourceReport]:
+        return [s for s in self.sources if s.flags]
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "group": self.group,
+            "reference": {**self.reference.to_dict(), "origin": self.reference_origin},
+            "images": self.images,
+            "sources": [s.to_dict() for s in self.sources],
+            "measurements": [m.to_dict() for m in self.measurements],
+            "measurement_notes": self.measurement_notes,
+        }
+
+
+# --- The training preprocessing each family is compared with ---------------------------------------
+
+
+def training_reference(entry: ModelEntry) -> tuple[PreprocessConfig, str]:
+    """The preprocessing the model was trained/evaluated with by its authors, and where that is documented."""
+    if entry.family == "deit":
+        from modelval.models.deit import DEIT_REPO_PREPROCESS
+
+        return DEIT_REPO_PREPROCESS, "facebookresearch/deit eval transform (ImageNet mean/std, resize 256 bicubic)"
+    if entry.family == "resnet50":
+        from modelval.models.resnet import RESNET_PREPROCESS
+
+        return RESNET_PREPROCESS, "PyTorch ImageNet recipe (torchvision / texture-vs-shape)"
+    return entry.preprocess, f"{entry.name}'s own registry config"
+
+
+def group_of(entry: ModelEntry) -> str:
+    return f"{entry.family}_{entry.variant}"
+
+
+def entries_in_group(name: str) -> list[ModelEntry]:
+    """Entries sharing a model (family + variant): ``deit_small_hf`` or ``deit_small`` -> the three DeiT-S."""
+    matches = [e for e in list_models() if group_of(e) == name]
+    if matches:
+        return matches
+    entry = get_entry(name)
+    return [e for e in list_models() if group_of(e) == group_of(entry)]
+
+
+def all_groups() -> list[str]:
+    return list(dict.fromkeys(group_of(e) for e in list_models()))
+
+
+# --- Each source's own transform -------------------------------------------------------------------
+
+
+def _modelval_transform(config: PreprocessConfig) -> Transform:
+    return lambda images: prepare_batch(torch.stack([pil_to_uint8(i) for i in images]), config)
+
+
+def _torchvision_transform(config: PreprocessConfig) -> Transform:
+    """torchvision's classic ImageNet eval pipeline, as the DeiT repository and the PyTorch example build it."""
+    from torchvision import transforms
+
+    steps = []
+    if config.resize is not None:
+        mode = transforms.InterpolationMode(config.interpolation)
+        steps.append(transforms.Resize(config.resize, interpolation=mode))
+    if config.crop is not None:
+        steps.append(transforms.CenterCrop(config.crop))
+    steps += [transforms.ToTensor(), transforms.Normalize(config.mean, config.std)]
+    pipeline = transforms.Compose(steps)
+    return lambda images: torch.stack([pipeline(i) for i in images])
+
+
+def _hf_transform(processor: object) -> Transform:
+    return lambda images: processor(images=list(images), return_tensors="pt")["pixel_values"].float()
+
+
+def _timm_transform(model_name: str) -> Transform:
+    import timm
+    from timm.data import create_transform, resolve_data_config
+
+    data = resolve_data_config({}, pretrained_cfg=timm.models.get_pretrained_cfg(model_name).to_dict())
+    pipeline = create_transform(**data, is_training=False)
+    return lambda images: torch.stack([pipeline(i) for i in images])
+
+
+def source_pipelines(entry: ModelEntry) -> list[tuple[SourceReport, Transform]]:
+    """(report without measurements, transform) for each way this entry's source preprocesses images."""
+    if entry.source == "huggingface":
+        return _hf_pipelines(entry)
+    if entry.source == "timm":
+        from modelval.models.deit import timm_model_name, timm_preprocess
+
+        model_name = timm_model_name(entry.variant)
+        config = timm_preprocess(model_name)
+        origin = f"timm pretrained config of {model_name} (resolve_data_config)"
+        import timm
+
+        crop_pct = timm.models.get_pretrained_cfg(model_name).crop_pct
+        notes = (f"crop_pct {crop_pct} -> resize floor(224 / {crop_pct}) = {config.resize}",)
+        return [(SourceReport(entry.name, entry.source, config, origin, notes), _timm_transform(model_name))]
+    if entry.source == "torch.hub":
+        origin = "facebookresearch/deit datasets.build_transform (eval): Resize(int(224/0.875)), CenterCrop(224)"
+        return [
+            (SourceReport(entry.name, entry.source, entry.preprocess, origin), _torchvision_transform(entry.preprocess))
+        ]
+    if entry.source in ("torchvision", "texture-vs-shape"):
+        origin = "torchvision ResNet50_Weights.IMAGENET1K_V1.transforms() (ImageNet eval transform)"
+        return [
+            (SourceReport(entry.name, entry.source, entry.preprocess, origin), _torchvision_transform(entry.preprocess))
+        ]
+    origin = "modelval registry config (the package ships no transform)"
+    return [(SourceReport(entry.name, entry.source, entry.preprocess, origin), _modelval_transform(entry.preprocess))]
+
+
+def _hf_pipelines(entry: ModelEntry) -> list[tuple[SourceReport, Transform]]:
+    from transformers import DeiTImageProcessor, ViTImageProcessor
+
+    from modelval.models.deit import HF_SHIPPED_PREPROCESS, hf_repo_id
+    from modelval.models.hf import load_processor, processor_to_config
+    from modelval.models.weights import HFRepo, hf_cache_dir
+
+    repo_id = hf_repo_id(entry.variant)
+    pipelines = []
+    if HFRepo(repo_id).cached_file("preprocessor_config.json") is not None:
+        processor = load_processor(repo_id, cache_dir=hf_cache_dir())
+        config, notes = processor_to_config(processor)
+        origin = f"cached preprocessor_config.json of {repo_id} via AutoImageProcessor"
+    else:
+        # Not cached: the documented shipped config, run through the processor class it resolves to.
+        config = HF_SHIPPED_PREPROCESS
+        processor = ViTImageProcessor(
+            image_mean=list(config.mean), image_std=list(config.std), size={"height": 224, "width": 224}
+        )
+        notes = ["ViTImageProcessor", "direct 224x224 resize (no aspect-preserving resize)"]
+        origin = f"{repo_id} is not in the HF cache: documented shipped config (fetch it to read the real file)"
+    pipelines.append((SourceReport(entry.name, entry.source, config, origin, tuple(notes)), _hf_transform(processor)))
+    default = DeiTImageProcessor()
+    default_config, default_notes = processor_to_config(default)
+    origin = "transformers DeiTImageProcessor() built without a config (class defaults)"
+    pipelines.append(
+        (
+            SourceReport("DeiTImageProcessor()", "huggingface", default_config, origin, tuple(default_notes)),
+            _hf_transform(default),
+        )
+    )
+    return pipelines
+
+
+# --- Comparison ------------------------------------------------------------------------------------
+
+
+def _normalization_label(config: PreprocessConfig) -> str:
+    name = config.normalization_name
+    return f"{name} (mean {tuple(round(m, 3) for m in config.mean)}, std {tuple(round(s, 3) for s in config.std)})"
+
+
+def mismatch_flags(config: PreprocessConfig, training: PreprocessConfig, max_abs_diff: float | None) -> list[str]:
+    """Plain-language differences from the training config and the stimulus protocol."""
+    flags = []
+    if not (np.allclose(config.mean, training.mean, atol=1e-3) and np.allclose(config.std, training.std, atol=1e-3)):
+        flags.append(
+            f"normalization {_normalization_label(config)} differs from the training normalization "
+            f"{_normalization_label(training)}"
+        )
+    if config.resize not in (None, STIMULUS_SIZE):
+        flags.append(
+            f"resize {config.resize} then crop {config.crop} rescales the {STIMULUS_SIZE} px stimuli by "
+            f"{config.resize / STIMULUS_SIZE:.3f} (they need no resize)"
+        )
+    if config.resize is not None and training.resize is not None and config.resize != training.resize:
+        flags.append(f"eval resize {config.resize} differs from the training config's {training.resize}")
+    if config.resize not in (None, STIMULUS_SIZE) and config.interpolation != training.interpolation:
+        flags.append(
+            f"interpolation {config.interpolation} differs from the training config's {training.interpolation}"
+        )
+    if max_abs_diff is not None and max_abs_diff > PIXEL_TOLERANCE:
+        flags.append(f"input differs from the reference by up to {max_abs_diff:.3f} (normalized units)")
+    return flags
+
+
+def audit_group(name: str, images: Sequence[Image.Image]) -> AuditReport:
+    """Audit every source of one model on ``images`` (PIL, the real 224 px stimuli)."""
+    entries = entries_in_group(name)
+    training, training_origin = training_reference(entries[0])
+    reference = training.for_stimuli(None)
+    reference_input = _modelval_transform(reference)(images) if images else None
+    reports = []
+    for entry in entries:
+        for report, transform in source_pipelines(entry):
+            difference = mean_difference = None
+            if reference_input is not None:
+                delta = (transform(images) - reference_input).abs()
+                difference, mean_difference = float(delta.max()), float(delta.mean())
+            flags = mismatch_flags(report.config, training, difference)
+            reports.append(
+                dataclasses.replace(report, max_abs_diff=difference, mean_abs_diff=mean_difference, flags=tuple(flags))
+            )
+    origin = f"{training_origin}; applied to the stimuli as they are (no resize, no crop)"
+    return AuditReport(group_of(entries[0]), reference, origin, len(images), reports)
+
+
+def measure_normalizations(
+    entry_name: str,
+    stimuli,
+    *,
+    checkpoint_dir=None,
+    offline: bool | None = None,
+    device: str = "cpu",
+    batch_size: int = 32,
+    progress: bool = False,
+) -> list[NormalizationMeasurement]:
+    """Shape bias and cue-conflict accuracy of the real model under each normalization (no resize)."""
+    from modelval.evaluation import evaluate
+    from modelval.models import load_model
+
+    loaded = load_model(entry_name, checkpoint_dir=checkpoint_dir, offline=offline, device=device, progress=progress)
+    measured, seen = [], set()
+    for normalization in NORMALIZATION_CHOICES:
+        config = loaded.config.preprocess.with_normalization(normalization).for_stimuli(None)
+        if (config.mean, config.std) in seen:
+            continue
+        seen.add((config.mean, config.std))
+        result = evaluate(
+            loaded.model,
+            config,
+            stimuli,
+            model_name=entry_name,
+            device=device,
+            batch_size=batch_size,
+            progress=progress,
+            n_bootstrap=0,
+        ).result
+        measured.append(
+            NormalizationMeasurement(
+                entry_name,
+                normalization if normalization != "model" else f"model ({config.normalization_name})",
+                config.mean,
+                config.std,
+                result.shape_bias,
+                result.cue_accuracy,
+                result.shape_hits,
+                result.texture_hits,
+                result.conflict_images,
+            )
+        )
+    return measured
+
+
+# --- Text output -------------------------------------------------------------------------------------
+
+
+def _fmt(values: Sequence[float]) -> str:
+    return "(" + ", ".join(f"{v:.3f}" for v in values) + ")"
+
+
+def format_audit(report: AuditReport) -> str:
+    ref = report.reference
+    lines = [
+        f"== {report.group}: preprocessing by source ({report.images} real stimuli compared) ==",
+        f"reference: mean {_fmt(ref.mean)} std {_fmt(ref.std)}, no resize/crop — {report.reference_origin}",
+        f"{'source':<34} {'mean':<22} {'std':<22} {'resize':>6} {'crop':>5} {'interp':<9} {'max|Δ|':>7} "
+        f"{'mean|Δ|':>7}  status",
+    ]
+    for s in report.sources:
+        c = s.config
+        diff = "n/a" if s.max_abs_diff is None else f"{s.max_abs_diff:.3f}"
+        mean_diff = "n/a" if s.mean_abs_diff is None else f"{s.mean_abs_diff:.3f}"
+        lines.append(
+            f"{s.name + ' [' + s.source + ']':<34} {_fmt(c.mean):<22} {_fmt(c.std):<22} {c.resize or '-'!s:>6} "
+            f"{c.crop or '-'!s:>5} {c.interpolation:<9} {diff:>7} {mean_diff:>7}  {s.status}"
+        )
+        lines.append(f"    from: {s.origin}" + (f" ({'; '.join(s.notes)})" if s.notes else ""))
+        lines.extend(f"    ! {flag}" for flag in s.flags)
+    if report.measurements:
+        lines.append("measured on all stimuli (no resize):")
+        lines.append(
+            f"    {'model':<22} {'normalization':<22} {'shape bias':>10} {'cue acc.':>9} {'shape':>6} {'texture':>8}"
+        )
+        for m in report.measurements:
+            lines.append(
+                f"    {m.model:<22} {m.normalization:<22} {_fmt_float(m.shape_bias):>10} "
+                f"{_fmt_float(m.cue_accuracy):>9} {m.shape_hits:>6} {m.texture_hits:>8}"
+            )
+    lines.extend(f"note: {note}" for note in report.measurement_notes)
+    return "\n".join(lines)
+
+
+def _fmt_float(value: float) -> str:
+    return "n/a" if value is None or math.isnan(value) else f"{value:.4f}"
+
+
+__all__ = [
+    "AuditReport",
+    "NormalizationMeasurement",
+    "SourceReport",
+    "all_groups",
+    "audit_group",
+    "entries_in_group",
+    "format_audit",
+    "measure_normalizations",
+    "mismatch_flags",
+    "training_reference",
+]

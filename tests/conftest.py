@@ -1,0 +1,52 @@
+"""Fixtures of the model tests: isolated caches, a few real stimuli, temporary registry entries."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+
+@pytest.fixture
+def isolated_caches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
+    """Empty checkpoint, torch.hub and HF caches under tmp_path; no mirror, not offline, fast retries."""
+    from modelval import checkpoints
+
+    paths = {name: tmp_path / name for name in ("checkpoints", "torch", "hf")}
+    for path in paths.values():
+        path.mkdir()
+    monkeypatch.setenv("MODELVAL_CHECKPOINT_DIR", str(paths["checkpoints"]))
+    monkeypatch.setenv("TORCH_HOME", str(paths["torch"]))
+    monkeypatch.setenv("HF_HUB_CACHE", str(paths["hf"]))
+    for name in ("MODELVAL_WEIGHTS_MIRROR", "MODELVAL_OFFLINE", "HF_HUB_OFFLINE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(checkpoints, "DOWNLOAD_BACKOFF_S", 0.01)
+    monkeypatch.setattr(checkpoints, "DOWNLOAD_TIMEOUT_S", 5.0)
+    return paths
+
+
+@pytest.fixture(scope="session")
+def few_stimuli(data_root: Path) -> torch.Tensor:
+    """8 real cue-conflict stimuli (uint8, 8x3x224x224), spread over the categories."""
+    from modelval.data import discover_stimuli, load_image
+
+    stimuli = discover_stimuli(data_root)
+    picked = stimuli[:: max(1, len(stimuli) // 8)][:8]
+    return torch.stack([load_image(data_root / s.relpath) for s in picked])
+
+
+@pytest.fixture
+def temporary_entry():
+    """Register entries for one test and remove them afterwards."""
+    from modelval.models.registry import register_model, unregister_model
+
+    names: list[str] = []
+
+    def add(entry):
+        names.append(entry.name)
+        return register_model(entry)
+
+    yield add
+    for name in names:
+        unregister_model(name)
