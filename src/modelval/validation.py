@@ -178,6 +178,9 @@ class ValidationRunner:
         d_bias = evaluation.result.shape_bias - correct.result.shape_bias
         d_acc = evaluation.result.cue_accuracy - correct.result.cue_accuracy
         summary = f"{flips} flips, shape bias {d_bias * 100:+.2f} pp, cue acc. {d_acc * 100:+.2f} pp"
+        if case.source == "huggingface" and case.normalization == "half":
+            # The non-distilled facebook/deit-* checkpoints ship exactly this (mean/std 0.5): a finding.
+            summary = f"{summary}; = the checkpoint's shipped preprocessor config"
         if flips >= MIN_FLIPS_DETECTED:
             return Judgement(True, f"DETECTED ({summary})", summary)
         return Judgement(
