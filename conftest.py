@@ -187,7 +187,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
     runner = config.stash.get(RUNNER_KEY, None)
     if runner is None or not runner.rows:
         return
-    from modelval.reports import format_breakdown, format_comparison
+    from modelval.reports import format_breakdown, format_comparison, write_validation_reports
 
     terminalreporter.section("shape-bias validation")
     terminalreporter.write_line(format_comparison(runner.rows))
@@ -195,27 +195,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
     terminalreporter.write_line(format_breakdown(runner.rows))
     report_dir = config.getoption("--report-dir")
     if report_dir:
-        written = write_validation_reports(runner, Path(report_dir))
+        written = write_validation_reports(runner.rows, runner.evaluations, Path(report_dir))
         terminalreporter.write_line(f"\nreports written to {report_dir}: {len(written)} files")
-
-
-def write_validation_reports(runner, directory: Path) -> list[Path]:
-    """JSON, CSV and Markdown tables, per-image decision CSVs and per-category plots."""
-    from modelval.decisions import write_decisions
-    from modelval.reports import plot_per_category, write_reports
-
-    written = write_reports(runner.rows, directory)
-    for (model, normalization), evaluation in runner.evaluations.items():
-        written.append(
-            write_decisions(
-                directory / "decisions" / f"{model}__{normalization}.csv", evaluation.decisions, subject=model
-            )
-        )
-    models = sorted({model for model, _ in runner.evaluations})
-    for model in models:
-        results = {f"{model} ({n})": e.result for (m, n), e in runner.evaluations.items() if m == model}
-        written.append(plot_per_category(results, directory / "plots" / f"{model}.png", title=f"Shape bias: {model}"))
-    return written
 
 
 class LocalFileServer:

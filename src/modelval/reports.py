@@ -10,11 +10,12 @@ import csv
 import json
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from modelval.categories import CATEGORIES
+from modelval.evaluation import Evaluation
 from modelval.expected import ExpectedShapeBias
 from modelval.shape_bias import ShapeBiasResult
 
@@ -212,3 +213,24 @@ def plot_per_category(
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return path
+
+
+def write_validation_reports(
+    rows: Sequence[ReportRow],
+    evaluations: Mapping[tuple[str, str], Evaluation],
+    directory: str | os.PathLike[str],
+) -> list[Path]:
+    """Everything ``pytest --report-dir`` writes: the tables as JSON/CSV/Markdown, per-image decision
+    CSVs in the published raw-data format (``decisions/<model>__<normalization>.csv``) and one
+    per-category plot per model (``plots/<model>.png``, all its normalizations in one figure)."""
+    from modelval.decisions import write_decisions
+
+    directory = Path(directory)
+    written = write_reports(rows, directory)
+    for (model, normalization), evaluation in evaluations.items():
+        path = directory / "decisions" / f"{model}__{normalization}.csv"
+        written.append(write_decisions(path, evaluation.decisions, subject=model))
+    for model in sorted({model for model, _ in evaluations}):
+        results = {f"{model} ({n})": e.result for (m, n), e in evaluations.items() if m == model}
+        written.append(plot_per_category(results, directory / "plots" / f"{model}.png", title=f"Shape bias: {model}"))
+    return written
