@@ -199,65 +199,11 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
         terminalreporter.write_line(f"\nreports written to {report_dir}: {len(written)} files")
 
 
-class LocalFileServer:
-    """An HTTP server on 127.0.0.1 serving in-memory files, with failure modes for download tests.
-
-    ``add(path, body, *, failures=0, mode="ok")``: the first ``failures`` requests answer HTTP 500;
-    ``mode="truncate"`` announces the full Content-Length but sends half the body and closes.
-    ``requests`` counts hits per path.
-    """
-
-    def __init__(self) -> None:
-        import http.server
-        import threading
-
-        self.files: dict[str, dict] = {}
-        self.requests: dict[str, int] = {}
-        server = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def log_message(self, *args) -> None:  # keep test output clean
-                pass
-
-            def do_GET(self) -> None:
-                server.requests[self.path] = server.requests.get(self.path, 0) + 1
-                spec = server.files.get(self.path)
-                if spec is None:
-                    self.send_error(404)
-                    return
-                if server.requests[self.path] <= spec["failures"]:
-                    self.send_error(500)
-                    return
-                body = spec["body"]
-                self.send_response(200)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                if spec["mode"] == "truncate":
-                    self.wfile.write(body[: len(body) // 2])
-                    self.wfile.flush()
-                    self.close_connection = True
-                    return
-                self.wfile.write(body)
-
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-        self.thread.start()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}"
-
-    def add(self, path: str, body: bytes, *, failures: int = 0, mode: str = "ok") -> str:
-        self.files[path] = {"body": body, "failures": failures, "mode": mode}
-        return self.url + path
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
-
 @pytest.fixture
 def local_server():
+    """An HTTP server on 127.0.0.1 serving in-memory files (see tests/http_server.py)."""
+    from http_server import LocalFileServer
+
     server = LocalFileServer()
     yield server
     server.close()

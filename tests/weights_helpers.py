@@ -7,69 +7,26 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import http.server
 import json
 import shutil
-import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
 from torch import nn
 
-
-@dataclass
-class LocalServer:
-    url: str
-    requests: list[str] = field(default_factory=list)
-
-
-def _handler(directory: Path, mode: str, log: list[str]):
-    class Handler(http.server.SimpleHTTPRequestHandler):
-        def __init__(self, *args, **kwargs):
-            super().__init__(*args, directory=str(directory), **kwargs)
-
-        def log_message(self, *args):  # keep pytest output clean
-            pass
-
-        def do_GET(self):
-            log.append(self.path)
-            if mode == "ok":
-                return super().do_GET()
-            if mode == "error500":
-                self.send_error(500, "server broken")
-                return None
-            if mode == "close":
-                self.close_connection = True
-                self.connection.shutdown(2)
-                return None
-            if mode == "truncate":
-                body = (directory / self.path.lstrip("/")).read_bytes()
-                self.send_response(200)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body[: len(body) // 2])
-                self.wfile.flush()
-                self.close_connection = True
-                return None
-            raise AssertionError(mode)
-
-    return Handler
+from http_server import LocalFileServer
 
 
 @contextlib.contextmanager
-def serve(directory: Path, mode: str = "ok") -> Iterator[LocalServer]:
-    """Serve ``directory`` on 127.0.0.1 (random port). Modes: ok, error500, close, truncate."""
-    log: list[str] = []
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _handler(directory, mode, log))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
+def serve(directory: Path, mode: str = "ok") -> Iterator[LocalFileServer]:
+    """Serve every file below ``directory`` on 127.0.0.1 (random port). Modes: ok, error500, close, truncate."""
+    server = LocalFileServer()
     try:
-        yield LocalServer(f"http://127.0.0.1:{server.server_address[1]}", log)
+        server.add_directory(directory, mode=mode)
+        yield server
     finally:
-        server.shutdown()
-        server.server_close()
+        server.close()
 
 
 def sha256_file(path: Path) -> str:
