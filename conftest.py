@@ -72,6 +72,20 @@ def _first_existing(*candidates: str | os.PathLike[str] | None) -> Path | None:
     return None
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _no_user_stimulus_cache():
+    """Tests never read or write the user's decode cache; cache tests pass their own tmp cache_dir."""
+    from modelval.stimulus_cache import NO_CACHE_ENV
+
+    previous = os.environ.get(NO_CACHE_ENV)
+    os.environ[NO_CACHE_ENV] = "1"
+    yield
+    if previous is None:
+        os.environ.pop(NO_CACHE_ENV, None)
+    else:
+        os.environ[NO_CACHE_ENV] = previous
+
+
 @pytest.fixture(scope="session")
 def data_root(pytestconfig: pytest.Config) -> Path:
     """The real cue-conflict stimuli (1280 images); skips (or fails in strict mode) when absent."""
@@ -98,7 +112,7 @@ def stimulus_set(data_root: Path):
     """The 1280 stimuli, decoded once per test session."""
     from modelval.evaluation import StimulusSet
 
-    return StimulusSet.load(data_root, progress=False)
+    return StimulusSet.load(data_root, progress=False, cache=False)
 
 
 @pytest.fixture(scope="session")
