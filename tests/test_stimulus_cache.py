@@ -120,16 +120,12 @@ def test_cache_hit_gives_the_same_decisions(small_root, tmp_path, bundled_model)
     config = bundled_model.entry.preprocess.for_stimuli(None)
     runs = [load(small_root, cache_dir, cache=use) for use in (False, True, True)]
     assert [r.cache_status for r in runs] == ["off", "miss", "hit"]
-    probs = [
-        category_probabilities(bundled_model.model, r.images, config, device="cpu", progress=False) for r in runs
-    ]
+    probs = [category_probabilities(bundled_model.model, r.images, config, device="cpu", progress=False) for r in runs]
     assert all(np.array_equal(probs[0], p) for p in probs[1:])
 
 
 def test_full_set_cache_stays_under_300_mb(stimulus_set, tmp_path):
-    images, status = load_or_decode(
-        stimulus_set.root, stimulus_set.stimuli, lambda: stimulus_set.images, cache_dir=tmp_path
-    )
+    _, status = load_or_decode(stimulus_set.root, stimulus_set.stimuli, lambda: stimulus_set.images, cache_dir=tmp_path)
     assert status == "miss"
     size = next(tmp_path.glob("*.npy")).stat().st_size
     assert size < 300e6, size

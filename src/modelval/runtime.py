@@ -55,15 +55,37 @@ def tune_allocator() -> bool:
     return _tuned
 
 
-def set_threads(threads: int | None = None) -> int:
-    """Set torch's intra-op threads to ``threads``, else ``$MODELVAL_THREADS``, else leave torch's default.
+def set_threads(threads: int | str | None = None) -> int:
+    """Set torch's intra-op threads: a number, "auto" (:func:`auto_threads`), or None for
+    ``$MODELVAL_THREADS`` if set, else torch's default. Returns the number in effect.
 
-    Returns the number in effect. Thread count changes speed only; decisions are checked to be the same.
+    The thread count changes speed only; tests check that decisions stay the same.
     """
     if threads is None and os.environ.get(THREADS_ENV):
-        threads = int(os.environ[THREADS_ENV])
+        threads = os.environ[THREADS_ENV]
+    if threads == "auto":
+        threads = auto_threads()
     if threads is not None:
+        threads = int(threads)
         if threads < 1:
             raise ValueError(f"threads must be >= 1, got {threads}")
         torch.set_num_threads(threads)
     return torch.get_num_threads()
+
+
+def auto_threads() -> int:
+    """Threads worth using now: the CPUs this process may run on minus those other processes keep busy.
+
+    Measured on the shared 2-core machine (docs/performance.md): with another job on one core, two
+    OpenMP threads run 2-5x *slower* than one (the spinning thread waits for the descheduled one).
+    So count the 1-minute load average as busy cores, and never go above torch's default or below 1.
+    """
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cpus = os.cpu_count() or 1
+    try:
+        busy = round(os.getloadavg()[0])
+    except OSError:
+        busy = 0
+    return max(1, min(torch.get_num_threads(), cpus - busy))
