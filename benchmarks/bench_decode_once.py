@@ -21,9 +21,10 @@ import tempfile
 import time
 from pathlib import Path
 
-import modelval.evaluation as evaluation_module
 from _common import DATA_ROOT, load_average, load_bundled, median, print_table
 from bench_overhead import bare_forward
+
+import modelval.evaluation as evaluation_module
 
 _DECODES = 0
 
@@ -93,7 +94,9 @@ def main() -> None:
         if args.naive:
             bare = sum(bare_forward(model, images, c, batch_size) for c in configs)
             naive, decodes = run_evaluations(model, configs, batch_size, cache_dir, shared=False)
-            rows.append(["-", "naive: PNG decode per config", decodes, f"{bare:.2f}", f"{naive:.2f}", f"{naive / bare:.3f}"])
+            rows.append(
+                ["-", "naive: PNG decode per config", decodes, f"{bare:.2f}", f"{naive:.2f}", f"{naive / bare:.3f}"]
+            )
         print_table(["rep", "strategy", "PNG decodes", f"{args.n} x bare forward s", "wall s", "ratio"], rows)
     print(f"decode_once_ratio={median(ratios):.3f}")
 

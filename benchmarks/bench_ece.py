@@ -20,7 +20,6 @@ import time
 
 import numpy as np
 import torch
-
 from _common import median, print_table
 
 
@@ -67,7 +66,10 @@ def main() -> None:
     print(f"N={args.n:,} bins={args.bins} threads={torch.get_num_threads()}, median of {args.repeats} alternating runs")
     print_table(
         ["method", "median s", "min s", "x torchmetrics", "ECE"],
-        [[n, f"{median(t):.3f}", f"{min(t):.3f}", f"{median(t) / tm:.2f}", f"{values[n]:.7f}"] for n, t in times.items()],
+        [
+            [n, f"{median(t):.3f}", f"{min(t):.3f}", f"{median(t) / tm:.2f}", f"{values[n]:.7f}"]
+            for n, t in times.items()
+        ],
     )
     ours = values["modelval ECE, convention=torchmetrics"]
     ref = values["torchmetrics binary_calibration_error"]

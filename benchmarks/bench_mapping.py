@@ -20,7 +20,6 @@ from collections.abc import Callable
 
 import numpy as np
 import torch
-
 from _common import median, print_table
 
 
@@ -70,7 +69,16 @@ def main() -> None:
             t_img, by_image = best_of(lambda p=probs: image_loop(p), max(1, args.repeats // 3))
             same_img = torch.equal(mapped.argmax(1), by_image.argmax(1))
             diff_img = (mapped - by_image).abs().max().item()
-            rows.append([n, "loop over images x categories", f"{t_img * 1e3:.1f}", f"{t_img / t_mat:.0f}", same_img, f"{diff_img:.1e}"])
+            rows.append(
+                [
+                    n,
+                    "loop over images x categories",
+                    f"{t_img * 1e3:.1f}",
+                    f"{t_img / t_mat:.0f}",
+                    same_img,
+                    f"{diff_img:.1e}",
+                ]
+            )
     print(f"threads={torch.get_num_threads()}, median of {args.repeats} runs")
     print_table(["N", "method", "ms", "x matmul time", "same decisions", "max |diff|"], rows)
     print(f"mapping_speedup={speedup:.1f}")

@@ -21,7 +21,6 @@ import time
 from pathlib import Path
 
 import torch
-
 from _common import DATA_ROOT, load_average, load_bundled, median, print_table
 
 _RSS_CHILD = """
@@ -109,7 +108,16 @@ def main() -> None:
         if args.cold:
             bare = bare_forward(model, images, config, batch_size)
             full, status = full_evaluation(model, config, batch_size, cache_dir, cache=False)
-            rows.append(["-", f"cold ({status}: PNG decode)", f"{bare:.2f}", f"{full:.2f}", f"{full / bare:.3f}", load_average()])
+            rows.append(
+                [
+                    "-",
+                    f"cold ({status}: PNG decode)",
+                    f"{bare:.2f}",
+                    f"{full:.2f}",
+                    f"{full / bare:.3f}",
+                    load_average(),
+                ]
+            )
         print_table(["rep", "decode", "bare forward s", "full evaluation s", "ratio", "load avg"], rows)
         print(f"full evaluation, median: {median(fulls):.2f} s = {len(images) / median(fulls):.1f} images/s")
         if not args.no_rss:

@@ -18,7 +18,6 @@ from collections.abc import Callable
 from contextlib import contextmanager
 
 import torch
-
 from _common import DATA_ROOT, load_bundled, print_table
 
 
