@@ -33,7 +33,10 @@ loaded = load_model("efficientnet_lite0", progress=False)
 stimuli = StimulusSet.load(sys.argv[1], progress=False, cache_dir=sys.argv[2])
 evaluate(loaded.model, loaded.entry.preprocess.for_stimuli(None), stimuli, batch_size=int(sys.argv[4]),
          device="cpu", progress=False)
-print(stimuli.cache_status, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+# VmHWM: this process's own peak (ru_maxrss can carry the parent's peak over fork/exec on Linux)
+hwm = [l for l in open("/proc/self/status") if l.startswith("VmHWM")]
+peak = int(hwm[0].split()[1]) / 1024 if hwm else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print(stimuli.cache_status, peak)
 """
 
 
