@@ -49,8 +49,12 @@ def best_of(fn: Callable[[], torch.Tensor], repeats: int) -> tuple[float, torch.
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--threads", default="auto", help="torch threads (auto: idle CPUs, as the other benchmarks)")
     args = parser.parse_args()
     from modelval.categories import CategoryMapper
+    from modelval.runtime import set_threads
+
+    set_threads(args.threads)
 
     mapper = CategoryMapper("mean")
     rows, speedup = [], None
