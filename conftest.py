@@ -178,6 +178,7 @@ def bundled_evaluations(bundled_model, stimulus_set, device):
                 stimulus_set,
                 model_name="efficientnet_lite0",
                 device=device,
+                batch_size=64,  # not the default 32, so the CLI test also checks batch-size independence
                 progress=False,
             )
         return cache[normalization]

@@ -63,6 +63,7 @@ from modelval.models import load_model
 from modelval.evaluation import category_probabilities
 from modelval.runtime import tune_allocator
 assert not tune_allocator()
+torch.set_num_threads(int(sys.argv[3]))
 loaded = load_model("efficientnet_lite0", progress=False)
 images = torch.from_numpy(np.load(sys.argv[1]))
 config = loaded.entry.preprocess.for_stimuli(None)
@@ -71,12 +72,22 @@ np.save(sys.argv[2], category_probabilities(loaded.model, images, config, device
 
 
 def test_allocator_tuning_does_not_change_results(bundled_model, subset, tmp_path):
-    """Bit-identical probabilities with glibc's default allocator (a fresh process) and the tuned one."""
+    """Bit-identical probabilities with glibc's default allocator (a fresh process) and the tuned one.
+
+    Same thread count on both sides: the thread count may change the last bits (not the decisions).
+    """
     images = subset[0][:8]
     np.save(tmp_path / "images.npy", images.numpy())
     env = {**os.environ, "MODELVAL_NO_MALLOPT": "1", "PYTHONPATH": str(Path(modelval.__file__).parents[1])}
     subprocess.run(
-        [sys.executable, "-c", _UNTUNED, str(tmp_path / "images.npy"), str(tmp_path / "probs.npy")],
+        [
+            sys.executable,
+            "-c",
+            _UNTUNED,
+            str(tmp_path / "images.npy"),
+            str(tmp_path / "probs.npy"),
+            str(torch.get_num_threads()),
+        ],
         check=True,
         env=env,
         timeout=300,
