@@ -72,6 +72,20 @@ def _first_existing(*candidates: str | os.PathLike[str] | None) -> Path | None:
     return None
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _no_user_stimulus_cache():
+    """Tests never read or write the user's decode cache; cache tests pass their own tmp cache_dir."""
+    from modelval.stimulus_cache import NO_CACHE_ENV
+
+    previous = os.environ.get(NO_CACHE_ENV)
+    os.environ[NO_CACHE_ENV] = "1"
+    yield
+    if previous is None:
+        os.environ.pop(NO_CACHE_ENV, None)
+    else:
+        os.environ[NO_CACHE_ENV] = previous
+
+
 @pytest.fixture(scope="session")
 def data_root(pytestconfig: pytest.Config) -> Path:
     """The real cue-conflict stimuli (1280 images); skips (or fails in strict mode) when absent."""
@@ -98,7 +112,7 @@ def stimulus_set(data_root: Path):
     """The 1280 stimuli, decoded once per test session."""
     from modelval.evaluation import StimulusSet
 
-    return StimulusSet.load(data_root, progress=False)
+    return StimulusSet.load(data_root, progress=False, cache=False)
 
 
 def _reference_path(config: pytest.Config) -> Path | None:
@@ -163,7 +177,7 @@ def validation_runner(pytestconfig: pytest.Config, stimulus_set, device, checkpo
         device=device,
         checkpoint_dir=checkpoint_dir,
         reference_csv=reference / "style-transfer-512-nomask-experiment_resnet50_session-1.csv" if reference else None,
-        batch_size=64,
+        batch_size=64,  # not the CLI's default 32, so the CLI test also checks batch-size independence
     )
     pytestconfig.stash[RUNNER_KEY] = runner
     return runner

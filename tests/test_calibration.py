@@ -277,3 +277,46 @@ def test_core_does_not_import_matplotlib():
         env={"PYTHONPATH": "src", "PATH": ""},
     )
     assert out.stdout.strip() == "False"
+
+
+class TestLargeInputFastPath:
+    """The arithmetic binning shortcut must equal np.searchsorted exactly, edges and ulps around them included."""
+
+    @pytest.mark.parametrize("n_bins", [1, 2, 3, 7, 10, 15, 16, 100])
+    def test_searchsorted_even_is_exact(self, n_bins):
+        from modelval.calibration import _searchsorted_even
+
+        rng = np.random.default_rng(n_bins)
+        for bounds in (torch.linspace(0, 1, n_bins + 1).numpy(), np.linspace(0, 1, n_bins + 1)):
+            on_edges = bounds[rng.integers(0, n_bins + 1, 3000)]
+            values = np.concatenate(
+                [
+                    rng.random(20_000).astype(bounds.dtype),
+                    on_edges,
+                    np.nextafter(on_edges, bounds.dtype.type(2)).clip(0, 1),
+                    np.nextafter(on_edges, bounds.dtype.type(-1)).clip(0, 1),
+                    np.array([0.0, 1.0], dtype=bounds.dtype),
+                ]
+            )
+            for edges in (bounds, bounds[1:-1]):
+                for side in ("left", "right"):
+                    expected = np.searchsorted(edges, values, side=side)
+                    assert np.array_equal(_searchsorted_even(edges, values, side), expected)
+
+    def test_large_input_matches_the_float64_reference(self):
+        rng = np.random.default_rng(0)
+        conf = rng.beta(5, 1.5, size=200_000).astype(np.float32)
+        conf[:2000] = torch.linspace(0, 1, 16)[rng.integers(0, 16, 2000)].numpy()
+        correct = rng.random(conf.size) < conf
+        for convention in ("default", "torchmetrics"):
+            bins = reliability_bins(conf, correct, 15, convention=convention)
+            # the same statistics computed the slow, obvious way
+            values = conf.astype(np.float32 if convention == "torchmetrics" else np.float64)
+            if convention == "torchmetrics":
+                idx = np.searchsorted(torch.linspace(0, 1, 16).numpy(), values, side="right") - 1
+            else:
+                idx = np.searchsorted(np.linspace(0, 1, 16)[1:-1], values, side="left")
+            counts = np.bincount(idx, minlength=bins.counts.size)
+            assert np.array_equal(bins.counts, counts)
+            hits = np.bincount(idx, weights=correct.astype(np.float64), minlength=counts.size)
+            np.testing.assert_array_equal(bins.accuracy[counts > 0], (hits / counts)[counts > 0])

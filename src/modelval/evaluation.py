@@ -8,11 +8,14 @@ decoding workers (tests check it on the real model).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
-from collections.abc import Callable, Sequence
+import warnings
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 import torch
@@ -23,18 +26,32 @@ from modelval.data import EXPECTED_IMAGES, Stimulus, decode_stimuli, discover_st
 from modelval.decisions import Decision
 from modelval.models.registry import resolve_device
 from modelval.preprocessing import PreprocessConfig, prepare_batch
+from modelval.runtime import tune_allocator
 from modelval.shape_bias import ShapeBiasResult, compute_shape_bias
+from modelval.stimulus_cache import cache_enabled, load_or_decode
 
 Model = Callable[[torch.Tensor], object]
+Amp = Literal["bf16"]
+AMP_DTYPES: dict[str, torch.dtype] = {"bf16": torch.bfloat16}
+#: Batch size of the CLI and of evaluate(): measured in docs/performance.md (CPU: 32 and 64 are within
+#: noise once the allocator is tuned; 32 halves the activation memory).
+DEFAULT_BATCH_SIZE = 32
+#: Share of decisions allowed to flip under --amp against fp32 before the suite warns.
+AMP_FLIP_WARN_RATE = 0.01
 
 
 @dataclass
 class StimulusSet:
-    """The stimuli's names and categories plus their pixels, decoded once as uint8 (N, 3, 224, 224)."""
+    """The stimuli's names and categories plus their pixels, decoded once as uint8 (N, 3, 224, 224).
+
+    Evaluate any number of models or preprocessing configurations on one instance: the pixels are
+    decoded once (and, with ``cache=True``, once per data set across processes).
+    """
 
     root: Path
     stimuli: list[Stimulus]
     images: torch.Tensor
+    cache_status: str = "off"  # "hit", "miss", "rebuilt" (bad entry replaced) or "off"
 
     @classmethod
     def load(
@@ -44,10 +61,24 @@ class StimulusSet:
         workers: int = 0,
         progress: bool = True,
         expected_count: int | None = EXPECTED_IMAGES,
+        cache: bool = True,
+        cache_dir: str | os.PathLike[str] | None = None,
     ) -> StimulusSet:
+        """Discover and decode the stimuli under ``root``; ``cache`` reuses the per-user decode cache.
+
+        The cache is keyed by the manifest and every file's size and mtime and checksummed on load
+        (see :mod:`modelval.stimulus_cache`), so a hit gives the same uint8 pixels as decoding.
+        """
         root = Path(root)
         stimuli = discover_stimuli(root, expected_count=expected_count)
-        return cls(root, stimuli, decode_stimuli(root, stimuli, workers=workers, progress=progress))
+
+        def decode() -> torch.Tensor:
+            return decode_stimuli(root, stimuli, workers=workers, progress=progress)
+
+        if not cache_enabled(cache):
+            return cls(root, stimuli, decode())
+        images, status = load_or_decode(root, stimuli, decode, cache_dir=cache_dir)
+        return cls(root, stimuli, images, status)
 
     def __len__(self) -> int:
         return len(self.stimuli)
@@ -65,6 +96,7 @@ class Evaluation:
     decisions: list[Decision]
     result: ShapeBiasResult
     timings: dict[str, float] = field(default_factory=dict)
+    amp: str | None = None  # None = fp32
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -73,6 +105,7 @@ class Evaluation:
             "aggregation": self.aggregation,
             "images": len(self.stimuli),
             **self.result.to_dict(),
+            "precision": self.amp or "fp32",
             "timings_s": {k: round(v, 4) for k, v in self.timings.items()},
         }
 
@@ -85,35 +118,70 @@ def logits_of(output: object) -> torch.Tensor:
     return logits
 
 
+def _forward_context(device: torch.device, amp: Amp | None) -> contextlib.AbstractContextManager[object]:
+    if amp is None:
+        return contextlib.nullcontext()
+    if amp not in AMP_DTYPES:
+        raise ValueError(f"amp must be None or one of {sorted(AMP_DTYPES)}, got {amp!r}")
+    # bf16 autocast runs on CPU too, so the flip report can be tested without a GPU.
+    return torch.autocast(device_type=device.type, dtype=AMP_DTYPES[amp])
+
+
+@contextlib.contextmanager
+def _memory_format(model: Model, channels_last: bool) -> Iterator[None]:
+    """Run ``model`` with channels_last weights and restore the default layout afterwards."""
+    convert = channels_last and isinstance(model, torch.nn.Module)
+    if convert:
+        model.to(memory_format=torch.channels_last)  # type: ignore[union-attr]
+    try:
+        yield
+    finally:
+        if convert:
+            model.to(memory_format=torch.contiguous_format)  # type: ignore[union-attr]
+
+
 def category_probabilities(
     model: Model,
     images: torch.Tensor,
     config: PreprocessConfig,
     *,
-    batch_size: int = 64,
+    batch_size: int = DEFAULT_BATCH_SIZE,
     device: str | torch.device = "auto",
     aggregation: Aggregation = "mean",
     progress: bool = True,
+    amp: Amp | None = None,
+    channels_last: bool = False,
 ) -> np.ndarray:
-    """(N, 16) aggregated probabilities of uint8 ``images`` under ``config``."""
+    """(N, 16) aggregated probabilities of uint8 ``images`` under ``config``.
+
+    ``amp="bf16"`` runs the forward under bfloat16 autocast (decisions may flip, see
+    :func:`decision_flips`); ``channels_last`` runs model and inputs in NHWC layout. Softmax and the
+    category mapping always run in float32.
+    """
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
     target = resolve_device(device)
+    if target.type == "cpu":
+        tune_allocator()  # see modelval.runtime: without it, large batches spend half their time in the kernel
     if isinstance(model, torch.nn.Module):
         model.eval()
     mapper = CategoryMapper(aggregation)
     pin = target.type == "cuda"
+    layout = torch.channels_last if channels_last else torch.contiguous_format
     out = torch.empty((len(images), len(CATEGORIES)), dtype=torch.float32)
     with (
         torch.inference_mode(),
+        _memory_format(model, channels_last),
         tqdm(total=len(images), desc="evaluating", unit="img", disable=not progress, leave=False) as bar,
     ):
         for start in range(0, len(images), batch_size):
             batch = images[start : start + batch_size]
             if pin:
                 batch = batch.pin_memory()
-            inputs = prepare_batch(batch, config, target, non_blocking=pin)
-            logits = logits_of(model(inputs)).float()
+            inputs = prepare_batch(batch, config, target, non_blocking=pin).contiguous(memory_format=layout)
+            with _forward_context(target, amp):
+                output = model(inputs)
+            logits = logits_of(output).float()
             out[start : start + len(batch)] = mapper(torch.softmax(logits, dim=1)).cpu()
             bar.update(len(batch))
     return out.numpy()
@@ -131,17 +199,27 @@ def evaluate(
     stimuli: StimulusSet,
     *,
     model_name: str = "model",
-    batch_size: int = 64,
+    batch_size: int = DEFAULT_BATCH_SIZE,
     device: str | torch.device = "auto",
     aggregation: Aggregation = "mean",
     progress: bool = True,
     n_bootstrap: int = 1000,
     seed: int = 0,
+    amp: Amp | None = None,
+    channels_last: bool = False,
 ) -> Evaluation:
     """Shape-bias evaluation of ``model`` (ImageNet logits) on decoded stimuli under ``config``."""
     start = time.perf_counter()
     probabilities = category_probabilities(
-        model, stimuli.images, config, batch_size=batch_size, device=device, aggregation=aggregation, progress=progress
+        model,
+        stimuli.images,
+        config,
+        batch_size=batch_size,
+        device=device,
+        aggregation=aggregation,
+        progress=progress,
+        amp=amp,
+        channels_last=channels_last,
     )
     forward = time.perf_counter() - start
     decisions = decisions_from_probabilities(stimuli.stimuli, probabilities)
@@ -155,4 +233,50 @@ def evaluate(
         decisions=decisions,
         result=result,
         timings={"model_and_mapping": forward, "total": time.perf_counter() - start},
+        amp=amp,
     )
+
+
+@dataclass(frozen=True)
+class FlipReport:
+    """Decisions that differ between a reference run (fp32) and a candidate run (e.g. bf16 autocast)."""
+
+    total: int
+    flipped: list[str]  # "name: reference -> candidate"
+
+    @property
+    def count(self) -> int:
+        return len(self.flipped)
+
+    @property
+    def rate(self) -> float:
+        return self.count / self.total if self.total else 0.0
+
+    def describe(self) -> str:
+        return f"{self.count}/{self.total} decisions flipped ({100 * self.rate:.2f}%)"
+
+
+def decision_flips(
+    reference: Sequence[Decision], candidate: Sequence[Decision], *, warn_rate: float | None = AMP_FLIP_WARN_RATE
+) -> FlipReport:
+    """Compare two runs image by image; warn when more than ``warn_rate`` of the decisions flipped."""
+    if [d.imagename for d in reference] != [d.imagename for d in candidate]:
+        raise ValueError("the two runs must cover the same stimuli in the same order")
+    flipped = [
+        f"{a.imagename}: {a.response} -> {b.response}"
+        for a, b in zip(reference, candidate, strict=True)
+        if a.response != b.response
+    ]
+    report = FlipReport(len(reference), flipped)
+    if warn_rate is not None and report.rate > warn_rate:
+        warnings.warn(
+            f"{report.describe()} against fp32, above the {100 * warn_rate:.1f}% threshold; "
+            "validate with fp32 (the default) before trusting these numbers",
+            AmpFlipWarning,
+            stacklevel=2,
+        )
+    return report
+
+
+class AmpFlipWarning(UserWarning):
+    """Mixed precision changed more decisions than :data:`AMP_FLIP_WARN_RATE` allows."""

@@ -52,7 +52,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_save(args: argparse.Namespace) -> int:
-    _, evaluation = evaluate_registered(
+    _, evaluation, _ = evaluate_registered(
         args, model=args.model, normalization=args.normalization, resize=args.resize, aggregation=args.aggregation
     )
     baseline = baseline_from_evaluation(evaluation, normalization=args.normalization, resize=args.resize)
@@ -67,7 +67,7 @@ def run_save(args: argparse.Namespace) -> int:
 
 def run_compare(args: argparse.Namespace) -> int:
     baseline = load_baseline(args.baseline)
-    _, evaluation = evaluate_registered(
+    _, evaluation, _ = evaluate_registered(
         args,
         model=str(baseline["model"]),
         normalization=args.normalization or str(baseline["normalization"]),

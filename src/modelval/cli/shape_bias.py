@@ -10,10 +10,12 @@ from pathlib import Path
 from modelval.categories import AGGREGATIONS
 from modelval.data import resolve_data_root
 from modelval.decisions import read_decisions, write_decisions
+from modelval.evaluation import DEFAULT_BATCH_SIZE
 from modelval.expected import expected_for
 from modelval.preprocessing import NORMALIZATION_CHOICES
 from modelval.reports import ReportRow, format_report, plot_per_category
 from modelval.shape_bias import compute_shape_bias
+from modelval.stimulus_cache import NO_CACHE_ENV
 
 
 def add_model_options(parser: argparse.ArgumentParser) -> None:
@@ -30,9 +32,26 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
 
 def add_evaluation_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data-root", help="cue-conflict folder (default: $MODELVAL_DATA_ROOT or the user cache)")
-    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--batch-size", type=int, default=DEFAULT_BATCH_SIZE)
     parser.add_argument("--workers", type=int, default=0, help="decoding worker processes (default: 0)")
     parser.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    parser.add_argument(
+        "--no-cache",
+        action="store_true",
+        help=f"decode the PNGs instead of using the per-user decode cache (or set {NO_CACHE_ENV}=1)",
+    )
+    parser.add_argument(
+        "--threads",
+        default="auto",
+        help="torch CPU threads: a number, or auto = CPUs not busy with other processes (default: auto)",
+    )
+    parser.add_argument(
+        "--amp",
+        choices=("bf16",),
+        default=None,
+        help="bfloat16 autocast for the forward (also on CPU); reports decisions flipped against an fp32 run",
+    )
+    parser.add_argument("--channels-last", action="store_true", help="NHWC memory layout (faster on recent GPUs)")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -101,12 +120,15 @@ def evaluate_registered(
 ):
     """Load a registered model and evaluate it on the stimuli with the options in ``args``.
 
-    Shared by ``shape-bias`` and ``baseline``, so both run exactly the same pipeline.
+    Shared by ``shape-bias`` and ``baseline``, so both run exactly the same pipeline. Returns the
+    loaded model, the evaluation and run facts for reports (threads, cache, precision, amp flips).
     """
-    from modelval.evaluation import StimulusSet, evaluate
+    from modelval.evaluation import StimulusSet, decision_flips, evaluate
     from modelval.models import load_model
+    from modelval.runtime import set_threads
 
     progress = not args.no_progress and sys.stderr.isatty()
+    threads = set_threads(args.threads)
     loaded = load_model(
         model,
         normalization=normalization,
@@ -116,11 +138,10 @@ def evaluate_registered(
         progress=progress,
     )
     config = loaded.config.preprocess.for_stimuli(resize)
-    stimuli = StimulusSet.load(resolve_data_root(args.data_root), workers=args.workers, progress=progress)
-    evaluation = evaluate(
-        loaded.model,
-        config,
-        stimuli,
+    stimuli = StimulusSet.load(
+        resolve_data_root(args.data_root), workers=args.workers, progress=progress, cache=not args.no_cache
+    )
+    options = dict(
         model_name=model,
         batch_size=args.batch_size,
         device=args.device,
@@ -128,12 +149,25 @@ def evaluate_registered(
         progress=progress,
         n_bootstrap=getattr(args, "bootstrap", 1000),
         seed=getattr(args, "seed", 0),
+        channels_last=args.channels_last,
     )
-    return loaded, evaluation
+    evaluation = evaluate(loaded.model, config, stimuli, amp=args.amp, **options)
+    facts: dict[str, object] = {
+        "threads": threads,
+        "decode_cache": stimuli.cache_status,
+        "precision": args.amp or "fp32",
+    }
+    if args.amp:
+        # Validation numbers come from fp32; with --amp, say how many decisions the cheaper run changed.
+        reference = evaluate(loaded.model, config, stimuli, **options)
+        flips = decision_flips(reference.decisions, evaluation.decisions)
+        facts["amp_flips"] = flips.count
+        facts["amp_flips_detail"] = flips.flipped[:20]
+    return loaded, evaluation, facts
 
 
 def _evaluate(args: argparse.Namespace):
-    loaded, evaluation = evaluate_registered(
+    loaded, evaluation, facts = evaluate_registered(
         args, model=args.model, normalization=args.normalization, resize=args.resize, aggregation=args.aggregation
     )
     config = evaluation.config
@@ -147,5 +181,6 @@ def _evaluate(args: argparse.Namespace):
         "aggregation": args.aggregation,
         "images": len(evaluation.stimuli),
         "seconds": round(evaluation.timings["total"], 2),
+        **facts,
     }
     return row, extra, evaluation.decisions

@@ -1,0 +1,91 @@
+"""Process-level CPU settings that decide inference speed on CPU: the allocator and torch's threads.
+
+Why the allocator: glibc serves every allocation above its mmap threshold (128 KiB, growing to at
+most 32 MiB) with a fresh ``mmap`` and returns it with ``munmap`` on free. A CNN forward on CPU
+allocates activations of 10-100 MB per layer (batch 64: 64 x 32 x 112 x 112 floats = 103 MB), so
+every layer of every batch faults in and zeroes new pages in the kernel. On the 2-core machine this
+was half of the wall time as *sys* time, and it grows with the batch size (measured in
+docs/performance.md). Raising the mmap threshold and the trim threshold with ``mallopt`` makes
+glibc keep and reuse those blocks on its heap: same results, no page-fault storm. It does not
+change any number computed, only where the memory comes from.
+
+Opt out with ``MODELVAL_NO_MALLOPT=1`` (e.g. when another allocator such as jemalloc is preloaded).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import platform
+
+import torch
+
+NO_MALLOPT_ENV = "MODELVAL_NO_MALLOPT"
+THREADS_ENV = "MODELVAL_THREADS"
+
+_M_TRIM_THRESHOLD = -1
+_M_MMAP_THRESHOLD = -3
+_MMAP_THRESHOLD = 1 << 30  # 1 GiB: larger than any activation of the registered models at batch 64
+_TRIM_THRESHOLD = 1 << 30  # keep up to 1 GiB of freed heap for the next batch instead of returning it
+
+_tuned: bool | None = None
+
+
+def tune_allocator() -> bool:
+    """Make glibc reuse large freed blocks (see the module docstring). Idempotent; True if applied.
+
+    Does nothing (False) off glibc Linux, or when ``$MODELVAL_NO_MALLOPT`` is 1/true/yes.
+    """
+    global _tuned
+    if _tuned is not None:
+        return _tuned
+    _tuned = False
+    if os.environ.get(NO_MALLOPT_ENV, "").lower() in ("1", "true", "yes") or platform.system() != "Linux":
+        return _tuned
+    if platform.libc_ver()[0] != "glibc":
+        return _tuned
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        mallopt = libc.mallopt
+    except (OSError, AttributeError):
+        return _tuned
+    mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
+    _tuned = bool(mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD)) and bool(mallopt(_M_TRIM_THRESHOLD, _TRIM_THRESHOLD))
+    return _tuned
+
+
+def set_threads(threads: int | str | None = None) -> int:
+    """Set torch's intra-op threads: a number, "auto" (:func:`auto_threads`), or None for
+    ``$MODELVAL_THREADS`` if set, else torch's default. Returns the number in effect.
+
+    The thread count changes speed only; tests check that decisions stay the same.
+    """
+    if threads is None and os.environ.get(THREADS_ENV):
+        threads = os.environ[THREADS_ENV]
+    if threads == "auto":
+        threads = auto_threads()
+    if threads is not None:
+        threads = int(threads)
+        if threads < 1:
+            raise ValueError(f"threads must be >= 1, got {threads}")
+        torch.set_num_threads(threads)
+    return torch.get_num_threads()
+
+
+def auto_threads() -> int:
+    """Threads worth using now: the CPUs this process may run on minus those other processes keep busy.
+
+    Measured on the shared 2-core machine (docs/performance.md): with another job on one core, two
+    OpenMP threads run 2-5x *slower* than one (the spinning thread waits for the descheduled one).
+    So count the 1-minute load average as busy cores, and never go above torch's default or below 1.
+    """
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cpus = os.cpu_count() or 1
+    try:
+        busy = round(os.getloadavg()[0])
+    except OSError:
+        busy = 0
+    return max(1, min(torch.get_num_threads(), cpus - busy))
