@@ -66,18 +66,19 @@ def normalize_class_weights(weights: Any, num_classes: int | None = None) -> np.
     return w / w.sum()
 
 
-def load_class_weights(path: str | Path, num_classes: int | None = None) -> np.ndarray:
-    """Read ``class_weights.json``: a list ``[w0, w1, ...]`` or a dict ``{"0": w0, "1": w1, ...}``.
+def _read_per_class_json(path: str | Path, what: str, num_classes: int | None = None) -> list[float]:
+    """One number per class from a JSON list ``[v0, v1, ...]`` or dict ``{"0": v0, "1": v1, ...}``.
 
-    A dict must have exactly the keys ``"0" .. str(K - 1)``. Returned weights are normalised to sum 1.
+    A dict must have exactly the keys ``"0" .. str(K - 1)`` (K = ``num_classes``, else the number of keys).
+    ``what`` names the values in messages ("class weight", "training count").
     """
     path = Path(path)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError as error:
-        raise DataError(f"class-weight file not found: {path}") from error
+        raise DataError(f"{what} file not found: {path}") from error
     except json.JSONDecodeError as error:
-        raise DataError(f'{path} is not valid JSON ({error}); expected a list or a {{"0": w}} dict') from error
+        raise DataError(f'{path} is not valid JSON ({error}); expected a list or a {{"0": value}} dict') from error
     if isinstance(data, dict):
         try:
             keys = sorted(int(k) for k in data)
@@ -93,9 +94,15 @@ def load_class_weights(path: str | Path, num_classes: int | None = None) -> np.n
     elif isinstance(data, list):
         values = data
     else:
-        raise DataError(f"{path}: expected a JSON list or dict of class weights, got {type(data).__name__}")
+        raise DataError(f"{path}: expected a JSON list or dict of {what}s, got {type(data).__name__}")
     if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
-        raise DataError(f"{path}: every class weight must be a number")
+        raise DataError(f"{path}: every {what} must be a number")
+    return values
+
+
+def load_class_weights(path: str | Path, num_classes: int | None = None) -> np.ndarray:
+    """Read ``class_weights.json`` (a list or a ``{"0": w}`` dict); weights are normalised to sum 1."""
+    values = _read_per_class_json(path, "class weight", num_classes)
     try:
         return normalize_class_weights(np.asarray(values, dtype=np.float64), num_classes)
     except InputValidationError as error:
@@ -161,21 +168,7 @@ def shot_accuracy(
 
 def load_train_counts(path: str | Path) -> np.ndarray:
     """Read training counts per class: a JSON list or a ``{"0": n}`` dict."""
-    path = Path(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as error:
-        raise DataError(f"train-count file not found: {path}") from error
-    except json.JSONDecodeError as error:
-        raise DataError(f"{path} is not valid JSON ({error})") from error
-    if isinstance(data, dict):
-        try:
-            data = [data[str(i)] for i in range(len(data))]
-        except KeyError as error:
-            raise DataError(f'{path}: dict keys must be "0".."{len(data) - 1}"; missing {error}') from error
-    if not isinstance(data, list) or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in data):
-        raise DataError(f"{path}: expected a list of per-class training counts")
-    counts = np.asarray(data, dtype=np.float64)
+    counts = np.asarray(_read_per_class_json(path, "training count"), dtype=np.float64)
     if (counts < 0).any() or not np.isfinite(counts).all():
         raise DataError(f"{path}: training counts must be finite and >= 0")
     return counts
