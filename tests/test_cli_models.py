@@ -63,9 +63,10 @@ def test_fetch_needs_a_name(capsys):
     assert caught.value.code == 2
 
 
-def test_shape_bias_offline_without_weights_names_the_fetch_command(capsys, isolated_caches, tmp_path):
+def test_shape_bias_offline_without_weights_names_the_fetch_command(capsys, isolated_caches, tmp_path, data_root):
     cache = tmp_path / "my-cache"
-    code, out, err = run(capsys, "shape-bias", "--model", "resnet50_in", "--offline", "--checkpoint-dir", str(cache))
+    args = ["--offline", "--checkpoint-dir", str(cache), "--data-root", str(data_root)]
+    code, out, err = run(capsys, "shape-bias", "--model", "resnet50_in", *args)
     assert code == 2 and out == ""
     assert "Traceback" not in err
     assert "'resnet50_in'" in err and str(cache / "resnet50-0676ba61.pth") in err

@@ -124,11 +124,16 @@ def evaluate_registered(
     loaded model, the evaluation and run facts for reports (threads, cache, precision, amp flips).
     """
     from modelval.evaluation import StimulusSet, decision_flips, evaluate
-    from modelval.models import load_model
+    from modelval.models import get_entry, load_model
     from modelval.runtime import set_threads
 
     progress = not args.no_progress and sys.stderr.isatty()
+    get_entry(model)  # an unknown name fails first, with suggestions
     threads = set_threads(args.threads)
+    # Stimuli before weights: a missing or broken data folder should fail before any download starts.
+    stimuli = StimulusSet.load(
+        resolve_data_root(args.data_root), workers=args.workers, progress=progress, cache=not args.no_cache
+    )
     loaded = load_model(
         model,
         normalization=normalization,
@@ -138,9 +143,6 @@ def evaluate_registered(
         progress=progress,
     )
     config = loaded.config.preprocess.for_stimuli(resize)
-    stimuli = StimulusSet.load(
-        resolve_data_root(args.data_root), workers=args.workers, progress=progress, cache=not args.no_cache
-    )
     options = dict(
         model_name=model,
         batch_size=args.batch_size,
