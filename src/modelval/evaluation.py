@@ -33,7 +33,7 @@ from modelval.stimulus_cache import cache_enabled, load_or_decode
 Model = Callable[[torch.Tensor], object]
 Amp = Literal["bf16"]
 AMP_DTYPES: dict[str, torch.dtype] = {"bf16": torch.bfloat16}
-#: Batch size of the CLI and of evaluate(): measured in docs/performance.md (CPU: 32 and 64 are within
+#: Batch size of the CLI and of evaluate(): measured in the README's Performance section (CPU: 32 and 64 are within
 #: noise once the allocator is tuned; 32 halves the activation memory).
 DEFAULT_BATCH_SIZE = 32
 #: Share of decisions allowed to flip under --amp against fp32 before the suite warns.
