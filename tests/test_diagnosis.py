@@ -73,3 +73,19 @@ def test_real_run_with_wrong_normalization_is_diagnosed_as_preprocessing(validat
     assert "PREPROCESSING is implicated" in judgement.message
     assert "[ok] calculation" in judgement.message
     assert "Category" in judgement.message and "airplane" in judgement.message  # per-category breakdown
+
+
+@pytest.mark.slow
+def test_baseline_failure_is_diagnosed_against_the_models_own_config(validation_runner):
+    """The bundled model under ImageNet mean/std against its committed baseline: flips, blamed on preprocessing."""
+    from modelval.expected import expected_for
+    from modelval.models import get_entry
+    from modelval.paths import fixtures_dir
+
+    entry = get_entry("efficientnet_lite0")
+    wrong = validation_runner.evaluate("efficientnet_lite0", "imagenet")
+    judgement = validation_runner._judge_baseline(entry, wrong, fixtures_dir() / expected_for(entry.name).baseline)
+    assert not judgement.passed
+    flips = int(judgement.verdict.removeprefix("BASELINE (").split()[0])
+    assert flips > 100
+    assert "PREPROCESSING is implicated" in judgement.message and "normalization imagenet" in judgement.message

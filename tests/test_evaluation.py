@@ -9,12 +9,9 @@ import torch
 from modelval.categories import CATEGORIES
 from modelval.decisions import by_stimulus, read_decisions
 from modelval.evaluation import StimulusSet, category_probabilities, decisions_from_probabilities, evaluate
+from modelval.validation import MAX_BASELINE_FLIPS
 
 BASELINE = Path(__file__).resolve().parents[1] / "fixtures" / "baselines" / "efficientnet_lite0.csv"
-#: Decisions allowed to flip against the committed baseline before the regression check fails. Float
-#: differences between CPUs/BLAS builds can flip a near-tie or two; a preprocessing change flips
-#: hundreds (ImageNet instead of 0.5/0.5 normalization flips 400+).
-MAX_BASELINE_FLIPS = 3
 CHANCE = 1 / len(CATEGORIES)
 
 
