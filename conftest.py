@@ -75,7 +75,7 @@ def _first_existing(*candidates: str | os.PathLike[str] | None) -> Path | None:
 @pytest.fixture(scope="session", autouse=True)
 def _no_user_stimulus_cache():
     """Tests never read or write the user's decode cache; cache tests pass their own tmp cache_dir."""
-    from modelval.stimulus_cache import NO_CACHE_ENV
+    from modelval.datasets.cache import NO_CACHE_ENV
 
     previous = os.environ.get(NO_CACHE_ENV)
     os.environ[NO_CACHE_ENV] = "1"
@@ -89,7 +89,7 @@ def _no_user_stimulus_cache():
 @pytest.fixture(scope="session")
 def data_root(pytestconfig: pytest.Config) -> Path:
     """The real cue-conflict stimuli (1280 images); skips (or fails in strict mode) when absent."""
-    from modelval.data import DATA_ROOT_ENV, default_data_root
+    from modelval.datasets.stimuli import DATA_ROOT_ENV, default_data_root
 
     shared = SHARED / "cue-conflict"
     root = _first_existing(
@@ -169,7 +169,7 @@ def validation_runner(pytestconfig: pytest.Config, stimulus_set, device, checkpo
     The published raw data is optional here: without it the diagnosis reports the calculation check
     as "not checked" instead of skipping every case.
     """
-    from modelval.validation import ValidationRunner
+    from modelval.validation.runner import ValidationRunner
 
     reference = _reference_path(pytestconfig)
     runner = ValidationRunner(
@@ -201,7 +201,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
     runner = config.stash.get(RUNNER_KEY, None)
     if runner is None or not runner.rows:
         return
-    from modelval.reports import format_breakdown, format_comparison, write_validation_reports
+    from modelval.validation.reports import format_breakdown, format_comparison, write_validation_reports
 
     terminalreporter.section("shape-bias validation")
     terminalreporter.write_line(format_comparison(runner.rows))

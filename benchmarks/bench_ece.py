@@ -5,7 +5,7 @@ on bin edges, to exercise the edge conventions), correctness flags are bool. Com
 timed from the arrays as a user holds them (numpy for modelval, torch tensors for torchmetrics):
 
 * torchmetrics ``binary_calibration_error(conf, correct, n_bins=15)`` (its bins: [lo, hi) + hidden [1, 1]);
-* ``modelval.calibration.expected_calibration_error(..., convention="torchmetrics")`` (must agree);
+* ``modelval.metrics.calibration.expected_calibration_error(..., convention="torchmetrics")`` (must agree);
 * ``convention="default"`` ((lo, hi] bins) for information.
 
 Ends with ``ece_vs_torchmetrics=<median modelval time / median torchmetrics time>`` (target <= 0.5).
@@ -46,7 +46,7 @@ def main() -> None:
     set_threads(args.threads)
     from torchmetrics.functional.classification import binary_calibration_error
 
-    from modelval.calibration import expected_calibration_error
+    from modelval.metrics.calibration import expected_calibration_error
 
     conf, correct = make_inputs(args.n, args.bins)
     conf_t, correct_t = torch.from_numpy(conf), torch.from_numpy(correct).long()

@@ -24,13 +24,13 @@ from _common import median, print_table
 
 
 def category_loop(probabilities: torch.Tensor) -> torch.Tensor:
-    from modelval.categories import CATEGORIES, IMAGENET_INDICES
+    from modelval.behaviour.categories import CATEGORIES, IMAGENET_INDICES
 
     return torch.stack([probabilities[:, list(IMAGENET_INDICES[c])].mean(1) for c in CATEGORIES], dim=1)
 
 
 def image_loop(probabilities: torch.Tensor) -> torch.Tensor:
-    from modelval.categories import CATEGORIES, IMAGENET_INDICES
+    from modelval.behaviour.categories import CATEGORIES, IMAGENET_INDICES
 
     array = probabilities.numpy()
     rows = [[float(np.mean(p[list(IMAGENET_INDICES[c])])) for c in CATEGORIES] for p in array]
@@ -51,7 +51,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--threads", default="auto", help="torch threads (auto: idle CPUs, as the other benchmarks)")
     args = parser.parse_args()
-    from modelval.categories import CategoryMapper
+    from modelval.behaviour.categories import CategoryMapper
     from modelval.runtime import set_threads
 
     set_threads(args.threads)

@@ -49,10 +49,10 @@ def main() -> None:
             print("allocator tuned:", tune_allocator())
         except ImportError:
             print("allocator tuned: n/a (old code)")
-    from modelval.categories import CategoryMapper
+    from modelval.behaviour.categories import CategoryMapper
+    from modelval.behaviour.shape_bias import compute_shape_bias
     from modelval.evaluation import StimulusSet, decisions_from_probabilities
     from modelval.preprocessing import prepare_batch
-    from modelval.shape_bias import compute_shape_bias
 
     model, config = load_bundled()
     mapper = CategoryMapper("mean")

@@ -11,7 +11,7 @@ import torch
 @pytest.fixture
 def isolated_caches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
     """Empty checkpoint, torch.hub and HF caches under tmp_path; no mirror, not offline, fast retries."""
-    from modelval import checkpoints
+    from modelval.models import checkpoints
 
     paths = {name: tmp_path / name for name in ("checkpoints", "torch", "hf")}
     for path in paths.values():
@@ -29,7 +29,7 @@ def isolated_caches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str
 @pytest.fixture(scope="session")
 def few_stimuli(data_root: Path) -> torch.Tensor:
     """8 real cue-conflict stimuli (uint8, 8x3x224x224), spread over the categories."""
-    from modelval.data import discover_stimuli, load_image
+    from modelval.datasets.stimuli import discover_stimuli, load_image
 
     stimuli = discover_stimuli(data_root)
     picked = stimuli[:: max(1, len(stimuli) // 8)][:8]

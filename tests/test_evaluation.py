@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 import torch
 
-from modelval.categories import CATEGORIES
-from modelval.decisions import by_stimulus, read_decisions
+from modelval.behaviour.categories import CATEGORIES
+from modelval.behaviour.decisions import by_stimulus, read_decisions
 from modelval.evaluation import StimulusSet, category_probabilities, decisions_from_probabilities, evaluate
-from modelval.validation import MAX_BASELINE_FLIPS
+from modelval.validation.runner import MAX_BASELINE_FLIPS
 
 BASELINE = Path(__file__).resolve().parents[1] / "fixtures" / "baselines" / "efficientnet_lite0.csv"
 CHANCE = 1 / len(CATEGORIES)
@@ -63,7 +63,7 @@ def test_decisions_do_not_depend_on_batch_size(bundled_model, stimulus_set):
 
 
 def test_decisions_do_not_depend_on_decoding_workers(bundled_model, data_root):
-    from modelval.data import decode_stimuli, discover_stimuli
+    from modelval.datasets.stimuli import decode_stimuli, discover_stimuli
 
     stimuli = discover_stimuli(data_root)[5::40]
     config = bundled_model.entry.preprocess.for_stimuli(None)

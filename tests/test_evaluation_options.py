@@ -11,8 +11,8 @@ import pytest
 import torch
 
 import modelval
+from modelval.behaviour.decisions import Decision
 from modelval.cli import build_parser
-from modelval.decisions import Decision
 from modelval.evaluation import (
     AmpFlipWarning,
     category_probabilities,

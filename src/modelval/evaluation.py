@@ -21,14 +21,13 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from modelval.categories import CATEGORIES, Aggregation, CategoryMapper
-from modelval.data import EXPECTED_IMAGES, Stimulus, decode_stimuli, discover_stimuli
-from modelval.decisions import Decision
-from modelval.models.registry import resolve_device
+from modelval.behaviour.categories import CATEGORIES, Aggregation, CategoryMapper
+from modelval.behaviour.decisions import Decision
+from modelval.behaviour.shape_bias import ShapeBiasResult, compute_shape_bias
+from modelval.datasets.cache import cache_enabled, load_or_decode
+from modelval.datasets.stimuli import EXPECTED_IMAGES, Stimulus, decode_stimuli, discover_stimuli
 from modelval.preprocessing import PreprocessConfig, prepare_batch
-from modelval.runtime import tune_allocator
-from modelval.shape_bias import ShapeBiasResult, compute_shape_bias
-from modelval.stimulus_cache import cache_enabled, load_or_decode
+from modelval.runtime import resolve_device, tune_allocator
 
 Model = Callable[[torch.Tensor], object]
 Amp = Literal["bf16"]
@@ -67,7 +66,7 @@ class StimulusSet:
         """Discover and decode the stimuli under ``root``; ``cache`` reuses the per-user decode cache.
 
         The cache is keyed by the manifest and every file's size and mtime and checksummed on load
-        (see :mod:`modelval.stimulus_cache`), so a hit gives the same uint8 pixels as decoding.
+        (see :mod:`modelval.datasets.cache`), so a hit gives the same uint8 pixels as decoding.
         """
         root = Path(root)
         stimuli = discover_stimuli(root, expected_count=expected_count)

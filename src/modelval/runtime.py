@@ -21,6 +21,8 @@ import platform
 
 import torch
 
+from modelval.errors import ModelvalError
+
 NO_MALLOPT_ENV = "MODELVAL_NO_MALLOPT"
 THREADS_ENV = "MODELVAL_THREADS"
 
@@ -89,3 +91,14 @@ def auto_threads() -> int:
     except OSError:
         busy = 0
     return max(1, min(torch.get_num_threads(), cpus - busy))
+
+
+def resolve_device(device: str | torch.device = "auto") -> torch.device:
+    """``auto`` (CUDA when available, else CPU), ``cpu``, ``cuda`` or ``cuda:N``."""
+    if isinstance(device, torch.device):
+        return device
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise ModelvalError(f"--device {device} was requested but CUDA is not available on this machine")
+    return torch.device(device)

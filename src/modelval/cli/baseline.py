@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
-from modelval.baseline import baseline_from_evaluation, compare_to_baseline, load_baseline, save_baseline
-from modelval.categories import AGGREGATIONS
+from modelval import jsonio
+from modelval.behaviour.categories import AGGREGATIONS
 from modelval.cli.shape_bias import add_evaluation_options, add_model_options, evaluate_registered
 from modelval.preprocessing import NORMALIZATION_CHOICES
+from modelval.validation.baseline import baseline_from_evaluation, compare_to_baseline, load_baseline, save_baseline
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -81,5 +81,5 @@ def run_compare(args: argparse.Namespace) -> int:
         max_shape_bias_delta=args.max_shape_bias_delta,
         max_probability_shift=args.max_probability_shift,
     )
-    print(json.dumps(comparison.to_dict(), indent=2) if args.json else comparison.format())
+    print(jsonio.dumps(comparison.to_dict(), indent=2) if args.json else comparison.format())
     return 0 if comparison.passed else 1

@@ -6,7 +6,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from modelval.data import discover_stimuli, download_stimuli, resolve_data_root, summarize, verify_stimuli
+from modelval.datasets.fetch import download_stimuli
+from modelval.datasets.manifest import verify_stimuli
+from modelval.datasets.stimuli import discover_stimuli, resolve_data_root, summarize
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

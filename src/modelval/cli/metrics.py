@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import json
 import math
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from modelval.calibration import CONVENTIONS
+from modelval import jsonio
+from modelval.metrics.calibration import CONVENTIONS
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -85,7 +85,7 @@ def _fmt(x: float | None, digits: int = 4) -> str:
 
 
 def _run_ece(args: argparse.Namespace) -> int:
-    from modelval.artifacts import evaluate_paths, summarize, write_summary_csv
+    from modelval.metrics.artifacts import evaluate_paths, summarize, write_summary_csv
 
     records = evaluate_paths(
         args.paths, n_bins=args.bins, convention=args.convention, adaptive=args.adaptive, strict=args.strict
@@ -93,7 +93,7 @@ def _run_ece(args: argparse.Namespace) -> int:
     if args.csv is not None:
         write_summary_csv(summarize(records), args.csv)
     if args.json:
-        print(json.dumps([r.to_json() for r in records], indent=2))
+        print(jsonio.dumps([r.to_json() for r in records], indent=2))
         return 0
     header = f"{'event':<24} {'lb':>4} {'set':>3} {'ver':>4} {'ECE':>7} {'MCE':>7} {'used':>6} {'drop':>5}  path"
     print(header)
@@ -118,10 +118,10 @@ def _run_ece(args: argparse.Namespace) -> int:
 
 
 def _run_reliability(args: argparse.Namespace) -> int:
-    from modelval.artifacts import read_predictions
-    from modelval.calibration import reliability_bins
-    from modelval.calibration_plots import reliability_diagram
     from modelval.errors import DataError
+    from modelval.metrics.artifacts import read_predictions
+    from modelval.metrics.calibration import reliability_bins
+    from modelval.metrics.plots import reliability_diagram
 
     data = read_predictions(args.path, strict=args.strict)
     if data.skipped:
@@ -138,8 +138,8 @@ def _run_reliability(args: argparse.Namespace) -> int:
 
 
 def _run_temperature(args: argparse.Namespace) -> int:
-    from modelval.calibration import expected_calibration_error
-    from modelval.temperature import fit_scaling, load_logits_file, softmax, temperature_sweep
+    from modelval.metrics.calibration import expected_calibration_error
+    from modelval.metrics.temperature import fit_scaling, load_logits_file, softmax, temperature_sweep
 
     val_z, val_y = load_logits_file(args.val)
     test_z, test_y = load_logits_file(args.test)
@@ -171,13 +171,13 @@ def _run_temperature(args: argparse.Namespace) -> int:
         "sweep": [vars(p) for p in sweep],
     }
     if args.plot is not None and sweep:
-        from modelval.calibration_plots import ece_vs_temperature
+        from modelval.metrics.plots import ece_vs_temperature
 
         ece_vs_temperature(
             [p.temperature for p in sweep], [p.ece for p in sweep], args.plot, fitted=result["temperature"]
         )
     if args.json:
-        print(json.dumps(result, indent=2))
+        print(jsonio.dumps(result, indent=2))
         return 0
     if result["temperature"] is not None:
         print(f"fitted T = {result['temperature']:.4f} on {args.val} ({len(val_y)} examples)")
@@ -192,10 +192,10 @@ def _run_temperature(args: argparse.Namespace) -> int:
 
 
 def _run_metrics(args: argparse.Namespace) -> int:
-    from modelval.artifacts import read_predictions
-    from modelval.classification import confusion_matrix, precision_recall_f1
     from modelval.errors import DataError
-    from modelval.imbalance import (
+    from modelval.metrics.artifacts import read_predictions
+    from modelval.metrics.classification import confusion_matrix, precision_recall_f1
+    from modelval.metrics.imbalance import (
         load_class_weights,
         load_train_counts,
         per_class_accuracy,
@@ -249,7 +249,7 @@ def _run_metrics(args: argparse.Namespace) -> int:
     ]
     out["confusion_matrix"] = confusion_matrix(y, p, k).tolist()
     if args.json:
-        print(json.dumps(out, indent=2))
+        print(jsonio.dumps(out, indent=2))
         return 0
     print(f"{args.path}: {data.rows_used} rows used, {data.rows_dropped} dropped, {k} classes")
     print(f"  accuracy            {out['accuracy']:.4f}")

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from torchvision.transforms.functional import to_pil_image
 
+from modelval import jsonio
 from modelval.cli.shape_bias import add_model_options
 from modelval.errors import ModelvalError
 
@@ -70,7 +70,7 @@ def run_models(args: argparse.Namespace) -> int:
             }
         )
     if args.json:
-        print(json.dumps(rows, indent=2))
+        print(jsonio.dumps(rows, indent=2))
         return 0
     print(f"{'name':<20} {'source':<17} {'weights':<8} weights URL")
     for row in rows:
@@ -101,9 +101,9 @@ def run_fetch(args: argparse.Namespace) -> int:
 
 
 def run_audit(args: argparse.Namespace) -> int:
-    from modelval.data import discover_stimuli, load_image, resolve_data_root
+    from modelval.datasets.stimuli import discover_stimuli, load_image, resolve_data_root
     from modelval.models import weights_status
-    from modelval.preprocessing_audit import all_groups, audit_group, entries_in_group, format_audit, group_of
+    from modelval.validation.audit import all_groups, audit_group, entries_in_group, format_audit, group_of
 
     root = resolve_data_root(args.data_root)
     stimuli = discover_stimuli(root)
@@ -113,7 +113,7 @@ def run_audit(args: argparse.Namespace) -> int:
     reports = [audit_group(group, images) for group in groups]
     if args.measure:
         from modelval.evaluation import StimulusSet
-        from modelval.preprocessing_audit import measure_normalizations
+        from modelval.validation.audit import measure_normalizations
 
         full = StimulusSet.load(root, progress=False)
         for report in reports:
@@ -135,7 +135,7 @@ def run_audit(args: argparse.Namespace) -> int:
                     batch_size=args.batch_size,
                 )
     if args.json:
-        print(json.dumps([r.to_dict() for r in reports], indent=2))
+        print(jsonio.dumps([r.to_dict() for r in reports], indent=2))
     else:
         print("\n\n".join(format_audit(r) for r in reports))
     return 0

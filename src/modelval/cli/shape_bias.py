@@ -3,19 +3,19 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
-from modelval.categories import AGGREGATIONS
-from modelval.data import resolve_data_root
-from modelval.decisions import read_decisions, write_decisions
+from modelval import jsonio
+from modelval.behaviour.categories import AGGREGATIONS
+from modelval.behaviour.decisions import read_decisions, write_decisions
+from modelval.behaviour.shape_bias import compute_shape_bias
+from modelval.datasets.cache import NO_CACHE_ENV
+from modelval.datasets.stimuli import resolve_data_root
 from modelval.evaluation import DEFAULT_BATCH_SIZE
-from modelval.expected import expected_for
 from modelval.preprocessing import NORMALIZATION_CHOICES
-from modelval.reports import ReportRow, format_report, plot_per_category
-from modelval.shape_bias import compute_shape_bias
-from modelval.stimulus_cache import NO_CACHE_ENV
+from modelval.validation.expected import expected_for
+from modelval.validation.reports import ReportRow, format_report, plot_per_category
 
 
 def add_model_options(parser: argparse.ArgumentParser) -> None:
@@ -101,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
     if args.plot:
         plot_per_category({f"{row.label} ({row.normalization})": row.result}, args.plot)
     if args.json:
-        print(json.dumps({**row.to_dict(), **extra}, indent=2))
+        print(jsonio.dumps({**row.to_dict(), **extra}, indent=2))
     else:
         print(format_report([row]))
         for name, value in extra.items():

@@ -15,7 +15,6 @@ from modelval.models.registry import (
     load_model,
     register_model,
     resolve_checkpoint_dir,
-    resolve_device,
     resolve_offline,
     weights_status,
 )
@@ -33,7 +32,6 @@ __all__ = [
     "load_model",
     "register_model",
     "resolve_checkpoint_dir",
-    "resolve_device",
     "resolve_offline",
     "weights_status",
 ]

@@ -24,7 +24,7 @@ import math
 import torch
 from torch import nn
 
-from modelval.checkpoints import load_state_dict_file
+from modelval.models.checkpoints import load_state_dict_file
 from modelval.models.registry import LoadContext, ModelEntry, register_model
 from modelval.models.weights import HFRepo, HubCode, UrlCheckpoint, hf_cache_dir
 from modelval.preprocessing import HALF_MEAN, HALF_STD, IMAGENET_MEAN, IMAGENET_STD, PreprocessConfig

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from torch import nn
 
-from modelval.checkpoints import load_state_dict_file
 from modelval.errors import WeightsNotAvailableError
+from modelval.models.checkpoints import load_state_dict_file
 from modelval.models.registry import LoadContext, ModelEntry, register_model
 from modelval.preprocessing import HALF_MEAN, HALF_STD, PreprocessConfig
 

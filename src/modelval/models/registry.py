@@ -21,6 +21,7 @@ from modelval.errors import ChecksumError, DownloadError, ModelvalError, Weights
 from modelval.models.weights import WeightsPart, WeightsStatus, ensure_parts, parts_status
 from modelval.paths import project_root
 from modelval.preprocessing import NORMALIZATION_CHOICES, Preprocess, PreprocessConfig
+from modelval.runtime import resolve_device
 
 CHECKPOINT_DIR_ENV = "MODELVAL_CHECKPOINT_DIR"
 OFFLINE_ENV = "MODELVAL_OFFLINE"
@@ -163,16 +164,6 @@ def resolve_offline(offline: bool | None = None) -> bool:
     if offline is not None:
         return offline
     return any(os.environ.get(v, "").lower() in ("1", "true", "yes") for v in (OFFLINE_ENV, "HF_HUB_OFFLINE"))
-
-
-def resolve_device(device: str | torch.device = "auto") -> torch.device:
-    if isinstance(device, torch.device):
-        return device
-    if device == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if device.startswith("cuda") and not torch.cuda.is_available():
-        raise ModelvalError(f"--device {device} was requested but CUDA is not available on this machine")
-    return torch.device(device)
 
 
 def load_model(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from torch import nn
 
-from modelval.checkpoints import load_state_dict_file, strip_prefix
+from modelval.models.checkpoints import load_state_dict_file, strip_prefix
 from modelval.models.registry import LoadContext, ModelEntry, register_model
 from modelval.models.weights import UrlCheckpoint
 from modelval.preprocessing import IMAGENET_MEAN, IMAGENET_STD, PreprocessConfig

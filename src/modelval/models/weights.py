@@ -22,8 +22,8 @@ from typing import NamedTuple, Protocol
 
 import torch
 
-from modelval.checkpoints import checkpoint_url, fetch_checkpoint, find_cached_checkpoint, verify_checkpoint
 from modelval.errors import ChecksumError, DataError, DownloadError, WeightsNotAvailableError
+from modelval.models.checkpoints import checkpoint_url, fetch_checkpoint, find_cached_checkpoint, verify_checkpoint
 
 
 class WeightsStatus(NamedTuple):

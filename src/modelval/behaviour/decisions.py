@@ -1,0 +1,123 @@
+"""Per-image 16-class decisions, read and written in the published raw-data CSV format.
+
+Format (Geirhos et al., texture-vs-shape ``raw-data/``): ``subj,session,trial,rt,object_response,
+category,condition,imagename``. ``category`` is the shape category, ``object_response`` the
+decision. Both imagename styles are accepted (``airplane1-bicycle2.png`` and
+``0001_s5n_dnn_0_airplane_00_airplane1-bicycle2.png``). Evaluations write this same format, so
+a result can be compared row by row with the published data.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from modelval.behaviour.categories import CATEGORIES
+from modelval.behaviour.cue_conflict import parse_stimulus_name
+from modelval.errors import DataError
+
+#: Published human sessions record "na" when the observer gave no answer in time; it counts as neither
+#: a shape nor a texture hit (an "other" response), as in the reference analysis.
+NO_RESPONSE = "na"
+
+CSV_COLUMNS: tuple[str, ...] = (
+    "subj",
+    "session",
+    "trial",
+    "rt",
+    "object_response",
+    "category",
+    "condition",
+    "imagename",
+)
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One observer's (model's or human's) 16-class response to one stimulus."""
+
+    imagename: str
+    shape: str
+    texture: str
+    response: str
+
+    @property
+    def is_conflict(self) -> bool:
+        return self.shape != self.texture
+
+    @property
+    def stimulus_name(self) -> str:
+        """The name without the texture-vs-shape prefix: ``airplane1-bicycle2.png``."""
+        base = self.imagename.rsplit("/", 1)[-1]
+        return base.rsplit("_", 1)[-1]
+
+
+def read_decisions(path: str | os.PathLike[str]) -> list[Decision]:
+    """Read a published (or modelval-written) decision CSV; a clear error names the bad row."""
+    path = Path(path)
+    try:
+        handle = path.open(newline="")
+    except FileNotFoundError:
+        raise DataError(f"decision file not found: {path}") from None
+    with handle:
+        reader = csv.DictReader(handle)
+        missing = [c for c in ("object_response", "category", "imagename") if c not in (reader.fieldnames or [])]
+        if missing:
+            raise DataError(
+                f"{path}: missing column(s) {', '.join(missing)}; expected the raw-data format {','.join(CSV_COLUMNS)}"
+            )
+        decisions = []
+        for line, row in enumerate(reader, start=2):
+            try:
+                shape, texture = parse_stimulus_name(row["imagename"])
+            except DataError as error:
+                raise DataError(f"{path}, line {line}: {error}") from None
+            response = (row["object_response"] or "").strip()
+            if response not in CATEGORIES and response != NO_RESPONSE:
+                raise DataError(
+                    f"{path}, line {line}: object_response {response!r} is not one of the 16 categories "
+                    f"(or {NO_RESPONSE!r} for no response)"
+                )
+            if row["category"] and row["category"].strip() != shape:
+                raise DataError(
+                    f"{path}, line {line}: category {row['category']!r} disagrees with the shape in "
+                    f"imagename {row['imagename']!r}"
+                )
+            decisions.append(Decision(row["imagename"], shape, texture, response))
+    if not decisions:
+        raise DataError(f"{path}: no decision rows")
+    return decisions
+
+
+def write_decisions(
+    path: str | os.PathLike[str],
+    decisions: Iterable[Decision],
+    *,
+    subject: str,
+    session: int = 1,
+) -> Path:
+    """Write decisions in the published raw-data format (rt is NaN for models, as published)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(CSV_COLUMNS)
+        for trial, decision in enumerate(decisions, start=1):
+            writer.writerow(
+                [subject, session, trial, "NaN", decision.response, decision.shape, 0, decision.stimulus_name]
+            )
+    return path
+
+
+def by_stimulus(decisions: Sequence[Decision]) -> dict[str, Decision]:
+    """Index decisions by stimulus name (the published style's prefix removed); duplicates are an error."""
+    index: dict[str, Decision] = {}
+    for decision in decisions:
+        key = decision.stimulus_name
+        if key in index:
+            raise DataError(f"two decisions for the same stimulus {key!r}")
+        index[key] = decision
+    return index

@@ -1,0 +1,44 @@
+"""Datasets: the stimulus folders on disk, their checksum manifests, downloads and the decode cache."""
+
+from modelval.datasets.cache import NO_CACHE_ENV, cache_enabled, load_or_decode
+from modelval.datasets.fetch import MODEL_VS_HUMAN_URL, TEXTURE_VS_SHAPE_URL, download_stimuli
+from modelval.datasets.manifest import build_manifest, load_manifest, manifest_path, verify_stimuli
+from modelval.datasets.stimuli import (
+    DATA_ROOT_ENV,
+    EXPECTED_CONFLICTS,
+    EXPECTED_IMAGES,
+    IMAGE_SIZE,
+    Stimulus,
+    decode_stimuli,
+    default_data_root,
+    discover_stimuli,
+    load_image,
+    parse_stimulus_name,
+    resolve_data_root,
+    summarize,
+)
+
+__all__ = [
+    "DATA_ROOT_ENV",
+    "EXPECTED_CONFLICTS",
+    "EXPECTED_IMAGES",
+    "IMAGE_SIZE",
+    "MODEL_VS_HUMAN_URL",
+    "NO_CACHE_ENV",
+    "TEXTURE_VS_SHAPE_URL",
+    "Stimulus",
+    "build_manifest",
+    "cache_enabled",
+    "decode_stimuli",
+    "default_data_root",
+    "discover_stimuli",
+    "download_stimuli",
+    "load_image",
+    "load_manifest",
+    "load_or_decode",
+    "manifest_path",
+    "parse_stimulus_name",
+    "resolve_data_root",
+    "summarize",
+    "verify_stimuli",
+]

@@ -1,0 +1,156 @@
+"""The cue-conflict stimuli on disk: discovery, validation of the layout, and decoding.
+
+The naming grammar lives in :mod:`modelval.behaviour.cue_conflict`; checksums in
+:mod:`modelval.datasets.manifest`; downloads in :mod:`modelval.datasets.fetch`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+
+import torch
+from PIL import Image, UnidentifiedImageError
+from tqdm.auto import tqdm
+
+from modelval.behaviour.categories import CATEGORIES
+from modelval.behaviour.cue_conflict import EXPECTED_CONFLICTS, EXPECTED_IMAGES, Stimulus, parse_stimulus_name
+from modelval.errors import DataError
+from modelval.paths import user_cache_dir
+from modelval.preprocessing import pil_to_uint8
+
+__all__ = [
+    "DATA_ROOT_ENV",
+    "EXPECTED_CONFLICTS",
+    "EXPECTED_IMAGES",
+    "IMAGE_SIZE",
+    "Stimulus",
+    "decode_stimuli",
+    "default_data_root",
+    "discover_stimuli",
+    "load_image",
+    "parse_stimulus_name",
+    "resolve_data_root",
+    "summarize",
+]
+
+IMAGE_SIZE = 224
+DATA_ROOT_ENV = "MODELVAL_DATA_ROOT"
+
+
+def discover_stimuli(root: str | os.PathLike[str], *, expected_count: int | None = EXPECTED_IMAGES) -> list[Stimulus]:
+    """List and validate the stimuli under ``root`` (sorted, so the order is reproducible).
+
+    Raises :class:`DataError` naming the offending path for a missing folder, an unknown
+    category folder, an unparseable file name, a file whose shape disagrees with its folder, or
+    (when ``expected_count`` is set) the wrong number of images.
+    """
+    root = Path(root)
+    if not root.is_dir():
+        raise DataError(
+            f"cue-conflict folder not found: {root}. Pass --data-root DIR, set {DATA_ROOT_ENV}, "
+            "or run `modelval download-data` to fetch the stimuli."
+        )
+    stimuli: list[Stimulus] = []
+    for folder in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")):
+        if folder.name not in CATEGORIES:
+            raise DataError(
+                f"{folder}: unknown category folder {folder.name!r}; the cue-conflict folder must hold "
+                f"exactly the 16 folders {', '.join(CATEGORIES)}"
+            )
+        for path in sorted(folder.iterdir()):
+            if path.name.startswith("."):
+                continue
+            shape, texture = parse_stimulus_name(path.name)
+            if shape != folder.name:
+                raise DataError(f"{path}: shape {shape!r} in the file name disagrees with its folder {folder.name!r}")
+            stimuli.append(Stimulus(f"{folder.name}/{path.name}", shape, texture))
+    if not stimuli:
+        raise DataError(f"no stimuli found under {root}: expected 16 category folders of PNG files")
+    if expected_count is not None and len(stimuli) != expected_count:
+        missing = sorted(set(CATEGORIES) - {s.shape for s in stimuli})
+        hint = f" (missing categories: {', '.join(missing)})" if missing else ""
+        raise DataError(
+            f"{root}: found {len(stimuli)} stimuli, expected {expected_count}{hint}; the folder is incomplete "
+            "or holds extra files. Re-download with `modelval download-data --force`."
+        )
+    return stimuli
+
+
+def resolve_data_root(data_root: str | os.PathLike[str] | None = None) -> Path:
+    """``--data-root``, else ``$MODELVAL_DATA_ROOT``, else the per-user cache."""
+    if data_root:
+        return Path(data_root).expanduser()
+    env = os.environ.get(DATA_ROOT_ENV)
+    if env:
+        return Path(env).expanduser()
+    return default_data_root()
+
+
+def default_data_root() -> Path:
+    return user_cache_dir() / "cue-conflict"
+
+
+# --- decoding ---------------------------------------------------------------------------------
+
+
+def load_image(path: str | os.PathLike[str]) -> torch.Tensor:
+    """Decode one image file to an RGB uint8 (3, H, W) tensor; a clear error names a bad file."""
+    try:
+        with Image.open(path) as image:
+            image.load()
+            return pil_to_uint8(image)
+    except FileNotFoundError:
+        raise DataError(f"image not found: {path}") from None
+    except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as error:
+        raise DataError(f"cannot decode image {path}: {error} (truncated or not an image file)") from None
+
+
+class _StimulusFiles(torch.utils.data.Dataset):
+    """Decodes one stimulus per item; used by a DataLoader so decoding runs in worker processes."""
+
+    def __init__(self, root: Path, stimuli: Sequence[Stimulus]) -> None:
+        self.root = root
+        self.relpaths = [s.relpath for s in stimuli]
+
+    def __len__(self) -> int:
+        return len(self.relpaths)
+
+    def __getitem__(self, index: int) -> tuple[int, torch.Tensor]:
+        path = self.root / self.relpaths[index]
+        image = load_image(path)
+        if image.shape != (3, IMAGE_SIZE, IMAGE_SIZE):
+            raise DataError(
+                f"{path}: image is {tuple(image.shape[1:])}, expected {IMAGE_SIZE}x{IMAGE_SIZE} "
+                "(the published cue-conflict stimuli are all 224x224)"
+            )
+        return index, image
+
+
+def decode_stimuli(
+    root: str | os.PathLike[str],
+    stimuli: Sequence[Stimulus],
+    *,
+    workers: int = 0,
+    progress: bool = True,
+) -> torch.Tensor:
+    """Decode all stimuli into one uint8 tensor (N, 3, 224, 224), in the order given.
+
+    ``workers`` > 0 decodes in DataLoader worker processes. Each image lands at its own index, so
+    the result does not depend on the number of workers.
+    """
+    dataset = _StimulusFiles(Path(root), stimuli)
+    images = torch.empty((len(stimuli), 3, IMAGE_SIZE, IMAGE_SIZE), dtype=torch.uint8)
+    loader = torch.utils.data.DataLoader(dataset, batch_size=32, num_workers=workers, shuffle=False)
+    with tqdm(total=len(stimuli), desc="decoding stimuli", unit="img", disable=not progress, leave=False) as bar:
+        for indices, batch in loader:
+            images[indices] = batch
+            bar.update(len(indices))
+    return images
+
+
+def summarize(stimuli: Sequence[Stimulus]) -> dict[str, int]:
+    counts = Counter(s.is_conflict for s in stimuli)
+    return {"images": len(stimuli), "conflicts": counts[True], "no_conflict": counts[False]}

@@ -1,0 +1,84 @@
+"""Metrics: calibration, temperature scaling, classification and imbalance-aware accuracy, artifacts.
+
+This wing stands alone: pure functions on arrays (numpy, torch tensors or lists), thin stateful
+wrappers, and input validation; it imports nothing of modelval but the shared ground. The plots
+(:mod:`modelval.metrics.plots`, the only module that imports matplotlib) load on first use.
+"""
+
+from typing import Any
+
+from modelval.metrics.artifacts import ArtifactKey, PredictionFile, evaluate_paths, read_predictions, summarize
+from modelval.metrics.calibration import (
+    CONVENTIONS,
+    CalibrationError,
+    ReliabilityBins,
+    expected_calibration_error,
+    maximum_calibration_error,
+    reliability_bins,
+    rms_calibration_error,
+    top1_confidences,
+)
+from modelval.metrics.classification import (
+    AVERAGES,
+    ClassificationReport,
+    confusion_matrix,
+    per_class_accuracy_from_confmat,
+    precision_recall_f1,
+)
+from modelval.metrics.imbalance import (
+    balanced_accuracy,
+    load_class_weights,
+    load_train_counts,
+    per_class_accuracy,
+    reweighted_accuracy,
+    shot_accuracy,
+    shot_groups,
+)
+from modelval.metrics.temperature import LogitScaler, fit_scaling, fit_temperature, softmax, temperature_sweep
+
+_PLOTS = ("reliability_diagram", "confidence_histogram", "ece_vs_temperature")
+
+__all__ = [
+    "AVERAGES",
+    "CONVENTIONS",
+    "ArtifactKey",
+    "CalibrationError",
+    "ClassificationReport",
+    "LogitScaler",
+    "PredictionFile",
+    "ReliabilityBins",
+    "balanced_accuracy",
+    "confidence_histogram",
+    "confusion_matrix",
+    "ece_vs_temperature",
+    "evaluate_paths",
+    "expected_calibration_error",
+    "fit_scaling",
+    "fit_temperature",
+    "load_class_weights",
+    "load_train_counts",
+    "maximum_calibration_error",
+    "per_class_accuracy",
+    "per_class_accuracy_from_confmat",
+    "precision_recall_f1",
+    "read_predictions",
+    "reliability_bins",
+    "reliability_diagram",
+    "reweighted_accuracy",
+    "rms_calibration_error",
+    "shot_accuracy",
+    "shot_groups",
+    "softmax",
+    "summarize",
+    "temperature_sweep",
+    "top1_confidences",
+]
+
+
+def __getattr__(name: str) -> Any:
+    # matplotlib is imported only when a plot is asked for.
+    if name in _PLOTS:
+        from modelval.metrics import plots
+
+        return getattr(plots, name)
+    raise AttributeError(f"module 'modelval.metrics' has no attribute {name!r}")

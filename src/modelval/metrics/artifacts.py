@@ -1,0 +1,429 @@
+"""Per-example prediction artifacts (JSONL) and ECE over a tree of W&B-style artifact folders.
+
+Row format, one JSON object per line: ``{"label": int, "pred": int, "conf": float}``; other keys
+(``guid``, ``text``, ...) are ignored. ``conf`` is the top-1 softmax probability, in [0, 1].
+
+Rules (seed 001):
+
+* A file whose first non-empty line has no ``conf`` key cannot be evaluated and is *skipped* with the
+  reason recorded. Confidence is never reconstructed.
+* A malformed row (not JSON, not an object, missing/non-integer ``label``/``pred``, non-numeric
+  ``conf``, ``conf`` outside [0, 1] or NaN) is dropped and counted by reason, or raises
+  :class:`~modelval.errors.DataError` with ``strict=True``.
+* Folders named ``preds-<event>-lb<k>-set<j>-seed<s>-v<NNN>`` (W&B's ``name:vNNN`` download folders
+  with ``:`` also accepted) give event, label budget, test set, seed and version. ECE is computed once
+  per ``(event, label budget, set)``: the highest version wins, ties broken by the highest seed, then
+  by path; the others are reported as skipped ("superseded").
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from modelval.errors import DataError
+from modelval.metrics.calibration import Convention, reliability_bins
+
+ARTIFACT_DIR_RE = re.compile(
+    r"^preds-(?P<event>.+)-lb(?P<label_budget>\d+)-set(?P<set>\d+)-seed(?P<seed>\d+)[-:]v(?P<version>\d+)$"
+)
+
+
+@dataclass(frozen=True)
+class ArtifactKey:
+    event: str
+    label_budget: int
+    set: int
+    seed: int
+    version: int
+
+
+def parse_artifact_dir(name: str) -> ArtifactKey | None:
+    """``preds-kerala_floods_2018-lb25-set1-seed42-v003`` -> ArtifactKey; None if it does not match."""
+    m = ARTIFACT_DIR_RE.match(name)
+    if m is None:
+        return None
+    return ArtifactKey(
+        event=m["event"],
+        label_budget=int(m["label_budget"]),
+        set=int(m["set"]),
+        seed=int(m["seed"]),
+        version=int(m["version"]),
+    )
+
+
+@dataclass
+class PredictionFile:
+    path: Path
+    labels: np.ndarray
+    preds: np.ndarray
+    conf: np.ndarray
+    rows_used: int = 0
+    rows_dropped: int = 0
+    drop_reasons: Counter[str] = field(default_factory=Counter)
+    skipped: bool = False
+    reason: str | None = None
+
+
+def _row_problem(row: Any, require_conf: bool = True) -> tuple[str | None, tuple[int, int, float] | None]:
+    if not isinstance(row, dict):
+        return "not a JSON object", None
+    for key in ("label", "pred", "conf") if require_conf else ("label", "pred"):
+        if key not in row:
+            return f"missing {key}", None
+    label, pred, conf = row["label"], row["pred"], row.get("conf", math.nan)
+    for key, value in (("label", label), ("pred", pred)):
+        # bool is an int in Python but never a class index here
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            return f"{key} not a non-negative integer", None
+    if not require_conf:
+        return None, (label, pred, math.nan)
+    if isinstance(conf, bool) or not isinstance(conf, (int, float)):
+        return "conf not a number", None
+    if math.isnan(conf):
+        return "conf is NaN", None
+    if not 0.0 <= conf <= 1.0:
+        return "conf outside [0, 1]", None
+    return None, (label, pred, float(conf))
+
+
+def read_predictions(path: str | Path, *, strict: bool = False, require_conf: bool = True) -> PredictionFile:
+    """Read one JSONL prediction file under the rules in the module docstring.
+
+    ``require_conf=False`` (for accuracy/F1, which need no confidence) reads ``label`` and ``pred``
+    only; ``conf`` is then ignored and set to NaN.
+    """
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError as error:
+        raise DataError(f"prediction file not found: {path}") from error
+    except UnicodeDecodeError as error:
+        raise DataError(f"{path}: not UTF-8 text ({error}); expected JSONL") from error
+    empty = np.zeros(0, dtype=np.int64)
+    result = PredictionFile(path, empty, empty, np.zeros(0))
+    lines = [(n, line) for n, line in enumerate(text.splitlines(), start=1) if line.strip()]
+    if not lines:
+        result.skipped, result.reason = True, "empty file (no rows)"
+        return result
+    first_line = lines[0][1]
+    try:
+        first = json.loads(first_line)
+    except json.JSONDecodeError:
+        first = None
+    if require_conf and isinstance(first, dict) and "conf" not in first:
+        # Seed rule: no conf -> no ECE; such a file is never repaired.
+        result.skipped, result.reason = True, "no 'conf' key in the first row; ECE is undefined for this file"
+        return result
+    labels, preds, confs = [], [], []
+    for line_no, line in lines:
+        try:
+            row = json.loads(line)  # Python's json reads NaN/Infinity; _row_problem rejects them
+        except json.JSONDecodeError:
+            problem, values = "invalid JSON", None
+        else:
+            problem, values = _row_problem(row, require_conf)
+        if problem is not None:
+            if strict:
+                raise DataError(f"{path}:{line_no}: {problem} (drop --strict to skip and count bad rows)")
+            result.drop_reasons[problem] += 1
+            continue
+        label, pred, conf = values  # type: ignore[misc]
+        labels.append(label)
+        preds.append(pred)
+        confs.append(conf)
+    result.labels = np.asarray(labels, dtype=np.int64)
+    result.preds = np.asarray(preds, dtype=np.int64)
+    result.conf = np.asarray(confs, dtype=np.float64)
+    result.rows_used = len(labels)
+    result.rows_dropped = sum(result.drop_reasons.values())
+    if result.rows_used == 0:
+        result.skipped, result.reason = True, f"no valid rows ({result.rows_dropped} dropped)"
+    return result
+
+
+@dataclass
+class EceRecord:
+    """One evaluated (or skipped) file; ``to_json()`` is one element of ``modelval ece --json``."""
+
+    path: Path
+    key: ArtifactKey | None = None
+    ece: float | None = None
+    mce: float | None = None
+    rms: float | None = None
+    accuracy: float | None = None
+    n_bins: int = 4
+    convention: str = "default"
+    adaptive: bool = False
+    rows_used: int = 0
+    rows_dropped: int = 0
+    drop_reasons: dict[str, int] = field(default_factory=dict)
+    skipped: bool = False
+    reason: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"path": str(self.path)}
+        if self.key is not None:
+            out.update(
+                event=self.key.event,
+                label_budget=self.key.label_budget,
+                set=self.key.set,
+                seed=self.key.seed,
+                version=self.key.version,
+            )
+        out.update(
+            ece=self.ece,
+            mce=self.mce,
+            rms=self.rms,
+            accuracy=self.accuracy,
+            n_bins=self.n_bins,
+            convention=self.convention,
+            adaptive=self.adaptive,
+            rows_used=self.rows_used,
+            rows_dropped=self.rows_dropped,
+            drop_reasons=dict(self.drop_reasons),
+            skipped=self.skipped,
+        )
+        if self.reason is not None:
+            out["reason"] = self.reason
+        return out
+
+
+def _artifact_key_for(path: Path) -> ArtifactKey | None:
+    for parent in path.parents:
+        key = parse_artifact_dir(parent.name)
+        if key is not None:
+            return key
+    return None
+
+
+def discover_prediction_files(paths: Iterable[str | Path]) -> list[Path]:
+    """Expand files and directory trees into a sorted list of ``.jsonl`` files."""
+    found: list[Path] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            found.extend(sorted(p for p in path.rglob("*.jsonl") if p.is_file()))
+        elif path.is_file():
+            found.append(path)
+        else:
+            raise DataError(f"{path}: no such file or directory")
+    # Keep the first occurrence of each file when paths overlap.
+    seen: set[Path] = set()
+    unique = []
+    for p in found:
+        resolved = p.resolve()
+        if resolved not in seen:
+            seen.add(resolved)
+            unique.append(p)
+    return unique
+
+
+def evaluate_file(
+    path: str | Path,
+    *,
+    n_bins: int = 4,
+    convention: Convention = "default",
+    adaptive: bool = False,
+    strict: bool = False,
+    key: ArtifactKey | None = None,
+) -> EceRecord:
+    """ECE, MCE and RMS of one prediction file (4 bins by default, as in seed 001)."""
+    data = read_predictions(path, strict=strict)
+    record = EceRecord(
+        path=Path(path),
+        key=key,
+        n_bins=n_bins,
+        convention=convention,
+        adaptive=adaptive,
+        rows_used=data.rows_used,
+        rows_dropped=data.rows_dropped,
+        drop_reasons=dict(data.drop_reasons),
+        skipped=data.skipped,
+        reason=data.reason,
+    )
+    if data.skipped:
+        return record
+    correct = (data.labels == data.preds).astype(np.float64)
+    bins = reliability_bins(data.conf, correct, n_bins, adaptive=adaptive, convention=convention)
+    record.ece, record.mce, record.rms = bins.ece, bins.mce, bins.rms
+    record.accuracy = float(correct.mean())
+    return record
+
+
+def evaluate_paths(
+    paths: Sequence[str | Path],
+    *,
+    n_bins: int = 4,
+    convention: Convention = "default",
+    adaptive: bool = False,
+    strict: bool = False,
+) -> list[EceRecord]:
+    """Evaluate every prediction file under ``paths`` with the seed's de-duplication.
+
+    Files in artifact folders are grouped by ``(event, label budget, set)``: eligible files of the
+    winning folder (newest version, then highest seed, then path) are evaluated; files of the other
+    folders are reported as superseded. A winning folder with more than one eligible JSONL file is
+    ambiguous and all its files are skipped with that reason. Files outside artifact folders are
+    evaluated one by one. Records are sorted by event, numeric label budget, set, then path.
+    """
+    files = discover_prediction_files(paths)
+    records: list[EceRecord] = []
+    groups: dict[tuple[str, int, int], list[tuple[ArtifactKey, Path]]] = {}
+    for f in files:
+        key = _artifact_key_for(f)
+        if key is None:
+            records.append(evaluate_file(f, n_bins=n_bins, convention=convention, adaptive=adaptive, strict=strict))
+        else:
+            groups.setdefault((key.event, key.label_budget, key.set), []).append((key, f))
+    for members in groups.values():
+        # Evaluate folders from newest to oldest; the first folder with an eligible file wins, so an
+        # unusable newest version (no conf) does not hide an older usable one.
+        by_folder: dict[ArtifactKey, list[Path]] = {}
+        for key, f in members:
+            by_folder.setdefault(key, []).append(f)
+        ordered = sorted(by_folder, key=lambda k: (k.version, k.seed), reverse=True)
+        winner: ArtifactKey | None = None
+        for key in ordered:
+            if winner is not None:
+                reason = f"superseded by version {winner.version} (seed {winner.seed}) of this set"
+                records.extend(
+                    EceRecord(
+                        path=f,
+                        key=key,
+                        n_bins=n_bins,
+                        convention=convention,
+                        adaptive=adaptive,
+                        skipped=True,
+                        reason=reason,
+                    )
+                    for f in sorted(by_folder[key])
+                )
+                continue
+            folder_records = [
+                evaluate_file(f, n_bins=n_bins, convention=convention, adaptive=adaptive, strict=strict, key=key)
+                for f in sorted(by_folder[key])
+            ]
+            usable = [r for r in folder_records if not r.skipped]
+            if len(usable) > 1:
+                for r in usable:
+                    _skip(r, f"ambiguous: {len(usable)} eligible JSONL files in one artifact folder")
+            if usable:
+                winner = key
+            records.extend(folder_records)
+    records.sort(key=_sort_key)
+    return records
+
+
+def _skip(record: EceRecord, reason: str) -> None:
+    record.skipped, record.reason = True, reason
+    record.ece = record.mce = record.rms = record.accuracy = None
+
+
+def _sort_key(r: EceRecord) -> tuple[Any, ...]:
+    if r.key is None:
+        return (1, "", 0, 0, str(r.path))
+    return (0, r.key.event, r.key.label_budget, r.key.set, -r.key.version, str(r.path))
+
+
+@dataclass(frozen=True)
+class SummaryTable:
+    """One row per (event, label budget) with ``ece_set<j>`` columns, plus pivot means."""
+
+    sets: list[int]
+    rows: list[dict[str, Any]]
+    set_means: dict[int, float]
+    mean_of_sets: float
+
+
+def summarize(records: Sequence[EceRecord]) -> SummaryTable:
+    """Pivot evaluated artifact records (skipped and non-artifact files are left out).
+
+    ``set_means[j]`` is the mean of ``ece_set<j>`` over the rows that have it (the Sheets pivot's
+    ``AVERAGE``); ``mean_of_sets`` is the mean of those set means (the seed's calculated field).
+    Each row also gets ``ece_mean``, the mean over the sets present in that row.
+    """
+    used = [r for r in records if not r.skipped and r.key is not None and r.ece is not None]
+    sets = sorted({r.key.set for r in used})  # type: ignore[union-attr]
+    table: dict[tuple[str, int], dict[str, Any]] = {}
+    for r in used:
+        assert r.key is not None
+        row = table.setdefault(
+            (r.key.event, r.key.label_budget), {"event": r.key.event, "label_budget": r.key.label_budget}
+        )
+        row[f"ece_set{r.key.set}"] = r.ece
+    rows = [table[k] for k in sorted(table)]
+    for row in rows:
+        present = [row[f"ece_set{s}"] for s in sets if f"ece_set{s}" in row]
+        row["ece_mean"] = float(np.mean(present))
+    set_means = {s: float(np.mean([row[f"ece_set{s}"] for row in rows if f"ece_set{s}" in row])) for s in sets}
+    mean_of_sets = float(np.mean(list(set_means.values()))) if set_means else math.nan
+    return SummaryTable(sets, rows, set_means, mean_of_sets)
+
+
+def write_summary_csv(summary: SummaryTable, path: str | Path) -> Path:
+    """CSV: one row per (event, label budget), a column per set and ``ece_mean``; then a ``mean`` row."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    columns = ["event", "label_budget", *[f"ece_set{s}" for s in summary.sets], "ece_mean"]
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=columns, restval="")
+        writer.writeheader()
+        for row in summary.rows:
+            writer.writerow({k: row.get(k, "") for k in columns})
+        mean_row = {"event": "mean", "label_budget": ""}
+        mean_row.update({f"ece_set{s}": summary.set_means[s] for s in summary.sets})
+        mean_row["ece_mean"] = summary.mean_of_sets
+        writer.writerow(mean_row)
+    return path
+
+
+def download_wandb_predictions(
+    runs: Iterable[Any] | str,
+    root: str | Path,
+    *,
+    api: Any = None,
+    prefix: str = "preds",
+) -> list[Path]:
+    """Download a run's logged artifacts whose name starts with ``prefix`` into ``root``.
+
+    ``runs`` is a run path ``"entity/project/run_id"``, or run objects (anything with
+    ``logged_artifacts()``). Each artifact ``preds-...:vN`` lands in ``root/preds-...-vNNN`` (version
+    zero-padded to 3 digits); an existing folder is never overwritten. ``api`` defaults to
+    ``wandb.Api()``; tests inject a fake. Returns the folders written in this call.
+    """
+    if api is None:
+        try:
+            import wandb
+        except ImportError as error:
+            raise DataError(
+                "downloading from Weights & Biases needs the optional extra: pip install 'modelval[wandb]'"
+            ) from error
+        api = wandb.Api()
+    if isinstance(runs, str):
+        runs = [api.run(runs)]
+    root = Path(root)
+    root.mkdir(parents=True, exist_ok=True)
+    written = []
+    for run in runs:
+        for artifact in run.logged_artifacts():
+            name, _, version = str(artifact.name).partition(":")
+            if not name.startswith(prefix):
+                continue
+            version = version or str(getattr(artifact, "version", "v0"))
+            number = int(version.lstrip("v")) if version.lstrip("v").isdigit() else 0
+            target = root / f"{name}-v{number:03d}"
+            if target.exists():
+                continue
+            artifact.download(root=str(target))
+            written.append(target)
+    return written

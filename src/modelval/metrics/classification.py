@@ -1,0 +1,224 @@
+"""Confusion matrix, precision, recall and F1 with scikit-learn's averaging and ``zero_division`` rules.
+
+Rows of the confusion matrix are true classes, columns predicted classes (``M[i, j]`` counts true
+``i`` predicted ``j``), as in scikit-learn. Precision of class ``c`` is ``M[c, c] / column sum``,
+recall ``M[c, c] / row sum``, F1 ``2 TP / (2 TP + FP + FN)``.
+
+``average``: ``None`` (per class), ``"macro"`` (unweighted mean over classes), ``"weighted"`` (mean
+weighted by true support), ``"micro"`` (pooled TP/FP/FN; for single-label multiclass data micro
+precision = recall = F1 = accuracy).
+
+``zero_division`` is the value of a ratio whose denominator is 0: ``"warn"`` (0 with a
+``RuntimeWarning``, scikit-learn's default), ``0``, ``1`` or ``nan``. With ``nan``, undefined classes
+are left out of the macro/weighted average, as in scikit-learn >= 1.3.
+
+Classes: ``range(num_classes)`` when ``num_classes`` is given (a class absent from both labels and
+predictions then counts, as in torchmetrics); otherwise the sorted union of the labels and predictions
+present (scikit-learn's default).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+
+from modelval.errors import InputValidationError
+from modelval.metrics.calibration import _as_numpy
+
+Average = Literal["macro", "micro", "weighted"] | None
+AVERAGES: tuple[str | None, ...] = ("macro", "micro", "weighted", None)
+
+
+def validate_labels(labels: Any, preds: Any, num_classes: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Check equal-length 1-D non-negative integer labels and predictions (below ``num_classes``)."""
+    y = _as_numpy(labels, "labels")
+    p = _as_numpy(preds, "preds")
+    if y.ndim != 1 or p.ndim != 1:
+        raise InputValidationError(
+            f"labels and preds must be 1-D class indices, got shapes {y.shape} and {p.shape} "
+            "(for (N, C) scores pass scores.argmax(1))"
+        )
+    if y.shape != p.shape:
+        raise InputValidationError(f"labels and preds must have the same length, got {y.shape[0]} and {p.shape[0]}")
+    if y.size == 0:
+        raise InputValidationError("no examples: labels and preds are empty")
+    out = []
+    for name, arr in (("labels", y), ("preds", p)):
+        if np.issubdtype(arr.dtype, np.floating):
+            if np.isnan(arr).any() or np.any(np.mod(arr, 1) != 0):
+                raise InputValidationError(f"{name} must be integer class indices, got non-integer values")
+            arr = arr.astype(np.int64)
+        elif not np.issubdtype(arr.dtype, np.integer):
+            raise InputValidationError(f"{name} must be integer class indices, got dtype {arr.dtype}")
+        if (arr < 0).any():
+            raise InputValidationError(f"{name} must be >= 0, got {int(arr.min())}")
+        if num_classes is not None and (arr >= num_classes).any():
+            raise InputValidationError(
+                f"{name} contain class {int(arr.max())} but num_classes={num_classes}; raise num_classes"
+            )
+        out.append(arr.astype(np.int64))
+    if num_classes is not None and (isinstance(num_classes, bool) or int(num_classes) < 1):
+        raise InputValidationError(f"num_classes must be a positive integer, got {num_classes!r}")
+    return out[0], out[1]
+
+
+def class_labels(labels: np.ndarray, preds: np.ndarray, num_classes: int | None) -> np.ndarray:
+    if num_classes is not None:
+        return np.arange(num_classes)
+    return np.union1d(labels, preds)
+
+
+def confusion_matrix(labels: Any, preds: Any, num_classes: int | None = None) -> np.ndarray:
+    """``(K, K)`` integer counts, row = true class, column = predicted class."""
+    y, p = validate_labels(labels, preds, num_classes)
+    classes = class_labels(y, p, num_classes)
+    index = np.searchsorted(classes, np.concatenate([y, p]))
+    yi, pi = index[: len(y)], index[len(y) :]
+    k = len(classes)
+    return np.bincount(yi * k + pi, minlength=k * k).reshape(k, k)
+
+
+def per_class_accuracy_from_confmat(confmat: np.ndarray) -> np.ndarray:
+    """Recall of each class from a confusion matrix (rows = true class); NaN for a class with no examples."""
+    support = confmat.sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(support > 0, np.diag(confmat) / np.where(support > 0, support, 1), np.nan)
+
+
+def _divide(num: np.ndarray, den: np.ndarray, zero_division: float | str, what: str) -> np.ndarray:
+    num = np.asarray(num, dtype=np.float64)
+    den = np.asarray(den, dtype=np.float64)
+    zero = den == 0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = np.where(zero, np.nan, num / np.where(zero, 1, den))
+    if zero.any():
+        if zero_division == "warn":
+            warnings.warn(
+                f"{what} is ill-defined for {int(zero.sum())} class(es) and set to 0.0; "
+                "pass zero_division=0, 1 or nan to choose the value and silence this warning",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+        out = np.where(zero, _zero_value(zero_division), out)
+    return out
+
+
+def _zero_value(zero_division: float | str) -> float:
+    return 0.0 if zero_division == "warn" else float(zero_division)
+
+
+def _check_zero_division(zero_division: Any) -> None:
+    if zero_division == "warn":
+        return
+    if isinstance(zero_division, bool) or not isinstance(zero_division, (int, float)):
+        raise InputValidationError(f"zero_division must be 'warn', 0, 1 or nan, got {zero_division!r}")
+    if not (math.isnan(zero_division) or zero_division in (0, 1)):
+        raise InputValidationError(f"zero_division must be 'warn', 0, 1 or nan, got {zero_division!r}")
+
+
+@dataclass(frozen=True)
+class PrecisionRecallF1:
+    precision: float | np.ndarray
+    recall: float | np.ndarray
+    f1: float | np.ndarray
+    support: np.ndarray  # true examples per class
+
+
+def precision_recall_f1(
+    labels: Any,
+    preds: Any,
+    *,
+    average: Average = "macro",
+    num_classes: int | None = None,
+    zero_division: float | str = "warn",
+) -> PrecisionRecallF1:
+    """Precision, recall and F1 like ``sklearn.metrics.precision_recall_fscore_support``."""
+    if average not in AVERAGES:
+        raise InputValidationError(f"average must be one of {AVERAGES}, got {average!r}")
+    _check_zero_division(zero_division)
+    cm = confusion_matrix(labels, preds, num_classes)
+    tp = np.diag(cm).astype(np.float64)
+    pred_count = cm.sum(axis=0).astype(np.float64)
+    support = cm.sum(axis=1)
+    if average == "micro":
+        tp, pred_count, true_count = (
+            tp.sum(keepdims=True),
+            pred_count.sum(keepdims=True),
+            support.sum(keepdims=True),
+        )
+    else:
+        true_count = support.astype(np.float64)
+    precision = _divide(tp, pred_count, zero_division, "precision")
+    recall = _divide(tp, true_count, zero_division, "recall")
+    # F1 from counts, as scikit-learn does: it is defined (0) when TP = 0 but FP + FN > 0.
+    f1 = _divide(2 * tp, 2 * tp + (pred_count - tp) + (true_count - tp), zero_division, "F1")
+    if average == "micro":
+        return PrecisionRecallF1(float(precision[0]), float(recall[0]), float(f1[0]), support)
+    if average is None:
+        return PrecisionRecallF1(precision, recall, f1, support)
+    weights = np.ones_like(tp) if average == "macro" else support.astype(np.float64)
+
+    def reduce(values: np.ndarray) -> float:
+        # scikit-learn's _nanaverage: NaN (zero_division=nan) classes are left out; all NaN gives NaN;
+        # if the remaining weights are all zero, the plain mean of the remaining values is used.
+        keep = ~np.isnan(values)
+        if not keep.any():
+            return math.nan
+        w = weights[keep]
+        return float(np.average(values[keep], weights=w if w.sum() > 0 else None))
+
+    return PrecisionRecallF1(reduce(precision), reduce(recall), reduce(f1), support)
+
+
+class ClassificationReport:
+    """Accumulates labels and predictions over batches (torchmetrics-style ``update``/``compute``).
+
+    ``compute()`` returns a dict with accuracy, balanced accuracy, per-class accuracy, the confusion
+    matrix and precision/recall/F1 for every averaging mode.
+    """
+
+    def __init__(self, num_classes: int, *, zero_division: float | str = 0.0) -> None:
+        if isinstance(num_classes, bool) or not isinstance(num_classes, (int, np.integer)) or num_classes < 1:
+            raise InputValidationError(f"num_classes must be a positive integer, got {num_classes!r}")
+        _check_zero_division(zero_division)
+        self.num_classes = int(num_classes)
+        self.zero_division = zero_division
+        self.reset()
+
+    def reset(self) -> None:
+        self.confmat = np.zeros((self.num_classes, self.num_classes), dtype=np.int64)
+
+    def update(self, labels: Any, preds: Any) -> None:
+        p = _as_numpy(preds, "preds")
+        if p.ndim == 2:  # (N, C) scores or probabilities
+            p = p.argmax(axis=1)
+        self.confmat += confusion_matrix(labels, p, self.num_classes)
+
+    def compute(self) -> dict[str, Any]:
+        if self.confmat.sum() == 0:
+            raise InputValidationError("ClassificationReport.compute() called before any update()")
+        # Expand the confusion matrix back into (label, pred) pairs so every metric shares one code path.
+        rows, cols = np.nonzero(self.confmat)
+        counts = self.confmat[rows, cols]
+        y, p = np.repeat(rows, counts), np.repeat(cols, counts)
+        per_class = per_class_accuracy_from_confmat(self.confmat)
+        result: dict[str, Any] = {
+            "n": int(self.confmat.sum()),
+            "accuracy": float(np.trace(self.confmat) / self.confmat.sum()),
+            "balanced_accuracy": float(np.nanmean(per_class)),
+            "per_class_accuracy": per_class,
+            "confusion_matrix": self.confmat.copy(),
+        }
+        for average in ("macro", "micro", "weighted", None):
+            prf = precision_recall_f1(
+                y, p, average=average, num_classes=self.num_classes, zero_division=self.zero_division
+            )
+            key = average or "per_class"
+            result[f"precision_{key}"] = prf.precision
+            result[f"recall_{key}"] = prf.recall
+            result[f"f1_{key}"] = prf.f1
+        return result

@@ -1,0 +1,168 @@
+"""Metrics for long-tailed training evaluated on (usually balanced) test sets.
+
+* per-class accuracy ``acc_c`` = recall of class ``c``; NaN for a class without test examples.
+* balanced accuracy = mean of ``acc_c`` over classes with test examples
+  (``sklearn.metrics.balanced_accuracy_score``).
+* reweighted accuracy = ``sum_c w_c * acc_c`` with class weights ``w`` normalised to sum 1, usually
+  the training-set class frequencies (``class_weights.json``). A class with weight > 0 but no test
+  examples makes it undefined, and we say so rather than silently dropping the class.
+* head/medium/few ("many/medium/few-shot") groups by training count. Boundary rule (the one of Liu et
+  al. 2019, OLTR, ``shot_acc``): many if ``count > many_threshold`` (100), few if
+  ``count < few_threshold`` (20), medium otherwise, i.e. ``20 <= count <= 100``. Some repositories use
+  ``>= 100``; a class with exactly 100 training images is *medium* here.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from modelval.errors import DataError, InputValidationError
+from modelval.metrics.calibration import _as_numpy
+from modelval.metrics.classification import confusion_matrix, per_class_accuracy_from_confmat, validate_labels
+
+
+def per_class_accuracy(labels: Any, preds: Any, num_classes: int) -> np.ndarray:
+    """Accuracy on the examples of each class ``0 .. num_classes - 1`` (NaN where a class has none)."""
+    return per_class_accuracy_from_confmat(confusion_matrix(labels, preds, num_classes))
+
+
+def balanced_accuracy(labels: Any, preds: Any, num_classes: int | None = None) -> float:
+    """Mean per-class accuracy over the classes that occur in ``labels``."""
+    y, p = validate_labels(labels, preds, num_classes)
+    k = int(max(y.max(), p.max()) + 1) if num_classes is None else num_classes
+    return float(np.nanmean(per_class_accuracy(y, p, k)))
+
+
+def normalize_class_weights(weights: Any, num_classes: int | None = None) -> np.ndarray:
+    """Check non-negative finite weights (one per class, not all zero) and scale them to sum 1."""
+    w = _as_numpy(weights, "class weights")
+    if w.ndim != 1:
+        raise InputValidationError(f"class weights must be a flat list (one per class), got shape {w.shape}")
+    if not np.issubdtype(w.dtype, np.number):
+        raise InputValidationError(f"class weights must be numbers, got dtype {w.dtype}")
+    w = w.astype(np.float64)
+    if num_classes is not None and len(w) != num_classes:
+        raise InputValidationError(f"expected {num_classes} class weights (one per class), got {len(w)}")
+    if not np.isfinite(w).all():
+        bad = [i for i, x in enumerate(w) if not math.isfinite(x)]
+        raise InputValidationError(f"class weights must be finite; NaN/inf at class(es) {bad[:10]}")
+    if (w < 0).any():
+        bad = np.flatnonzero(w < 0).tolist()
+        raise InputValidationError(f"class weights must be >= 0; negative at class(es) {bad[:10]}")
+    if w.sum() == 0:
+        raise InputValidationError("class weights are all zero; at least one class needs a positive weight")
+    return w / w.sum()
+
+
+def _read_per_class_json(path: str | Path, what: str, num_classes: int | None = None) -> list[float]:
+    """One number per class from a JSON list ``[v0, v1, ...]`` or dict ``{"0": v0, "1": v1, ...}``.
+
+    A dict must have exactly the keys ``"0" .. str(K - 1)`` (K = ``num_classes``, else the number of keys).
+    ``what`` names the values in messages ("class weight", "training count").
+    """
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as error:
+        raise DataError(f"{what} file not found: {path}") from error
+    except json.JSONDecodeError as error:
+        raise DataError(f'{path} is not valid JSON ({error}); expected a list or a {{"0": value}} dict') from error
+    if isinstance(data, dict):
+        try:
+            keys = sorted(int(k) for k in data)
+        except ValueError as error:
+            raise DataError(f'{path}: dict keys must be class indices like "0", got {list(data)[:5]}') from error
+        k = num_classes if num_classes is not None else len(keys)
+        if keys != list(range(k)):
+            missing = sorted(set(range(k)) - set(keys))
+            extra = sorted(set(keys) - set(range(k)))
+            raise DataError(f'{path}: expected keys "0".."{k - 1}"; missing {missing[:10]}, unexpected {extra[:10]}')
+        by_index = {int(key): value for key, value in data.items()}
+        values = [by_index[i] for i in range(k)]
+    elif isinstance(data, list):
+        values = data
+    else:
+        raise DataError(f"{path}: expected a JSON list or dict of {what}s, got {type(data).__name__}")
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+        raise DataError(f"{path}: every {what} must be a number")
+    return values
+
+
+def load_class_weights(path: str | Path, num_classes: int | None = None) -> np.ndarray:
+    """Read ``class_weights.json`` (a list or a ``{"0": w}`` dict); weights are normalised to sum 1."""
+    values = _read_per_class_json(path, "class weight", num_classes)
+    try:
+        return normalize_class_weights(np.asarray(values, dtype=np.float64), num_classes)
+    except InputValidationError as error:
+        raise DataError(f"{path}: {error}") from error
+
+
+def reweighted_accuracy(labels: Any, preds: Any, class_weights: Any) -> float:
+    """``sum_c w_c * acc_c`` with ``w`` normalised to sum 1 (one weight per class)."""
+    w = normalize_class_weights(class_weights)
+    y, p = validate_labels(labels, preds, len(w))
+    acc = per_class_accuracy(y, p, len(w))
+    missing = np.flatnonzero(np.isnan(acc) & (w > 0))
+    if missing.size:
+        raise InputValidationError(
+            f"class(es) {missing[:10].tolist()} have a positive weight but no test examples, so the "
+            "reweighted accuracy is undefined; give them weight 0 or add test examples"
+        )
+    return float(np.sum(np.where(w > 0, acc, 0.0) * w))
+
+
+@dataclass(frozen=True)
+class ShotGroups:
+    many: np.ndarray
+    medium: np.ndarray
+    few: np.ndarray
+    many_threshold: int
+    few_threshold: int
+
+
+def shot_groups(train_counts: Any, *, many_threshold: int = 100, few_threshold: int = 20) -> ShotGroups:
+    """Split classes by training count: many ``> many_threshold``, few ``< few_threshold``, else medium."""
+    c = _as_numpy(train_counts, "train counts")
+    if c.ndim != 1 or c.size == 0:
+        raise InputValidationError(f"train counts must be a non-empty flat list, got shape {c.shape}")
+    if not np.issubdtype(c.dtype, np.number) or not np.isfinite(c.astype(np.float64)).all() or (c < 0).any():
+        raise InputValidationError("train counts must be finite numbers >= 0")
+    if few_threshold > many_threshold:
+        raise InputValidationError(f"few_threshold ({few_threshold}) must not exceed many_threshold ({many_threshold})")
+    many = np.flatnonzero(c > many_threshold)
+    few = np.flatnonzero(c < few_threshold)
+    medium = np.flatnonzero((c >= few_threshold) & (c <= many_threshold))
+    return ShotGroups(many, medium, few, many_threshold, few_threshold)
+
+
+def shot_accuracy(
+    labels: Any, preds: Any, train_counts: Any, *, many_threshold: int = 100, few_threshold: int = 20
+) -> dict[str, float]:
+    """Mean per-class accuracy within the many/medium/few groups (NaN for an empty group).
+
+    Classes without test examples are left out of their group's mean.
+    """
+    groups = shot_groups(train_counts, many_threshold=many_threshold, few_threshold=few_threshold)
+    n = len(np.asarray(train_counts))
+    acc = per_class_accuracy(labels, preds, n)
+    out = {}
+    for name in ("many", "medium", "few"):
+        idx = getattr(groups, name)
+        vals = acc[idx]
+        vals = vals[~np.isnan(vals)]
+        out[name] = float(vals.mean()) if vals.size else math.nan
+    return out
+
+
+def load_train_counts(path: str | Path) -> np.ndarray:
+    """Read training counts per class: a JSON list or a ``{"0": n}`` dict."""
+    counts = np.asarray(_read_per_class_json(path, "training count"), dtype=np.float64)
+    if (counts < 0).any() or not np.isfinite(counts).all():
+        raise DataError(f"{path}: training counts must be finite and >= 0")
+    return counts

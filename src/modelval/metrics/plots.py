@@ -1,0 +1,140 @@
+"""PNG plots for calibration: reliability diagram, confidence histogram, ECE against temperature.
+
+Kept apart from :mod:`modelval.metrics.calibration` so the metrics import no matplotlib. The Agg backend is
+selected explicitly: these functions only write files and must work on machines without a display.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from modelval.errors import InputValidationError
+from modelval.metrics.calibration import ReliabilityBins
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _finite_bins(bins: ReliabilityBins) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    # The torchmetrics convention's hidden bin [1, 1] has zero width; draw it as a thin bar at 1.0.
+    lo = bins.edges[:, 0]
+    width = np.maximum(bins.edges[:, 1] - lo, 0.01)
+    lo = np.where(bins.edges[:, 1] - bins.edges[:, 0] > 0, lo, 1.0 - width)
+    return lo, width, bins.counts, bins.counts > 0
+
+
+def reliability_diagram(
+    bins: ReliabilityBins, path: str | Path, *, title: str = "Reliability diagram", histogram: bool = True
+) -> Path:
+    """Accuracy bars per bin, the gap to the mean confidence shaded, the diagonal, ECE/MCE annotated.
+
+    With ``histogram=True`` a second panel shows the share of examples per bin (the confidence
+    histogram of Guo et al., Fig. 1, top row).
+    """
+    plt = _pyplot()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lo, width, counts, nonempty = _finite_bins(bins)
+    if histogram:
+        fig, (ax, hax) = plt.subplots(2, 1, figsize=(5, 7), gridspec_kw={"height_ratios": [3, 1]}, sharex=True)
+    else:
+        fig, ax = plt.subplots(figsize=(5, 5))
+        hax = None
+    acc = np.where(nonempty, bins.accuracy, 0.0)
+    conf = np.where(nonempty, bins.confidence, 0.0)
+    ax.bar(lo, acc, width=width, align="edge", color="tab:blue", edgecolor="black", label="accuracy")
+    bottom = np.minimum(acc, conf)
+    ax.bar(
+        lo[nonempty],
+        np.abs(acc - conf)[nonempty],
+        bottom=bottom[nonempty],
+        width=width[nonempty],
+        align="edge",
+        color="tab:red",
+        alpha=0.35,
+        hatch="//",
+        edgecolor="tab:red",
+        label="gap",
+    )
+    ax.plot([0, 1], [0, 1], linestyle="--", color="gray", label="perfect calibration")
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.set_ylabel("accuracy")
+    ax.set_title(title)
+    ax.text(
+        0.03,
+        0.74,  # below the legend, in the empty upper-left triangle above the diagonal
+        f"ECE = {bins.ece * 100:.2f}%\nMCE = {bins.mce * 100:.2f}%\nN = {bins.total}",
+        transform=ax.transAxes,
+        va="top",
+        bbox={"facecolor": "lavender", "edgecolor": "gray"},
+    )
+    ax.legend(loc="upper left")
+    if hax is not None:
+        hax.bar(lo, counts / max(bins.total, 1), width=width, align="edge", color="tab:gray", edgecolor="black")
+        hax.set_ylabel("share of examples")
+        hax.set_xlabel("confidence")
+    else:
+        ax.set_xlabel("confidence")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def confidence_histogram(bins: ReliabilityBins, path: str | Path, *, title: str = "Confidence histogram") -> Path:
+    """Share of examples per confidence bin, with mean accuracy and mean confidence as vertical lines."""
+    plt = _pyplot()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lo, width, counts, nonempty = _finite_bins(bins)
+    fig, ax = plt.subplots(figsize=(5, 3.5))
+    ax.bar(lo, counts / bins.total, width=width, align="edge", color="tab:blue", edgecolor="black")
+    mean_acc = float(np.sum(bins.accuracy[nonempty] * counts[nonempty]) / bins.total)
+    mean_conf = float(np.sum(bins.confidence[nonempty] * counts[nonempty]) / bins.total)
+    ax.axvline(mean_acc, color="black", linestyle="--", label=f"accuracy {mean_acc:.3f}")
+    ax.axvline(mean_conf, color="tab:red", linestyle=":", label=f"avg. confidence {mean_conf:.3f}")
+    ax.set_xlim(0, 1)
+    ax.set_xlabel("confidence")
+    ax.set_ylabel("share of examples")
+    ax.set_title(title)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def ece_vs_temperature(
+    temperatures: Sequence[float], eces: Sequence[float], path: str | Path, *, fitted: float | None = None
+) -> Path:
+    """ECE (in %) against the temperature, optionally marking a fitted temperature."""
+    if len(temperatures) != len(eces) or not temperatures:
+        raise InputValidationError(
+            f"need one ECE per temperature, got {len(temperatures)} temperatures and {len(eces)} ECE values"
+        )
+    plt = _pyplot()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig, ax = plt.subplots(figsize=(6, 4))
+    ax.plot(list(temperatures), [e * 100 for e in eces], marker="o", color="purple")
+    if fitted is not None:
+        ax.axvline(fitted, color="gray", linestyle="--", label=f"fitted T = {fitted:.3f}")
+        ax.legend()
+    ax.set_xlabel("temperature T")
+    ax.set_ylabel("ECE (%)")
+    ax.set_title("ECE vs temperature")
+    ax.grid(True)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path

@@ -1,0 +1,280 @@
+"""Post-hoc scaling of logits (Guo et al. 2017): temperature, vector and matrix scaling.
+
+All three are fitted on held-out ``(N, C)`` logits by minimising the mean negative log-likelihood.
+
+* Temperature scaling divides the logits by one scalar ``T > 0``. ``T`` is found by a bounded
+  golden-section search over ``log T`` (the NLL is convex in ``1 / T``, hence unimodal in ``log T``),
+  followed by a few Newton steps on ``1 / T``. The search is deterministic: no random start, no
+  dependence on the thread count. ``argmax`` is unchanged because ``T > 0``.
+* Vector scaling learns ``softmax(w * z + b)`` and matrix scaling ``softmax(z W^T + b)`` with
+  ``torch.optim.LBFGS`` in float64 from the identity. Both may change the predicted class.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from modelval.errors import DataError, InputValidationError
+from modelval.metrics.calibration import _as_numpy, expected_calibration_error
+
+LOG_T_BOUNDS: tuple[float, float] = (math.log(1e-3), math.log(1e3))
+
+
+def validate_logits(logits: Any, labels: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Check ``(N, C)`` finite logits and ``(N,)`` integer labels in ``[0, C)``."""
+    z = _as_numpy(logits, "logits")
+    y = _as_numpy(labels, "labels")
+    if z.ndim != 2 or z.shape[1] < 2:
+        raise InputValidationError(f"logits must have shape (N, C) with C >= 2, got {z.shape}")
+    if y.shape != (z.shape[0],):
+        raise InputValidationError(f"labels must have shape ({z.shape[0]},) to match the logits, got {y.shape}")
+    if z.shape[0] == 0:
+        raise InputValidationError("no examples: cannot fit or evaluate on empty logits")
+    z = z.astype(np.float64)
+    if not np.isfinite(z).all():
+        raise InputValidationError("logits contain NaN or infinite values; fix or drop those rows")
+    if not np.issubdtype(y.dtype, np.integer):
+        if np.issubdtype(y.dtype, np.floating) and np.all(np.mod(y, 1) == 0):
+            y = y.astype(np.int64)
+        else:
+            raise InputValidationError(f"labels must be integer class indices, got dtype {y.dtype}")
+    if (y < 0).any() or (y >= z.shape[1]).any():
+        raise InputValidationError(f"labels must lie in [0, {z.shape[1] - 1}] for {z.shape[1]} logit columns")
+    return z, y.astype(np.int64)
+
+
+def softmax(logits: np.ndarray) -> np.ndarray:
+    shifted = logits - logits.max(axis=1, keepdims=True)
+    e = np.exp(shifted)
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def _log_softmax(logits: np.ndarray) -> np.ndarray:
+    shifted = logits - logits.max(axis=1, keepdims=True)
+    return shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+
+
+def negative_log_likelihood(logits: Any, labels: Any, temperature: float = 1.0) -> float:
+    """Mean NLL of ``softmax(logits / temperature)`` (``torch.nn.functional.cross_entropy``)."""
+    z, y = validate_logits(logits, labels)
+    _check_temperature(temperature)
+    return _nll(z / temperature, y)
+
+
+def _nll(z: np.ndarray, y: np.ndarray) -> float:
+    return float(-_log_softmax(z)[np.arange(len(y)), y].mean())
+
+
+def _check_temperature(temperature: float) -> None:
+    if not (isinstance(temperature, (int, float, np.floating)) and math.isfinite(temperature) and temperature > 0):
+        raise InputValidationError(f"temperature must be a finite number > 0, got {temperature!r}")
+
+
+def apply_temperature(logits: Any, temperature: float) -> np.ndarray:
+    """Calibrated probabilities ``softmax(logits / T)``."""
+    _check_temperature(temperature)
+    z = _as_numpy(logits, "logits").astype(np.float64)
+    if z.ndim != 2:
+        raise InputValidationError(f"logits must have shape (N, C), got {z.shape}")
+    return softmax(z / temperature)
+
+
+def fit_temperature(logits: Any, labels: Any, *, tol: float = 1e-10) -> float:
+    """The temperature ``T > 0`` minimising the NLL of ``softmax(logits / T)`` on held-out data.
+
+    Bounded to ``[1e-3, 1e3]``; a result on a bound means the data ask for a more extreme value (e.g.
+    a perfectly separated validation set pushes ``T`` towards 0).
+    """
+    z, y = validate_logits(logits, labels)
+    zy = z[np.arange(len(y)), y]
+
+    def nll_beta(beta: float) -> float:
+        s = beta * z
+        m = s.max(axis=1)
+        return float(np.mean(m + np.log(np.exp(s - m[:, None]).sum(axis=1)) - beta * zy))
+
+    lo, hi = LOG_T_BOUNDS
+    golden = (math.sqrt(5) - 1) / 2
+    a, b = lo, hi
+    c, d = b - golden * (b - a), a + golden * (b - a)
+    fc, fd = nll_beta(math.exp(-c)), nll_beta(math.exp(-d))
+    while b - a > 1e-6:
+        if fc <= fd:
+            b, d, fd = d, c, fc
+            c = b - golden * (b - a)
+            fc = nll_beta(math.exp(-c))
+        else:
+            a, c, fc = c, d, fd
+            d = a + golden * (b - a)
+            fd = nll_beta(math.exp(-d))
+    log_t = (a + b) / 2
+    # Newton on beta = 1/T polishes the bracketed optimum to machine precision (convex in beta).
+    beta = math.exp(-log_t)
+    for _ in range(20):
+        p = softmax(beta * z)
+        mean_z = (p * z).sum(axis=1)
+        grad = float(np.mean(mean_z - zy))
+        hess = float(np.mean((p * z * z).sum(axis=1) - mean_z**2))
+        if hess <= 0 or not math.isfinite(grad):
+            break
+        step = grad / hess
+        new_beta = beta - step
+        if not (math.exp(-hi) <= new_beta <= math.exp(-lo)) or nll_beta(new_beta) > nll_beta(beta):
+            break
+        beta = new_beta
+        if abs(step) < tol * max(1.0, beta):
+            break
+    return float(1.0 / beta)
+
+
+@dataclass(frozen=True)
+class TemperatureSweepPoint:
+    temperature: float
+    nll: float
+    ece: float
+    accuracy: float
+
+
+def temperature_sweep(
+    logits: Any,
+    labels: Any,
+    temperatures: Sequence[float] = (0.5, 1.0, 1.5, 2.0),
+    *,
+    n_bins: int = 15,
+) -> list[TemperatureSweepPoint]:
+    """NLL and ECE at fixed temperatures (the seed's sweep ``T in {0.5, 1, 1.5, 2}``, 15 bins)."""
+    z, y = validate_logits(logits, labels)
+    points = []
+    for t in temperatures:
+        _check_temperature(t)
+        probs = softmax(z / t)
+        pred = probs.argmax(axis=1)
+        correct = (pred == y).astype(np.float64)
+        points.append(
+            TemperatureSweepPoint(
+                temperature=float(t),
+                nll=_nll(z / t, y),
+                ece=expected_calibration_error(probs.max(axis=1), correct, n_bins),
+                accuracy=float(correct.mean()),
+            )
+        )
+    return points
+
+
+@dataclass(frozen=True)
+class LogitScaler:
+    """A fitted scaling: ``transform(logits)`` returns calibrated logits, ``predict_proba`` probabilities."""
+
+    method: str
+    weight: np.ndarray  # scalar 1/T, vector (C,) or matrix (C, C)
+    bias: np.ndarray
+
+    @property
+    def temperature(self) -> float:
+        if self.method != "temperature":
+            raise AttributeError(f"{self.method} scaling has no single temperature")
+        return float(1.0 / self.weight)
+
+    def transform(self, logits: Any) -> np.ndarray:
+        z = _as_numpy(logits, "logits").astype(np.float64)
+        if z.ndim != 2:
+            raise InputValidationError(f"logits must have shape (N, C), got {z.shape}")
+        if self.method == "matrix":
+            if z.shape[1] != self.weight.shape[1]:
+                raise InputValidationError(f"scaler was fitted on {self.weight.shape[1]} classes, got {z.shape[1]}")
+            return z @ self.weight.T + self.bias
+        if self.method == "vector" and z.shape[1] != self.weight.shape[0]:
+            raise InputValidationError(f"scaler was fitted on {self.weight.shape[0]} classes, got {z.shape[1]}")
+        return z * self.weight + self.bias
+
+    def predict_proba(self, logits: Any) -> np.ndarray:
+        return softmax(self.transform(logits))
+
+
+def fit_scaling(
+    logits: Any,
+    labels: Any,
+    method: Literal["temperature", "vector", "matrix"] = "temperature",
+    *,
+    max_iter: int = 200,
+) -> LogitScaler:
+    """Fit temperature, vector or matrix scaling on held-out logits by minimising the NLL."""
+    z, y = validate_logits(logits, labels)
+    if method == "temperature":
+        t = fit_temperature(z, y)
+        return LogitScaler("temperature", np.asarray(1.0 / t), np.asarray(0.0))
+    if method not in ("vector", "matrix"):
+        raise InputValidationError(f"method must be 'temperature', 'vector' or 'matrix', got {method!r}")
+    import torch
+
+    n_classes = z.shape[1]
+    zt = torch.as_tensor(z, dtype=torch.float64)
+    yt = torch.as_tensor(y)
+    if method == "vector":
+        w = torch.ones(n_classes, dtype=torch.float64, requires_grad=True)
+    else:
+        w = torch.eye(n_classes, dtype=torch.float64).requires_grad_(True)
+    b = torch.zeros(n_classes, dtype=torch.float64, requires_grad=True)
+    optimizer = torch.optim.LBFGS(
+        [w, b],
+        lr=1.0,
+        max_iter=max_iter,
+        tolerance_grad=1e-10,
+        tolerance_change=1e-12,
+        line_search_fn="strong_wolfe",
+    )
+
+    def closure() -> torch.Tensor:
+        optimizer.zero_grad()
+        out = zt * w + b if method == "vector" else zt @ w.T + b
+        loss = torch.nn.functional.cross_entropy(out, yt)
+        loss.backward()
+        return loss
+
+    optimizer.step(closure)
+    return LogitScaler(method, w.detach().numpy().copy(), b.detach().numpy().copy())
+
+
+def load_logits_file(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
+    """Read held-out logits and labels for ``modelval temperature``.
+
+    Accepted formats:
+
+    * ``.npz`` with arrays ``logits`` (N, C) and ``labels`` (N,) (``numpy.savez(f, logits=..., labels=...)``);
+    * ``.pt`` / ``.pth``: a dict ``{"logits": Tensor, "labels": Tensor}`` saved with ``torch.save``
+      (loaded with ``weights_only=True``, so no code in the file is executed).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"logits file not found: {path}")
+    suffix = path.suffix.lower()
+    try:
+        if suffix == ".npz":
+            with np.load(path, allow_pickle=False) as data:
+                content = {k: data[k] for k in data.files}
+        elif suffix in (".pt", ".pth"):
+            import torch
+
+            content = torch.load(path, map_location="cpu", weights_only=True)
+        else:
+            raise DataError(
+                f"{path}: unsupported logits file type {suffix!r}; use .npz (arrays logits, labels) "
+                "or .pt (dict with logits, labels)"
+            )
+    except DataError:
+        raise
+    except Exception as error:  # numpy/torch raise many types for corrupt files
+        raise DataError(f"{path}: could not read logits ({type(error).__name__}: {error})") from error
+    if not isinstance(content, dict) or not {"logits", "labels"} <= set(content):
+        found = sorted(content) if isinstance(content, dict) else type(content).__name__
+        raise DataError(f"{path}: expected entries 'logits' and 'labels', found {found}")
+    try:
+        return validate_logits(content["logits"], content["labels"])
+    except InputValidationError as error:
+        raise DataError(f"{path}: {error}") from error

@@ -1,0 +1,30 @@
+"""Validation: expected values with their sources, the runner, diagnosis, baselines, reports and the audit.
+
+The wing on top of :mod:`modelval.evaluation`: it decides whether a model's shape bias matches what
+was published, explains a mismatch (calculation, preprocessing or model source), guards against
+regressions with baselines, and writes the reports.
+"""
+
+from modelval.validation.baseline import baseline_from_evaluation, compare_to_baseline, load_baseline, save_baseline
+from modelval.validation.diagnosis import diagnose
+from modelval.validation.expected import ExpectedShapeBias, expected_for, load_expected
+from modelval.validation.reports import ReportRow, format_comparison, format_report, write_validation_reports
+from modelval.validation.runner import ValidationCase, ValidationRunner, build_cases
+
+__all__ = [
+    "ExpectedShapeBias",
+    "ReportRow",
+    "ValidationCase",
+    "ValidationRunner",
+    "baseline_from_evaluation",
+    "build_cases",
+    "compare_to_baseline",
+    "diagnose",
+    "expected_for",
+    "format_comparison",
+    "format_report",
+    "load_baseline",
+    "load_expected",
+    "save_baseline",
+    "write_validation_reports",
+]

@@ -1,0 +1,236 @@
+"""Tables, JSON/CSV/Markdown reports and per-category plots of shape-bias results.
+
+One :class:`ReportRow` per evaluated (model, source, normalization); the same rows feed the CLI
+table, the pytest terminal summary and the files written by ``--report-dir``.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from modelval.behaviour.categories import CATEGORIES
+from modelval.behaviour.shape_bias import ShapeBiasResult
+from modelval.evaluation import Evaluation
+from modelval.validation.expected import ExpectedShapeBias
+
+
+@dataclass
+class ReportRow:
+    model: str
+    label: str
+    source: str
+    normalization: str
+    result: ShapeBiasResult
+    expected: ExpectedShapeBias | None = None
+    verdict: str | None = None  # overrides the expected-value verdict (e.g. "DETECTED" for wrong normalization)
+    note: str = ""
+
+    @property
+    def difference(self) -> float | None:
+        if self.expected is None or self.expected.value is None:
+            return None
+        return self.result.shape_bias - self.expected.value
+
+    @property
+    def final_verdict(self) -> str:
+        if self.verdict:
+            return self.verdict
+        return self.expected.verdict(self.result.shape_bias) if self.expected else "n/a"
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "model": self.model,
+            "label": self.label,
+            "source": self.source,
+            "normalization": self.normalization,
+            **self.result.to_dict(),
+            "expected": None if self.expected is None else self.expected.value,
+            "tolerance": None if self.expected is None else self.expected.tolerance,
+            "expected_source": None if self.expected is None else self.expected.source,
+            "difference": self.difference,
+            "verdict": self.final_verdict,
+            "note": self.note,
+        }
+
+
+def _pct(value: float | None, signed: bool = False) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "n/a"
+    return f"{value * 100:+.2f}%" if signed else f"{value * 100:.2f}%"
+
+
+COMPARISON_COLUMNS = ("Model", "Source", "Normalization", "Shape bias", "Expected", "Difference", "Verdict")
+BREAKDOWN_COLUMNS = ("Model", "Normalization", "Shape hits", "Texture hits", "Other", "Conflicts", "Cue acc.", "95% CI")
+
+
+def _comparison_cells(row: ReportRow) -> list[str]:
+    expected = row.expected.value if row.expected else None
+    return [
+        row.label,
+        row.source,
+        row.normalization,
+        _pct(row.result.shape_bias),
+        _pct(expected),
+        _pct(row.difference, signed=True),
+        row.final_verdict,
+    ]
+
+
+def _breakdown_cells(row: ReportRow) -> list[str]:
+    r = row.result
+    return [
+        row.label,
+        row.normalization,
+        str(r.shape_hits),
+        str(r.texture_hits),
+        str(r.other),
+        str(r.conflict_images),
+        _pct(r.cue_accuracy),
+        f"[{_pct(r.ci_low)}, {_pct(r.ci_high)}]",
+    ]
+
+
+def _text_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
+    line = "  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True))
+    rule = "-" * len(line)
+    body = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
+    return "\n".join([line, rule, *body])
+
+
+def format_comparison(rows: Sequence[ReportRow]) -> str:
+    """The "Model | Source | Normalization | Shape bias | Expected | Difference | Verdict" table."""
+    return _text_table(COMPARISON_COLUMNS, [_comparison_cells(r) for r in rows])
+
+
+def format_breakdown(rows: Sequence[ReportRow]) -> str:
+    return _text_table(BREAKDOWN_COLUMNS, [_breakdown_cells(r) for r in rows])
+
+
+def format_per_category(result: ShapeBiasResult) -> str:
+    header = ("Category", "Shape hits", "Texture hits", "Other", "Shape bias")
+    rows = [
+        [c, str(v.shape_hits), str(v.texture_hits), str(v.other), _pct(v.shape_bias)]
+        for c, v in result.per_category.items()
+    ]
+    return _text_table(header, rows)
+
+
+def format_report(rows: Sequence[ReportRow], *, per_category: bool = True) -> str:
+    """The full human-readable report: comparison, breakdown, and per-category detail."""
+    parts = ["SHAPE BIAS COMPARISON", format_comparison(rows), "", "DETAILED BREAKDOWN", format_breakdown(rows)]
+    if per_category:
+        for row in rows:
+            parts += ["", f"Per shape category: {row.label} ({row.normalization})", format_per_category(row.result)]
+    sources = {r.expected.source for r in rows if r.expected and r.expected.value is not None}
+    if sources:
+        parts += ["", "Expected values: " + "; ".join(sorted(sources))]
+    return "\n".join(parts)
+
+
+def format_markdown(rows: Sequence[ReportRow]) -> str:
+    def md(header: Sequence[str], body: Sequence[Sequence[str]]) -> str:
+        lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in body])
+
+    return (
+        "\n\n".join(
+            [
+                "# Shape-bias validation report",
+                md(COMPARISON_COLUMNS, [_comparison_cells(r) for r in rows]),
+                "## Breakdown",
+                md(BREAKDOWN_COLUMNS, [_breakdown_cells(r) for r in rows]),
+            ]
+        )
+        + "\n"
+    )
+
+
+def write_reports(
+    rows: Sequence[ReportRow], directory: str | os.PathLike[str], *, stem: str = "shape_bias"
+) -> list[Path]:
+    """Write ``<stem>.json``, ``<stem>.csv`` and ``<stem>.md`` into ``directory``."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    records = [r.to_dict() for r in rows]
+    json_path = directory / f"{stem}.json"
+    json_path.write_text(json.dumps(records, indent=2))
+    csv_path = directory / f"{stem}.csv"
+    flat_keys = [k for k in records[0] if k != "per_category"] if records else []
+    with csv_path.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=flat_keys, extrasaction="ignore")
+        writer.writeheader()
+        for record in records:
+            writer.writerow({k: json.dumps(v) if isinstance(v, list) else v for k, v in record.items()})
+    md_path = directory / f"{stem}.md"
+    md_path.write_text(format_markdown(rows))
+    return [json_path, csv_path, md_path]
+
+
+def plot_per_category(
+    results: dict[str, ShapeBiasResult],
+    path: str | os.PathLike[str],
+    *,
+    title: str = "Shape bias per shape category",
+) -> Path:
+    """Per-category shape bias, in the spirit of model-vs-human's shape-bias figure.
+
+    Categories run down the y axis; the x axis is the fraction of shape decisions (bottom) and of
+    texture decisions (top) among shape+texture hits. A vertical line marks each model's overall
+    shape bias.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig, ax = plt.subplots(figsize=(6.5, 7))
+    markers = "osD^v<>ph*"
+    positions = range(len(CATEGORIES))
+    for number, (label, result) in enumerate(results.items()):
+        values = [result.per_category[c].shape_bias for c in CATEGORIES]
+        colour = f"C{number % 10}"
+        ax.scatter(values, positions, marker=markers[number % len(markers)], color=colour, label=label, zorder=3)
+        ax.axvline(result.shape_bias, color=colour, linestyle="--", linewidth=1, alpha=0.8)
+    ax.set_yticks(list(positions), CATEGORIES)
+    ax.invert_yaxis()
+    ax.set_xlim(-0.02, 1.02)
+    ax.set_xlabel("fraction of 'shape' decisions")
+    top = ax.secondary_xaxis("top", functions=(lambda x: 1 - x, lambda x: 1 - x))
+    top.set_xlabel("fraction of 'texture' decisions")
+    ax.grid(axis="x", alpha=0.3)
+    ax.set_title(title, pad=30)
+    ax.legend(loc="lower right", fontsize=8, frameon=True)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def write_validation_reports(
+    rows: Sequence[ReportRow],
+    evaluations: Mapping[tuple[str, str], Evaluation],
+    directory: str | os.PathLike[str],
+) -> list[Path]:
+    """Everything ``pytest --report-dir`` writes: the tables as JSON/CSV/Markdown, per-image decision
+    CSVs in the published raw-data format (``decisions/<model>__<normalization>.csv``) and one
+    per-category plot per model (``plots/<model>.png``, all its normalizations in one figure)."""
+    from modelval.behaviour.decisions import write_decisions
+
+    directory = Path(directory)
+    written = write_reports(rows, directory)
+    for (model, normalization), evaluation in evaluations.items():
+        path = directory / "decisions" / f"{model}__{normalization}.csv"
+        written.append(write_decisions(path, evaluation.decisions, subject=model))
+    for model in sorted({model for model, _ in evaluations}):
+        results = {f"{model} ({n})": e.result for (m, n), e in evaluations.items() if m == model}
+        written.append(plot_per_category(results, directory / "plots" / f"{model}.png", title=f"Shape bias: {model}"))
+    return written

@@ -1,0 +1,115 @@
+"""``modelval models``, ``fetch``, ``audit-preprocessing`` and the model options of ``shape-bias``, in-process."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from modelval.cli import main
+from modelval.models import list_models
+from modelval.models.resnet import SIN_URL, resnet50_entry
+from weights_helpers import save_with_hash_name, serve
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_models_lists_every_entry_with_its_source(capsys, isolated_caches):
+    code, out, _ = run(capsys, "models")
+    assert code == 0
+    for entry in list_models():
+        assert any(line.startswith(entry.name) and entry.source in line for line in out.splitlines())
+    code, out, _ = run(capsys, "models", "--json")
+    rows = {row["name"]: row for row in json.loads(out)}
+    assert rows["efficientnet_lite0"]["weights_present"] is True
+    assert rows["resnet50_in"]["weights_present"] is False
+    assert rows["resnet50_in"]["weights_url"] == "https://download.pytorch.org/models/resnet50-0676ba61.pth"
+    assert rows["deit_small_hf"]["source"] == "huggingface"
+
+
+def test_fetch_downloads_a_verified_file(capsys, isolated_caches, temporary_entry, tmp_path):
+    served = save_with_hash_name({"state_dict": {"w": torch.ones(2)}}, tmp_path / "served", "tiny", ".pth.tar")
+    with serve(served.parent) as server:
+        entry = temporary_entry(resnet50_entry("fetch_test", "x", f"{server.url}/{served.name}", "state_dict", "test"))
+        code, out, _ = run(capsys, "fetch", entry.name)
+    assert code == 0 and f"ok      {entry.name}" in out
+    assert (isolated_caches["checkpoints"] / served.name).read_bytes() == served.read_bytes()
+
+
+def test_fetch_failure_is_one_clear_message_without_traceback(capsys, isolated_caches, tmp_path, monkeypatch):
+    served = tmp_path / "served"
+    served.mkdir()
+    name = SIN_URL.rsplit("/", 1)[-1]
+    (served / name).write_bytes(b"not the checkpoint")
+    other = tmp_path / "elsewhere"
+    with serve(served) as server:
+        monkeypatch.setenv("MODELVAL_WEIGHTS_MIRROR", server.url)
+        code, _, err = run(capsys, "fetch", "resnet50_sin", "--checkpoint-dir", str(other))
+    assert code == 2
+    assert "Traceback" not in err
+    assert "resnet50_sin" in err and str(other / name) in err and f"{server.url}/{name}" in err
+    assert f"modelval fetch resnet50_sin --checkpoint-dir {other}" in err
+    assert not (other / name).exists()
+
+
+def test_fetch_needs_a_name(capsys):
+    with pytest.raises(SystemExit) as caught:
+        main(["fetch"])
+    assert caught.value.code == 2
+
+
+def test_shape_bias_offline_without_weights_names_the_fetch_command(capsys, isolated_caches, tmp_path, data_root):
+    cache = tmp_path / "my-cache"
+    args = ["--offline", "--checkpoint-dir", str(cache), "--data-root", str(data_root)]
+    code, out, err = run(capsys, "shape-bias", "--model", "resnet50_in", *args)
+    assert code == 2 and out == ""
+    assert "Traceback" not in err
+    assert "'resnet50_in'" in err and str(cache / "resnet50-0676ba61.pth") in err
+    assert "https://download.pytorch.org/models/resnet50-0676ba61.pth" in err
+    assert f"modelval fetch resnet50_in --checkpoint-dir {cache}" in err
+
+
+def test_audit_json_and_measure_without_weights(capsys, isolated_caches, data_root):
+    code, out, _ = run(
+        capsys,
+        "audit-preprocessing",
+        "--model",
+        "deit_small",
+        "--images",
+        "2",
+        "--data-root",
+        str(data_root),
+        "--json",
+        "--measure",
+        "--offline",
+    )
+    assert code == 0
+    (report,) = json.loads(out)
+    sources = {s["name"]: s for s in report["sources"]}
+    assert set(sources) == {"deit_small_hub", "deit_small_hf", "DeiTImageProcessor()", "deit_small_timm"}
+    assert sources["deit_small_hf"]["mean"] == [0.5, 0.5, 0.5] and sources["deit_small_hf"]["flags"]
+    assert report["measurements"] == []
+    assert len(report["measurement_notes"]) == 3
+    assert all("not measured" in n and "modelval fetch deit_small_" in n for n in report["measurement_notes"])
+
+
+@pytest.mark.slow
+def test_measured_effect_of_normalization_on_the_bundled_model(stimulus_set, bundled_model):
+    from modelval.validation.audit import measure_normalizations
+
+    # The session's decoded stimuli (shared with the other full-set tests); the CLI calls the same function.
+    measured = {m.normalization: m for m in measure_normalizations("efficientnet_lite0", stimulus_set)}
+    assert set(measured) == {"model (half)", "imagenet"}  # "half" is the model's own: measured once
+    own, imagenet = measured["model (half)"], measured["imagenet"]
+    # The lead's independent measurement of the same model on the same 1280 stimuli.
+    assert (own.shape_hits, own.texture_hits, own.conflict_images) == (197, 626, 1200)
+    assert (imagenet.shape_hits, imagenet.texture_hits) == (204, 546)
+    assert own.shape_bias == pytest.approx(0.2394, abs=5e-5)
+    assert own.cue_accuracy == pytest.approx(0.6858, abs=5e-5)
+    assert imagenet.shape_bias == pytest.approx(0.2720, abs=5e-5)
+    assert imagenet.cue_accuracy == pytest.approx(0.6250, abs=5e-5)

@@ -1,0 +1,181 @@
+"""The real download -> verify -> load path, driven against checkpoint files served on 127.0.0.1."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import torch
+
+from modelval.errors import ChecksumError, DataError, WeightsNotAvailableError
+from modelval.models import fetch_weights, load_model, weights_status
+from modelval.models.checkpoints import load_state_dict_file
+from modelval.models.resnet import SIN_URL, resnet50_entry
+from modelval.preprocessing import prepare_batch
+from weights_helpers import save_geirhos_checkpoint, save_with_hash_name, serve
+
+
+@pytest.fixture(scope="session")
+def geirhos(tmp_path_factory: pytest.TempPathFactory):
+    """A random-init ResNet-50 saved exactly like the texture-vs-shape checkpoints, with a correct hash name."""
+    from torchvision.models import resnet50
+
+    torch.manual_seed(0)
+    model = resnet50(weights=None).eval()
+    served = tmp_path_factory.mktemp("served")
+    return model, save_geirhos_checkpoint(model, served)
+
+
+def files_in(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir())
+
+
+def local_entry(url: str):
+    return resnet50_entry("resnet50_local_test", "SIN", url, "state_dict", "texture-vs-shape")
+
+
+def test_geirhos_checkpoint_downloads_verifies_and_loads_strictly(
+    geirhos, isolated_caches, temporary_entry, few_stimuli
+):
+    model, served_file = geirhos
+    with serve(served_file.parent) as server:
+        entry = temporary_entry(local_entry(f"{server.url}/{served_file.name}"))
+        assert weights_status(entry.name).available is False
+        loaded = load_model(entry.name, progress=False)
+    cached = isolated_caches["checkpoints"] / served_file.name
+    assert files_in(isolated_caches["checkpoints"]) == [served_file.name]  # no temporary file left
+    assert cached.read_bytes() == served_file.read_bytes()
+    assert weights_status(entry.name).available is True
+    inputs = prepare_batch(few_stimuli[:2], loaded.config.preprocess)
+    with torch.inference_mode():
+        assert torch.equal(loaded.model(inputs), model(inputs))
+    # Second load: from the cache, offline, no server.
+    again = load_model(entry.name, offline=True, progress=False)
+    with torch.inference_mode():
+        assert torch.equal(again.model(inputs), model(inputs))
+
+
+def test_state_dict_keys_are_stripped_and_loaded_strictly(geirhos, tmp_path):
+    _, served_file = geirhos
+    raw = load_state_dict_file(served_file, key="state_dict")
+    assert all(k.startswith("module.") for k in raw)
+    # A checkpoint missing a tensor must not load silently.
+    del raw["module.fc.bias"]
+    broken = save_with_hash_name({"state_dict": raw}, tmp_path, "broken", ".pth.tar")
+    from modelval.models.resnet import resnet50_from_checkpoint
+
+    with pytest.raises(RuntimeError, match=r"fc\.bias"):
+        resnet50_from_checkpoint(broken, key="state_dict")
+
+
+def test_wrong_hash_on_the_real_entry_is_refused_and_removed(isolated_caches, tmp_path, monkeypatch):
+    served = tmp_path / "served"
+    served.mkdir()
+    name = SIN_URL.rsplit("/", 1)[-1]
+    torch.save({"state_dict": {"w": torch.zeros(3)}}, served / name)  # right name, wrong content
+    with serve(served) as server:
+        monkeypatch.setenv("MODELVAL_WEIGHTS_MIRROR", server.url)
+        with pytest.raises(WeightsNotAvailableError) as caught:
+            load_model("resnet50_sin", progress=False)
+    message = str(caught.value)
+    assert "'resnet50_sin'" in message
+    assert str(isolated_caches["checkpoints"] / name) in message
+    assert f"{server.url}/{name}" in message
+    assert "modelval fetch resnet50_sin --checkpoint-dir" in message
+    assert "SHA-256" in message and "c8e5653e" in message
+    assert files_in(isolated_caches["checkpoints"]) == []
+
+
+@pytest.mark.parametrize(
+    ("mode", "reason", "attempts"),
+    [("truncate", "IncompleteRead|cut short", 4), ("error500", "HTTP 500", 4), ("close", "onnection", 4)],
+)
+def test_failed_downloads_leave_no_file_and_name_everything(
+    geirhos, isolated_caches, temporary_entry, mode, reason, attempts
+):
+    _, served_file = geirhos
+    with serve(served_file.parent, mode) as server:
+        url = f"{server.url}/{served_file.name}"
+        entry = temporary_entry(local_entry(url))
+        with pytest.raises(WeightsNotAvailableError) as caught:
+            load_model(entry.name, progress=False)
+    message = str(caught.value)
+    assert entry.name in message and served_file.name in message and url in message
+    assert f"modelval fetch {entry.name}" in message
+    assert re.search(reason, message)
+    assert sum(server.requests.values()) == attempts  # first try + 3 retries
+    assert files_in(isolated_caches["checkpoints"]) == []
+
+
+def test_connection_refused(isolated_caches, temporary_entry):
+    import socket
+
+    with socket.socket() as probe:  # a port that was free a moment ago: nothing listens there
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/resnet50_train_60_epochs-c8e5653e.pth.tar"
+    entry = temporary_entry(local_entry(url))
+    with pytest.raises(WeightsNotAvailableError, match="connection failed") as caught:
+        load_model(entry.name, progress=False)
+    assert url in str(caught.value)
+    assert files_in(isolated_caches["checkpoints"]) == []
+
+
+def test_offline_and_not_cached_never_connects(geirhos, isolated_caches, temporary_entry):
+    _, served_file = geirhos
+    with serve(served_file.parent) as server:
+        entry = temporary_entry(local_entry(f"{server.url}/{served_file.name}"))
+        status = weights_status(entry.name)
+        with pytest.raises(WeightsNotAvailableError) as caught:
+            load_model(entry.name, offline=True, progress=False)
+    assert server.requests == {}
+    assert str(caught.value).startswith(status.message)
+    assert "offline" in str(caught.value)
+
+
+def test_offline_environment_variable(isolated_caches, monkeypatch):
+    monkeypatch.setenv("MODELVAL_OFFLINE", "1")
+    with pytest.raises(WeightsNotAvailableError, match=r"resnet50_in.*resnet50-0676ba61\.pth"):
+        load_model("resnet50_in", progress=False)
+
+
+def test_corrupt_cached_file_is_detected_before_load_and_fetch_repairs_it(
+    geirhos, isolated_caches, temporary_entry, few_stimuli
+):
+    model, served_file = geirhos
+    cached = isolated_caches["checkpoints"] / served_file.name
+    data = bytearray(served_file.read_bytes())
+    data[len(data) // 2] ^= 0xFF  # one flipped byte: still a loadable zip, wrong weights
+    cached.write_bytes(bytes(data))
+    with serve(served_file.parent) as server:
+        entry = temporary_entry(local_entry(f"{server.url}/{served_file.name}"))
+        with pytest.raises(ChecksumError) as caught:
+            load_model(entry.name, offline=True, progress=False)
+        assert "corrupt" in str(caught.value)
+        assert f"modelval fetch {entry.name} --checkpoint-dir {isolated_caches['checkpoints']}" in str(caught.value)
+        assert server.requests == {}
+        fetch_weights(entry.name, progress=False)
+    assert cached.read_bytes() == served_file.read_bytes()
+    loaded = load_model(entry.name, offline=True, progress=False)
+    inputs = prepare_batch(few_stimuli[:1], loaded.config.preprocess)
+    with torch.inference_mode():
+        assert torch.equal(loaded.model(inputs), model(inputs))
+
+
+def test_torch_hub_cache_is_used_when_it_holds_the_file(geirhos, isolated_caches, temporary_entry):
+    _, served_file = geirhos
+    hub_checkpoints = isolated_caches["torch"] / "hub" / "checkpoints"
+    hub_checkpoints.mkdir(parents=True)
+    (hub_checkpoints / served_file.name).symlink_to(served_file)
+    entry = temporary_entry(local_entry(f"http://127.0.0.1:9/{served_file.name}"))
+    status = weights_status(entry.name)
+    assert status.available, status.message
+    assert str(hub_checkpoints) in status.message
+
+
+def test_checkpoints_with_code_objects_are_refused(tmp_path):
+    path = tmp_path / "evil.pth"
+    torch.save({"state_dict": {"w": torch.zeros(1)}, "object": Path("x")}, path)
+    with pytest.raises(DataError, match="refused to load"):
+        load_state_dict_file(path, key="state_dict")

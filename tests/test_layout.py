@@ -1,0 +1,175 @@
+"""The layout is the architecture: imports between the wings flow one way, downward.
+
+    cli -> validation -> evaluation -> behaviour / datasets / models -> shared ground
+    metrics stands alone: it imports only the shared ground.
+
+The test reads every module's imports (``import`` statements anywhere in the file, including the
+lazy ones inside functions) with :mod:`ast`, so a forbidden edge fails here the day it is written.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "src" / "modelval"
+
+SHARED = {"download", "preprocessing", "errors", "paths", "runtime", "jsonio"}
+WINGS = {"cli", "validation", "evaluation", "behaviour", "datasets", "models", "metrics"}
+
+#: wing -> the wings (besides itself and the shared ground) that it may import
+ALLOWED: dict[str, set[str]] = {
+    "cli": {"validation", "evaluation", "behaviour", "datasets", "models", "metrics"},
+    "validation": {"evaluation", "behaviour", "datasets", "models"},
+    "evaluation": {"behaviour", "datasets", "models"},
+    # A dataset's labels are the 16 categories, so datasets read the behaviour wing's category
+    # names and stimulus grammar; behaviour never reads a folder.
+    "datasets": {"behaviour"},
+    "behaviour": set(),
+    "models": set(),
+    "metrics": set(),
+    "shared": set(),
+    "package": WINGS,  # modelval/__init__.py re-exports lazily; __main__ calls the cli
+}
+
+
+def wing_of(module: str) -> str:
+    """``modelval.metrics.calibration`` -> ``metrics``; the shared ground is one wing, ``shared``."""
+    parts = module.split(".")
+    if parts == ["modelval"] or parts[1:] == ["__main__"]:
+        return "package"
+    head = parts[1]
+    if head in SHARED:
+        return "shared"
+    if head in WINGS:
+        return head
+    raise AssertionError(f"{module}: not in any wing; add it to a wing or to the shared ground in tests/test_layout.py")
+
+
+def is_module(name: str) -> bool:
+    return (PACKAGE / f"{name}.py").is_file() or (PACKAGE / name / "__init__.py").is_file()
+
+
+def module_name(path: Path) -> str:
+    relative = path.relative_to(PACKAGE.parent).with_suffix("")
+    parts = list(relative.parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def imported_modules(path: Path, module: str) -> set[str]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - node.level + 1]
+                target = ".".join([*base, node.module] if node.module else base)
+            else:
+                target = node.module or ""
+            found.add(target)
+            # `from modelval import models` imports the submodule `modelval.models`
+            if target == "modelval":
+                found.update(f"modelval.{alias.name}" for alias in node.names if is_module(alias.name))
+        elif (
+            isinstance(node, ast.Call)
+            and getattr(node.func, "attr", None) == "import_module"
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+        ):
+            found.add(node.args[0].value)
+    return {name for name in found if name == "modelval" or name.startswith("modelval.")}
+
+
+def all_modules() -> list[Path]:
+    return sorted(PACKAGE.rglob("*.py"))
+
+
+def forbidden_imports() -> list[str]:
+    problems = []
+    for path in all_modules():
+        module = module_name(path)
+        source = wing_of(module)
+        for target in sorted(imported_modules(path, module)):
+            if target == "modelval":
+                continue  # the package's own lazy re-exports; only `__version__` and errors are eager
+            destination = wing_of(target)
+            if destination in (source, "shared") or destination in ALLOWED[source]:
+                continue
+            problems.append(f"{module} ({source}) imports {target} ({destination})")
+    return problems
+
+
+def test_every_module_belongs_to_a_wing():
+    for path in all_modules():
+        wing_of(module_name(path))
+
+
+def test_imports_flow_downward():
+    problems = forbidden_imports()
+    assert not problems, "imports against the layout (see docs/architecture.md):\n" + "\n".join(problems)
+
+
+def test_metrics_wing_stands_alone():
+    for path in (PACKAGE / "metrics").rglob("*.py"):
+        module = module_name(path)
+        for target in imported_modules(path, module):
+            if target != "modelval":
+                assert wing_of(target) in ("metrics", "shared"), f"{module} imports {target}"
+
+
+def test_no_import_cycles_between_modules():
+    graph = {module_name(p): imported_modules(p, module_name(p)) for p in all_modules()}
+    modules = set(graph)
+    # Only top-level imports make a cycle at import time; a cycle through function-level imports is
+    # still a design smell, so every edge counts.
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        stack.append(node)
+        for target in sorted(graph.get(node, ())):
+            if target not in modules or target == node or target == "modelval":
+                continue
+            if node.startswith(target + ".") or (target.count(".") < node.count(".") and node.startswith(target)):
+                continue  # a module importing its own package's __init__ re-exports
+            if state.get(target) == 1:
+                return [*stack[stack.index(target) :], target]
+            if target not in state:
+                cycle = visit(target)
+                if cycle:
+                    return cycle
+        stack.pop()
+        state[node] = 2
+        return None
+
+    for module in sorted(modules):
+        if module not in state:
+            cycle = visit(module)
+            assert cycle is None, "import cycle: " + " -> ".join(cycle)
+
+
+@pytest.mark.parametrize(
+    ("source", "target", "allowed"),
+    [
+        ("modelval.metrics.calibration", "modelval.models.registry", False),
+        ("modelval.behaviour.decisions", "modelval.datasets.stimuli", False),
+        ("modelval.datasets.stimuli", "modelval.behaviour.categories", True),
+        ("modelval.evaluation", "modelval.validation.runner", False),
+        ("modelval.cli.metrics", "modelval.metrics.calibration", True),
+        ("modelval.models.registry", "modelval.runtime", True),
+    ],
+)
+def test_the_rule_itself(source, target, allowed):
+    """The checker would catch the edges the issue names (e.g. metrics importing models)."""
+    src, dst = wing_of(source), wing_of(target)
+    assert (dst in (src, "shared") or dst in ALLOWED[src]) is allowed

@@ -1,0 +1,90 @@
+"""Regression baselines: the committed one passes, a preprocessing change is caught and explained."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from modelval.cli import main
+from modelval.errors import DataError
+from modelval.validation.baseline import compare_to_baseline, load_baseline, save_baseline
+from modelval.validation.runner import MAX_BASELINE_FLIPS
+
+COMMITTED = Path(__file__).resolve().parents[1] / "fixtures" / "baselines" / "efficientnet_lite0.json"
+
+
+def test_committed_baseline_format():
+    baseline = load_baseline(COMMITTED)
+    assert baseline["model"] == "efficientnet_lite0" and baseline["normalization"] == "model"
+    assert len(baseline["images"]) == 1280
+    first = baseline["images"][0]
+    assert set(first) == {"name", "shape", "texture", "decision", "top5"}
+    probabilities = [p for _, p in first["top5"]]
+    assert len(probabilities) == 5 and probabilities == sorted(probabilities, reverse=True)
+    assert first["decision"] == first["top5"][0][0]
+
+
+@pytest.mark.slow
+def test_committed_baseline_still_holds(bundled_evaluations):
+    comparison = compare_to_baseline(
+        load_baseline(COMMITTED), bundled_evaluations("model"), max_flips=MAX_BASELINE_FLIPS
+    )
+    assert comparison.passed, comparison.format()
+    assert comparison.max_shift < 1e-3
+
+
+@pytest.mark.slow
+def test_preprocessing_change_is_reported_image_by_image(bundled_evaluations):
+    baseline = load_baseline(COMMITTED)
+    changed = bundled_evaluations("imagenet")
+    comparison = compare_to_baseline(baseline, changed)
+    assert not comparison.passed
+    decisions_then = {r["name"]: r["decision"] for r in baseline["images"]}
+    expected_flips = sum(decisions_then[d.stimulus_name] != d.response for d in changed.decisions)
+    assert len(comparison.flips) == expected_flips > 100
+    flip = comparison.flips[0]
+    assert decisions_then[flip.name] == flip.before != flip.after
+    assert comparison.shape_bias_delta == pytest.approx(changed.result.shape_bias - baseline["summary"]["shape_bias"])
+    text = comparison.format()
+    assert f"{len(comparison.flips)} of 1280 decisions flipped" in text and f"{flip.name}: {flip.before} -> " in text
+    assert comparison.largest_shifts[0].delta != 0
+
+
+@pytest.mark.slow
+def test_cli_save_then_compare_with_a_changed_normalization(data_root, tmp_path, capsys, bundled_evaluations):
+    out = tmp_path / "lite0.json"
+    common = ["--data-root", str(data_root), "--device", "cpu", "--no-progress"]
+    assert main(["baseline", "save", "--model", "efficientnet_lite0", "--out", str(out), *common]) == 0
+    saved = load_baseline(out)
+    library = bundled_evaluations("model")
+    assert [r["decision"] for r in saved["images"]] == [d.response for d in library.decisions]
+    capsys.readouterr()
+    code = main(["baseline", "compare", str(out), "--normalization", "imagenet", "--json", *common])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 1 and report["passed"] is False
+    wrong = bundled_evaluations("imagenet")
+    assert report["flipped"] == sum(
+        a.response != b.response for a, b in zip(library.decisions, wrong.decisions, strict=True)
+    )
+    assert any("flipped decisions > --max-flips 0" in f for f in report["failures"])
+
+
+def test_bad_baseline_files_are_clear_errors(tmp_path, capsys):
+    with pytest.raises(DataError, match="not found"):
+        load_baseline(tmp_path / "absent.json")
+    (tmp_path / "broken.json").write_text("{not json")
+    with pytest.raises(DataError, match="not a JSON baseline"):
+        load_baseline(tmp_path / "broken.json")
+    (tmp_path / "other.json").write_text(json.dumps({"format": "something-else"}))
+    with pytest.raises(DataError, match="not a modelval baseline"):
+        load_baseline(tmp_path / "other.json")
+    assert main(["baseline", "compare", str(tmp_path / "other.json")]) == 2
+    assert "not a modelval baseline" in capsys.readouterr().err
+
+
+def test_baseline_of_other_stimuli_is_refused(bundled_evaluations, tmp_path):
+    baseline = load_baseline(COMMITTED)
+    baseline["images"] = [*baseline["images"][:-1], {**baseline["images"][-1], "name": "cat9-dog9.png"}]
+    path = save_baseline(tmp_path / "b.json", baseline)
+    with pytest.raises(DataError, match="different stimuli"):
+        compare_to_baseline(load_baseline(path), bundled_evaluations("model"))

@@ -1,0 +1,54 @@
+"""The validation matrix: every registered model entry x (correct, wrong) normalization x source.
+
+Correct normalization: within the published value's tolerance (fixtures/expected_shape_bias.toml),
+or the committed baseline for the bundled model, or a recorded finding where nothing is published
+(DeiT). Wrong normalization: the change must be detected. On failure the message names what is
+implicated: calculation, preprocessing or model source.
+
+Weight-needing cases skip with the exact `modelval fetch` command (fail under --strict-weights).
+Select families with --family resnet|deit|efficientnet|all.
+"""
+
+import pytest
+
+from modelval.validation.runner import build_cases, cross_source_tolerance
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "case" in metafunc.fixturenames:
+        cases = build_cases(metafunc.config.getoption("--family"))
+        params = [
+            pytest.param(case, id=case.id, marks=[] if case.source == "pypi" else [pytest.mark.weights])
+            for case in cases
+        ]
+        metafunc.parametrize("case", params)
+    if "deit_variant" in metafunc.fixturenames:
+        from modelval.models import list_models
+
+        family = metafunc.config.getoption("--family")
+        variants = sorted({e.variant for e in list_models(family="deit")}) if family in ("deit", "all") else []
+        metafunc.parametrize("deit_variant", [pytest.param(v, marks=pytest.mark.weights) for v in variants])
+
+
+@pytest.mark.slow
+def test_shape_bias(case, validation_runner, require_weights):
+    require_weights(case.model)
+    judgement = validation_runner.run(case)
+    assert judgement.passed, judgement.message
+
+
+@pytest.mark.slow
+def test_deit_sources_agree(deit_variant, validation_runner, require_weights):
+    """Same weights from torch.hub, HuggingFace and timm, each under its correct preprocessing, agree."""
+    from modelval.models import list_models
+
+    entries = [e for e in list_models(family="deit") if e.variant == deit_variant]
+    for entry in entries:
+        require_weights(entry.name)
+    values = {e.source: validation_runner.evaluate(e.name, "model").result.shape_bias for e in entries}
+    spread = max(values.values()) - min(values.values())
+    detail = ", ".join(f"{source} {value * 100:.2f}%" for source, value in sorted(values.items()))
+    assert spread <= cross_source_tolerance(), (
+        f"DeiT-{deit_variant}: sources disagree by {spread * 100:.2f} pp ({detail}); with identical weights this "
+        "implicates the MODEL SOURCE (conversion or architecture differences): run tests/test_source_equivalence.py"
+    )
