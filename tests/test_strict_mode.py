@@ -27,7 +27,7 @@ def run_pytest(*args: str) -> subprocess.CompletedProcess:
 
 @pytest.mark.parametrize("strict", [False, True])
 def test_missing_stimuli_skip_or_fail(tmp_path, strict):
-    args = ["tests/test_data.py::test_real_stimuli_counts", "--data-root", str(tmp_path / "absent")]
+    args = ["tests/datasets/test_stimuli.py::test_real_stimuli_counts", "--data-root", str(tmp_path / "absent")]
     result = run_pytest(*args, *(["--strict-data"] if strict else []))
     output = result.stdout + result.stderr
     assert "cue-conflict stimuli not found" in output and "modelval download-data" in output
@@ -40,7 +40,7 @@ def test_missing_stimuli_skip_or_fail(tmp_path, strict):
 @pytest.mark.parametrize("strict", [False, True])
 def test_missing_weights_skip_or_fail(tmp_path, strict):
     """A weight case with an empty checkpoint folder: skip naming the fetch command, or fail when strict."""
-    case = "tests/test_shape_bias_validation.py::test_shape_bias[resnet50-SIN-texture-vs-shape-correct-model-norm]"
+    case = "tests/validation/test_shape_bias_validation.py::test_shape_bias[resnet50-SIN-texture-vs-shape-correct-model-norm]"
     args = [case, "--checkpoint-dir", str(tmp_path)]
     result = run_pytest(*args, *(["--strict-weights"] if strict else []))
     output = result.stdout + result.stderr

@@ -10,7 +10,7 @@ from modelval.errors import DataError
 from modelval.validation.baseline import compare_to_baseline, load_baseline, save_baseline
 from modelval.validation.runner import MAX_BASELINE_FLIPS
 
-COMMITTED = Path(__file__).resolve().parents[1] / "fixtures" / "baselines" / "efficientnet_lite0.json"
+COMMITTED = Path(__file__).resolve().parents[2] / "fixtures" / "baselines" / "efficientnet_lite0.json"
 
 
 def test_committed_baseline_format():
