@@ -198,3 +198,14 @@ def responses(trials: Sequence[Trial], images: Sequence[str]) -> list[str]:
     """The observer's response to each of ``images`` (in that order)."""
     index = {t.image: t for t in trials}
     return [index[image].response for image in images]
+
+
+def decisions_from_trials(trials: Sequence[Trial]) -> list[Decision]:
+    """Cue-conflict trials as :class:`Decision` objects (shape and texture read from the image name)."""
+    decisions = []
+    for trial in trials:
+        shape, texture = parse_stimulus_name(trial.image)
+        if shape != trial.category:
+            raise DataError(f"{trial.imagename!r}: category {trial.category!r} disagrees with the shape {shape!r}")
+        decisions.append(Decision(trial.imagename or trial.image, shape, texture, trial.response))
+    return decisions
