@@ -127,7 +127,7 @@ def test_na_counts_as_wrong(reference_dir):
 
 def test_files_on_different_images_are_an_error(reference_dir):
     edges = read_trials(reference_dir / VGG_FILES["edges"])
-    with pytest.raises(DataError, match="do not cover the same images.*only in A"):
+    with pytest.raises(DataError, match=r"do not cover the same images.*only in A"):
         aligned(edges, edges[:-3])
     sil = read_trials(reference_dir / VGG_FILES["filled-silhouettes"])
     changed = [Trial(t.image, "bear" if t.category != "bear" else "cat", t.response) for t in sil]
@@ -138,7 +138,7 @@ def test_files_on_different_images_are_an_error(reference_dir):
 def test_reader_names_the_bad_row(tmp_path):
     path = tmp_path / "bad.csv"
     path.write_text("subj,object_response,category,imagename\nx,dog,dog,dog1.png\nx,wolf,dog,dog2.png\n")
-    with pytest.raises(DataError, match="line 3.*'wolf'"):
+    with pytest.raises(DataError, match=r"line 3.*'wolf'"):
         read_trials(path)
 
 
@@ -148,7 +148,8 @@ def test_reader_names_the_bad_row(tmp_path):
 def _independent_correctness(path: Path) -> dict[str, bool]:
     """Read a raw-data file with nothing but csv: image (after the last '_') -> response == category."""
     with path.open(newline="") as handle:
-        return {row["imagename"].split("_")[-1]: row["object_response"] == row["category"] for row in csv.DictReader(handle)}
+        rows = csv.DictReader(handle)
+        return {row["imagename"].split("_")[-1]: row["object_response"] == row["category"] for row in rows}
 
 
 def _human_paths(reference_dir: Path, dataset: str) -> list[Path]:
@@ -170,9 +171,7 @@ def test_human_ceiling_from_the_raw_data(reference_dir, dataset):
     # independently: csv + scikit-learn over every pair of distinct observers
     vectors = [_independent_correctness(p) for p in _human_paths(reference_dir, dataset)]
     images = sorted(vectors[0])
-    kappas = [
-        cohen_kappa_score([a[i] for i in images], [b[i] for i in images]) for a, b in combinations(vectors, 2)
-    ]
+    kappas = [cohen_kappa_score([a[i] for i in images], [b[i] for i in images]) for a, b in combinations(vectors, 2)]
     assert ceiling.mean == pytest.approx(float(np.mean(kappas)), abs=1e-12)
     assert round(ceiling.mean, 4) == HUMAN_CEILINGS[dataset]
     low, high = ceiling.range
@@ -201,10 +200,12 @@ def test_vgg16_against_the_humans(reference_dir, dataset):
     assert result.excluded_self is None and len(result.observers) == 10
     mine = _independent_correctness(reference_dir / VGG_FILES[dataset])
     images = sorted(mine)
-    expected = np.mean([
-        cohen_kappa_score([mine[i] for i in images], [h[i] for i in images])
-        for h in map(_independent_correctness, _human_paths(reference_dir, dataset))
-    ])  # fmt: skip
+    expected = np.mean(
+        [
+            cohen_kappa_score([mine[i] for i in images], [h[i] for i in images])
+            for h in map(_independent_correctness, _human_paths(reference_dir, dataset))
+        ]
+    )
     assert result.error_consistency == pytest.approx(expected, abs=1e-12)
     assert result.accuracy == pytest.approx(np.mean([mine[i] for i in images]))
     low, high = result.ci95
@@ -246,10 +247,12 @@ def test_images_where_the_model_chose_texture_but_humans_shape(reference_dir):
                 image = row["imagename"].split("_")[-1]
                 shape_votes[image] = shape_votes.get(image, 0) + (row["object_response"] == row["category"])
     expected = {
-        t.image for t in vgg
+        t.image
+        for t in vgg
         if t.response == t.image.split("-")[1].removesuffix(".png").rstrip("0123456789")
-        and t.response != t.category and shape_votes[t.image] >= 9
-    }  # fmt: skip
+        and t.response != t.category
+        and shape_votes[t.image] >= 9
+    }
     assert {item.image for item in found} == expected
     assert all(item.humans_shape >= 9 and item.response == item.texture for item in found)
     with pytest.raises(DataError, match="only on cue-conflict"):

@@ -13,9 +13,16 @@ from modelval.behaviour.trials import read_trials
 from modelval.cli import main
 
 HUMANS_KEYS = {
-    "accuracy", "human_accuracy", "error_consistency", "error_consistency_ci95", "human_error_consistency",
-    "observed_consistency", "observers", "dataset", "images",
-}  # fmt: skip
+    "accuracy",
+    "human_accuracy",
+    "error_consistency",
+    "error_consistency_ci95",
+    "human_error_consistency",
+    "observed_consistency",
+    "observers",
+    "dataset",
+    "images",
+}
 COMPARE_KEYS = {"difference", "ci95", "mcnemar_p", "discordant", "per_category"}
 FILES = {
     "cue-conflict": "style-transfer-512-nomask-experiment_vgg16_session-1.csv",
@@ -31,8 +38,19 @@ def _json(argv, capsys):
 
 @pytest.mark.parametrize("dataset", sorted(FILES))
 def test_humans_json_on_published_vgg16(reference_dir, dataset, capsys):
-    payload = _json(["humans", "--decisions", str(reference_dir / FILES[dataset]),
-                     "--reference-dir", str(reference_dir), "--json", "--bootstrap", "200"], capsys)  # fmt: skip
+    payload = _json(
+        [
+            "humans",
+            "--decisions",
+            str(reference_dir / FILES[dataset]),
+            "--reference-dir",
+            str(reference_dir),
+            "--json",
+            "--bootstrap",
+            "200",
+        ],
+        capsys,
+    )
     assert payload.keys() >= HUMANS_KEYS
     assert payload["dataset"] == dataset  # read from the image names
     assert payload["images"] == (1280 if dataset == "cue-conflict" else 160)
@@ -45,7 +63,8 @@ def test_humans_json_on_published_vgg16(reference_dir, dataset, capsys):
 
 def test_reference_dir_from_the_environment(reference_dir, monkeypatch, capsys):
     monkeypatch.setenv("MODELVAL_REFERENCE_DIR", str(reference_dir))
-    payload = _json(["humans", "--decisions", str(reference_dir / FILES["edges"]), "--json", "--bootstrap", "0"], capsys)
+    argv = ["humans", "--decisions", str(reference_dir / FILES["edges"]), "--json", "--bootstrap", "0"]
+    payload = _json(argv, capsys)
     assert payload["reference_dir"] == str(reference_dir)
 
 
@@ -68,8 +87,15 @@ def test_incomplete_file_is_a_clear_error(reference_dir, tmp_path, capsys):
 
 
 def test_declared_dataset_must_match_the_names(reference_dir, capsys):
-    argv = ["humans", "--decisions", str(reference_dir / FILES["edges"]), "--dataset", "filled-silhouettes",
-            "--reference-dir", str(reference_dir)]  # fmt: skip
+    argv = [
+        "humans",
+        "--decisions",
+        str(reference_dir / FILES["edges"]),
+        "--dataset",
+        "filled-silhouettes",
+        "--reference-dir",
+        str(reference_dir),
+    ]
     assert main(argv) == 2
     assert "image names are from the edges experiment" in capsys.readouterr().err
 
@@ -82,22 +108,46 @@ def test_model_on_edges_is_not_wired_yet(reference_dir, capsys):
 
 def test_humans_table_and_figures(reference_dir, tmp_path, capsys):
     plot, report = tmp_path / "ec.png", tmp_path / "report"
-    argv = ["humans", "--decisions", str(reference_dir / FILES["cue-conflict"]), "--reference-dir",
-            str(reference_dir), "--plot", str(plot), "--report-dir", str(report), "--bootstrap", "100"]  # fmt: skip
+    argv = [
+        "humans",
+        "--decisions",
+        str(reference_dir / FILES["cue-conflict"]),
+        "--reference-dir",
+        str(reference_dir),
+        "--plot",
+        str(plot),
+        "--report-dir",
+        str(report),
+        "--bootstrap",
+        "100",
+    ]
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert "error consistency" in out and "human-human ceiling" in out and "texture chosen although" in out
-    for path in (plot, plot.with_suffix(".pdf"), report / "shape-bias.png", report / "shape-bias.pdf",
-                 report / "error-consistency-cue-conflict.png"):  # fmt: skip
+    for path in (
+        plot,
+        plot.with_suffix(".pdf"),
+        report / "shape-bias.png",
+        report / "shape-bias.pdf",
+        report / "error-consistency-cue-conflict.png",
+    ):
         assert path.is_file() and path.stat().st_size > 5000
     assert Image.open(plot).size[0] > 400
     assert json.loads((report / "humans.json").read_text()).keys() >= HUMANS_KEYS
 
 
 def test_compare_two_published_files(reference_dir, capsys):
-    payload = _json(["compare", str(reference_dir / FILES["cue-conflict"]),
-                     str(reference_dir / "style-transfer-512-nomask-experiment_resnet50_session-1.csv"),
-                     "--json", "--bootstrap", "300"], capsys)  # fmt: skip
+    payload = _json(
+        [
+            "compare",
+            str(reference_dir / FILES["cue-conflict"]),
+            str(reference_dir / "style-transfer-512-nomask-experiment_resnet50_session-1.csv"),
+            "--json",
+            "--bootstrap",
+            "300",
+        ],
+        capsys,
+    )
     assert payload.keys() >= COMPARE_KEYS
     assert payload["statistic"] == "shape_bias" and payload["images"] == 1200
     assert payload["difference"] == pytest.approx(0.0921 - 0.2207, abs=1e-4)
@@ -109,8 +159,15 @@ def test_compare_two_published_files(reference_dir, capsys):
 
 def test_compare_table_and_plot_on_silhouettes(reference_dir, tmp_path, capsys):
     plot = tmp_path / "cmp.png"
-    argv = ["compare", str(reference_dir / "silhouette-filled-experiment_subject-01_session_1.csv"),
-            str(reference_dir / FILES["filled-silhouettes"]), "--plot", str(plot), "--bootstrap", "100"]  # fmt: skip
+    argv = [
+        "compare",
+        str(reference_dir / "silhouette-filled-experiment_subject-01_session_1.csv"),
+        str(reference_dir / FILES["filled-silhouettes"]),
+        "--plot",
+        str(plot),
+        "--bootstrap",
+        "100",
+    ]
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert "McNemar" in out and "accuracy" in out and "correct vs not" in out
@@ -124,9 +181,10 @@ def test_compare_across_experiments_is_an_error(reference_dir, capsys):
 
 def test_human_figures_from_published_decisions(reference_dir, tmp_path):
     argv = ["human-figures", "--reference-dir", str(reference_dir), "--report-dir", str(tmp_path), "--bootstrap", "100"]
-    for dataset, name in FILES.items():
+    for name in FILES.values():
         argv += ["--decisions", f"VGG-16={reference_dir / name}"]
-    argv += ["--decisions", f"ResNet-50={reference_dir / 'style-transfer-512-nomask-experiment_resnet50_session-1.csv'}"]
+    resnet = reference_dir / "style-transfer-512-nomask-experiment_resnet50_session-1.csv"
+    argv += ["--decisions", f"ResNet-50={resnet}"]
     assert main(argv) == 0
     for stem in ("shape-bias", "accuracy-by-dataset", "error-consistency"):
         for suffix in (".png", ".pdf"):
@@ -153,8 +211,21 @@ def test_bundled_model_error_consistency_through_the_cli(bundled_evaluations, re
 
 @pytest.mark.slow
 def test_humans_runs_the_bundled_model(data_root, reference_dir, bundled_evaluations, capsys):
-    argv = ["humans", "--model", "efficientnet_lite0", "--dataset", "cue-conflict", "--data-root", str(data_root),
-            "--device", "cpu", "--no-progress", "--reference-dir", str(reference_dir), "--json"]  # fmt: skip
+    argv = [
+        "humans",
+        "--model",
+        "efficientnet_lite0",
+        "--dataset",
+        "cue-conflict",
+        "--data-root",
+        str(data_root),
+        "--device",
+        "cpu",
+        "--no-progress",
+        "--reference-dir",
+        str(reference_dir),
+        "--json",
+    ]
     payload = _json(argv, capsys)
     fixture = bundled_evaluations("model").decisions
     accuracy = sum(d.response == d.shape for d in fixture) / len(fixture)

@@ -136,9 +136,7 @@ def human_ceiling(panel: HumanPanel) -> HumanCeiling:
     images = sorted(t.image for t in panel.observers[names[0]])
     vectors = {name: correctness(panel.observers[name], images) for name in names}
     pairs = {(a, b): error_consistency(vectors[a], vectors[b]).kappa for a, b in combinations(names, 2)}
-    per_observer = {
-        name: float(np.mean([k for pair, k in pairs.items() if name in pair])) for name in names
-    }  # fmt: skip
+    per_observer = {name: float(np.mean([k for pair, k in pairs.items() if name in pair])) for name in names}
     return HumanCeiling(float(np.mean(list(pairs.values()))), pairs, per_observer)
 
 

@@ -139,7 +139,7 @@ def compare_paired(
     return PairedComparison(
         dataset=dataset,
         statistic=statistic,
-        images=int(len(success_a)),
+        images=len(success_a),
         value_a=value_a,
         value_b=value_b,
         ci95=ci,

@@ -25,7 +25,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--decisions", action="append", default=[], metavar="[LABEL=]FILE", help="decision CSV")
     parser.add_argument("--model", action="append", default=[], metavar="NAME", help="registered model (cue-conflict)")
-    parser.add_argument("--reference-dir", help="published raw-data folder (default: $MODELVAL_REFERENCE_DIR, then the user cache)")
+    parser.add_argument(
+        "--reference-dir", help="published raw-data folder (default: $MODELVAL_REFERENCE_DIR, then the user cache)"
+    )
     parser.add_argument("--report-dir", type=Path, required=True, help="folder for the figures and figures.json")
     parser.add_argument("--bootstrap", type=int, default=DEFAULT_BOOTSTRAP)
     parser.add_argument("--seed", type=int, default=0)

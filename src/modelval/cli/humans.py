@@ -123,7 +123,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--decisions", type=Path, help="per-image decision CSV (published raw-data format)")
     parser.add_argument("--model", help="registered model name: evaluate it first (cue-conflict)")
     parser.add_argument("--dataset", choices=DATASETS, help="experiment (default: read from the image names)")
-    parser.add_argument("--reference-dir", help=f"published raw-data folder (default: ${REFERENCE_DIR_ENV}, then the user cache)")
+    parser.add_argument(
+        "--reference-dir", help=f"published raw-data folder (default: ${REFERENCE_DIR_ENV}, then the user cache)"
+    )
     parser.add_argument("--bootstrap", type=int, default=DEFAULT_BOOTSTRAP, help="bootstrap resamples (95%% interval)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--plot", type=Path, help="write the error-consistency figure (PNG and PDF)")
@@ -197,8 +199,10 @@ def format_summary(result: HumanComparison, label: str, payload: dict[str, objec
     despite = payload.get("texture_despite_humans")
     if isinstance(despite, dict):
         lines.append(
-            f"  texture chosen although >= {despite['min_humans']} of 10 humans chose the shape: {despite['count']} images"
+            f"  texture chosen although >= {despite['min_humans']} of 10 humans chose the shape: "
+            f"{despite['count']} images"
         )
         for item in despite["images"][:10]:
-            lines.append(f"    {item['image']}: answered {item['response']} ({item['humans_shape']}/{item['humans']} humans: {item['shape']})")
+            votes = f"{item['humans_shape']}/{item['humans']} humans: {item['shape']}"
+            lines.append(f"    {item['image']}: answered {item['response']} ({votes})")
     return "\n".join(lines)

@@ -84,8 +84,17 @@ def plot_shape_bias_figure(
             ax.scatter(values, rows, s=14, color=HUMAN_COLOUR, alpha=0.22, marker="D", linewidths=0, zorder=2)
         mean_rows = np.nanmean(matrix, axis=0)
         overall = float(np.mean([r.shape_bias for r in per_human.values()]))
-        ax.scatter(mean_rows, rows, s=46, color=HUMAN_COLOUR, marker="D", edgecolor="black", linewidths=0.5, zorder=4,
-                   label=f"humans, mean of {len(per_human)} ({overall:.1%}); faint: each observer")  # fmt: skip
+        ax.scatter(
+            mean_rows,
+            rows,
+            s=46,
+            color=HUMAN_COLOUR,
+            marker="D",
+            edgecolor="black",
+            linewidths=0.5,
+            zorder=4,
+            label=f"humans, mean of {len(per_human)} ({overall:.1%}); faint: each observer",
+        )
         ax.axvline(overall, color=HUMAN_COLOUR, linewidth=1.6, zorder=1)
     # a small vertical offset per model, so equal values (e.g. two models at 0) do not hide each other
     shifts = (np.arange(len(models)) - (len(models) - 1) / 2) * min(0.22, 0.5 / max(len(models), 1))
@@ -93,8 +102,17 @@ def plot_shape_bias_figure(
         colour, marker = _style(index)
         result = shape_bias_of(trials)
         values = [result.per_category[c].shape_bias for c in CATEGORIES]
-        ax.scatter(values, rows + shifts[index], s=42, color=colour, marker=marker, edgecolor="black", linewidths=0.4, zorder=3,
-                   label=f"{label} ({result.shape_bias:.1%})")  # fmt: skip
+        ax.scatter(
+            values,
+            rows + shifts[index],
+            s=42,
+            color=colour,
+            marker=marker,
+            edgecolor="black",
+            linewidths=0.4,
+            zorder=3,
+            label=f"{label} ({result.shape_bias:.1%})",
+        )
         ax.axvline(result.shape_bias, color=colour, linewidth=1.4, linestyle="--", zorder=1)
     ax.set_yticks(rows, CATEGORIES)
     ax.set_ylim(len(CATEGORIES) - 0.5, -0.5)
@@ -104,8 +122,15 @@ def plot_shape_bias_figure(
     top.set_xlabel("Fraction of 'texture' decisions")
     ax.grid(axis="x", alpha=0.3)
     ax.set_title(title, fontsize=11, pad=10)
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.08), ncol=1, frameon=False, fontsize=9,
-              title="lines: overall shape bias", title_fontsize=9)  # fmt: skip
+    ax.legend(
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.08),
+        ncol=1,
+        frameon=False,
+        fontsize=9,
+        title="lines: overall shape bias",
+        title_fontsize=9,
+    )
     return _save(fig, path)
 
 
@@ -128,10 +153,22 @@ def plot_accuracy_by_dataset(
         if not values:
             continue
         mean = float(np.mean(values))
-        ax.bar(x[i] + offsets[0], mean, width * 0.9, color=HUMAN_COLOUR, alpha=0.75,
-               label="humans: mean, range; dots: observers" if i == 0 else None)  # fmt: skip
-        ax.errorbar(x[i] + offsets[0], mean, yerr=[[mean - min(values)], [max(values) - mean]], color="black",
-                    capsize=4, linewidth=1)  # fmt: skip
+        ax.bar(
+            x[i] + offsets[0],
+            mean,
+            width * 0.9,
+            color=HUMAN_COLOUR,
+            alpha=0.75,
+            label="humans: mean, range; dots: observers" if i == 0 else None,
+        )
+        ax.errorbar(
+            x[i] + offsets[0],
+            mean,
+            yerr=[[mean - min(values)], [max(values) - mean]],
+            color="black",
+            capsize=4,
+            linewidth=1,
+        )
         jitter = np.linspace(-width * 0.25, width * 0.25, len(values))
         ax.scatter(x[i] + offsets[0] + jitter, values, s=9, color="black", alpha=0.35, zorder=3)
     for index, (label, per_dataset) in enumerate(models.items()):
@@ -139,8 +176,13 @@ def plot_accuracy_by_dataset(
         for i, dataset in enumerate(datasets):
             if dataset in per_dataset and not math.isnan(per_dataset[dataset]):
                 value = per_dataset[dataset]
-                ax.bar(x[i] + offsets[index + 1], value, width * 0.9, color=colour,
-                       label=label if all(d not in per_dataset for d in datasets[:i]) else None)  # fmt: skip
+                ax.bar(
+                    x[i] + offsets[index + 1],
+                    value,
+                    width * 0.9,
+                    color=colour,
+                    label=label if all(d not in per_dataset for d in datasets[:i]) else None,
+                )
                 ax.text(x[i] + offsets[index + 1], value + 0.015, f"{value:.0%}", ha="center", fontsize=7)
     ax.axhline(1 / len(CATEGORIES), color="grey", linestyle=":", linewidth=1.2, label="chance (1/16)")
     ax.set_xticks(x, [DATASET_LABELS[d] for d in datasets])
@@ -172,10 +214,22 @@ def plot_error_consistency(
     for i, dataset in enumerate(datasets):
         ceiling = ceilings[dataset]
         low, high = ceiling.range
-        ax.fill_between([x[i] - 0.4, x[i] + 0.4], low, high, color=HUMAN_COLOUR, alpha=0.18, linewidth=0,
-                        label="human-human: range over observers (each vs the others)" if i == 0 else None)  # fmt: skip
-        ax.plot([x[i] - 0.4, x[i] + 0.4], [ceiling.mean] * 2, color=HUMAN_COLOUR, linewidth=2,
-                label="human-human: mean over pairs (ceiling)" if i == 0 else None)  # fmt: skip
+        ax.fill_between(
+            [x[i] - 0.4, x[i] + 0.4],
+            low,
+            high,
+            color=HUMAN_COLOUR,
+            alpha=0.18,
+            linewidth=0,
+            label="human-human: range over observers (each vs the others)" if i == 0 else None,
+        )
+        ax.plot(
+            [x[i] - 0.4, x[i] + 0.4],
+            [ceiling.mean] * 2,
+            color=HUMAN_COLOUR,
+            linewidth=2,
+            label="human-human: mean over pairs (ceiling)" if i == 0 else None,
+        )
     count = max(len(results), 1)
     offsets = (np.arange(count) - (count - 1) / 2) * min(0.18, 0.6 / count)
     for index, (label, per_dataset) in enumerate(results.items()):
@@ -187,8 +241,17 @@ def plot_error_consistency(
             result = per_dataset[dataset]
             low, high = result.ci95
             yerr = None if math.isnan(low) else [[result.error_consistency - low], [high - result.error_consistency]]
-            ax.errorbar(x[i] + offsets[index], result.error_consistency, yerr=yerr, fmt=marker, color=colour,
-                        markeredgecolor="black", markersize=7, capsize=3, label=label if first else None)  # fmt: skip
+            ax.errorbar(
+                x[i] + offsets[index],
+                result.error_consistency,
+                yerr=yerr,
+                fmt=marker,
+                color=colour,
+                markeredgecolor="black",
+                markersize=7,
+                capsize=3,
+                label=label if first else None,
+            )
             first = False
     ax.axhline(0, color="grey", linestyle=":", linewidth=1.2, label="chance agreement (kappa = 0)")
     ax.set_xticks(x, [DATASET_LABELS[d] for d in datasets])
@@ -197,8 +260,15 @@ def plot_error_consistency(
     ax.set_ylabel("Error consistency (kappa)")
     ax.set_title(title, fontsize=11)
     ax.grid(axis="y", alpha=0.3)
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=1, frameon=False, fontsize=9,
-              title="markers: mean kappa with the humans, 95% bootstrap CI", title_fontsize=8)  # fmt: skip
+    ax.legend(
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.16),
+        ncol=1,
+        frameon=False,
+        fontsize=9,
+        title="markers: mean kappa with the humans, 95% bootstrap CI",
+        title_fontsize=8,
+    )
     return _save(fig, path)
 
 
@@ -211,15 +281,24 @@ def plot_paired_categories(result: PairedComparison, path: str | Path) -> list[P
     for index, key in enumerate(("a", "b")):
         colour, marker = _style(index)
         values = [result.per_category[c][key] for c in categories]
-        ax.scatter(values, rows, s=42, color=colour, marker=marker, edgecolor="black", linewidths=0.4,
-                   label=f"{result.names[index]} ({[result.value_a, result.value_b][index]:.1%})")  # fmt: skip
+        ax.scatter(
+            values,
+            rows,
+            s=42,
+            color=colour,
+            marker=marker,
+            edgecolor="black",
+            linewidths=0.4,
+            label=f"{result.names[index]} ({[result.value_a, result.value_b][index]:.1%})",
+        )
     ax.set_yticks(rows, categories)
     ax.set_ylim(len(categories) - 0.5, -0.5)
     ax.set_xlim(-0.02, 1.02)
     ax.set_xlabel(result.statistic.replace("_", " "))
     low, high = result.ci95
     ax.set_title(
-        f"{result.dataset}: A - B = {result.difference:+.1%} [{low:+.1%}, {high:+.1%}], McNemar p = {result.mcnemar_p:.2g}",
+        f"{result.dataset}: A - B = {result.difference:+.1%} [{low:+.1%}, {high:+.1%}], "
+        f"McNemar p = {result.mcnemar_p:.2g}",
         fontsize=10,
     )
     ax.grid(axis="x", alpha=0.3)
