@@ -262,3 +262,12 @@ def test_images_where_the_model_chose_texture_but_humans_shape(reference_dir):
 def test_missing_human_files_say_how_to_get_them(tmp_path):
     with pytest.raises(DataError, match="download-data --humans"):
         load_human_panel(tmp_path, "edges")
+
+
+def test_human_shape_bias_is_the_papers_96_percent(reference_dir):
+    from modelval.behaviour.shape_bias import compute_shape_bias
+    from modelval.behaviour.trials import decisions_from_trials
+
+    panel = load_human_panel(reference_dir, "cue-conflict")
+    biases = [compute_shape_bias(decisions_from_trials(t), n_bootstrap=0).shape_bias for t in panel.observers.values()]
+    assert round(float(np.mean(biases)), 3) == 0.958  # Geirhos et al. (ICLR 2019): "about 96%"

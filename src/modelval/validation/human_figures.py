@@ -283,7 +283,7 @@ def plot_paired_categories(result: PairedComparison, path: str | Path) -> list[P
         values = [result.per_category[c][key] for c in categories]
         ax.scatter(
             values,
-            rows,
+            rows + (index - 0.5) * 0.24,  # offset so that equal values do not hide each other
             s=42,
             color=colour,
             marker=marker,
