@@ -15,7 +15,16 @@ from modelval import __version__
 from modelval.errors import ModelvalError
 
 #: Modules under ``modelval.cli`` that add sub-commands.
-COMMAND_MODULES: tuple[str, ...] = ("shape_bias", "baseline", "data", "models", "metrics")
+COMMAND_MODULES: tuple[str, ...] = (
+    "shape_bias",
+    "baseline",
+    "data",
+    "models",
+    "metrics",
+    "humans",
+    "compare",
+    "figures",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,211 @@
+"""Trial-wise decisions of any experiment (cue-conflict, edges, filled silhouettes), aligned by image.
+
+A :class:`Trial` is one observer's response to one image, read from the published raw-data CSV
+format (``subj,session,trial,rt,object_response,category,condition,imagename``). Unlike
+:func:`modelval.behaviour.decisions.read_decisions` it does not need a cue-conflict name: edge and
+silhouette images (``0001_edg_s01_0_oven_00_oven10.png``) read as well.
+
+Observers see the images in different orders and texture-vs-shape prefixes each name with the
+session (``NNNN_<exp>_<observer>_0_<cat>_00_``), so trials are keyed by the bare file name
+(``oven10.png``, ``airplane1-bicycle2.png``): the part after the last ``_``.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from modelval.behaviour.categories import CATEGORIES
+from modelval.behaviour.cue_conflict import parse_stimulus_name
+from modelval.behaviour.decisions import NO_RESPONSE, Decision
+from modelval.errors import DataError
+
+#: The three experiments of Geirhos et al. (ICLR 2019) with human raw data, and how they are named:
+#: the image-name code texture-vs-shape puts in each ``imagename`` and the raw-data file prefix.
+DATASETS: tuple[str, ...] = ("cue-conflict", "edges", "filled-silhouettes")
+NAME_CODES: dict[str, str] = {"s5n": "cue-conflict", "edg": "edges", "sif": "filled-silhouettes"}
+FILE_PREFIXES: dict[str, str] = {
+    "cue-conflict": "style-transfer-512-nomask-experiment",
+    "edges": "edge-experiment",
+    "filled-silhouettes": "silhouette-filled-experiment",
+}
+
+_PREFIXED = re.compile(r"^\d+_(?P<code>[a-z0-9]+)_[A-Za-z0-9-]+_\d+_")
+
+
+@dataclass(frozen=True)
+class Trial:
+    """One response to one image: ``correct`` means ``response == category`` (``na`` is wrong)."""
+
+    image: str  # the bare file name, the key that aligns observers
+    category: str  # the true (for cue-conflict: shape) category
+    response: str  # one of the 16 categories, or "na" (no answer in time)
+    imagename: str = ""  # as written in the file
+    subject: str = ""  # the ``subj`` column: who answered
+
+    @property
+    def correct(self) -> bool:
+        return self.response == self.category
+
+
+def image_key(imagename: str) -> str:
+    """``0001_edg_s01_0_oven_00_oven10.png`` -> ``oven10.png`` (a bare name is returned unchanged)."""
+    return imagename.rsplit("/", 1)[-1].rsplit("_", 1)[-1]
+
+
+def read_trials(path: str | os.PathLike[str]) -> list[Trial]:
+    """Read one observer's decision CSV in the raw-data format; a clear error names the bad row."""
+    path = Path(path)
+    try:
+        handle = path.open(newline="")
+    except FileNotFoundError:
+        raise DataError(f"decision file not found: {path}") from None
+    with handle:
+        reader = csv.DictReader(handle)
+        missing = [c for c in ("object_response", "category", "imagename") if c not in (reader.fieldnames or [])]
+        if missing:
+            raise DataError(
+                f"{path}: missing column(s) {', '.join(missing)}; expected the raw-data format "
+                "subj,session,trial,rt,object_response,category,condition,imagename"
+            )
+        trials = []
+        for line, row in enumerate(reader, start=2):
+            response = (row["object_response"] or "").strip()
+            category = (row["category"] or "").strip()
+            imagename = (row["imagename"] or "").strip()
+            if response not in CATEGORIES and response != NO_RESPONSE:
+                raise DataError(
+                    f"{path}, line {line}: object_response {response!r} is not one of the 16 categories "
+                    f"(or {NO_RESPONSE!r} for no response)"
+                )
+            if category not in CATEGORIES:
+                raise DataError(f"{path}, line {line}: category {category!r} is not one of the 16 categories")
+            if not imagename:
+                raise DataError(f"{path}, line {line}: empty imagename")
+            subject = (row.get("subj") or "").strip()
+            trials.append(Trial(image_key(imagename), category, response, imagename, subject))
+    if not trials:
+        raise DataError(f"{path}: no decision rows")
+    _check_unique(trials, str(path))
+    return trials
+
+
+def trials_from_decisions(decisions: Sequence[Decision]) -> list[Trial]:
+    """Cue-conflict :class:`Decision` objects (e.g. of an evaluation) as trials; correct = the shape."""
+    trials = [Trial(image_key(d.imagename), d.shape, d.response, d.imagename) for d in decisions]
+    _check_unique(trials, "the decisions")
+    return trials
+
+
+def _check_unique(trials: Sequence[Trial], where: str) -> None:
+    seen: set[str] = set()
+    for trial in trials:
+        if trial.image in seen:
+            raise DataError(f"{where}: two trials for the same image {trial.image!r}")
+        seen.add(trial.image)
+
+
+def dataset_of(trials: Sequence[Trial], *, filename: str | None = None) -> str:
+    """The experiment the trials come from, read from the image names (or the raw-data file name).
+
+    Prefixed names carry ``s5n`` / ``edg`` / ``sif``; bare ``<shape><i>-<texture><j>.png`` names are
+    cue-conflict. Bare edge and silhouette names look the same, so those need ``--dataset``.
+    """
+    codes = set()
+    for trial in trials:
+        match = _PREFIXED.match(trial.imagename.rsplit("/", 1)[-1])
+        if match:
+            codes.add(match.group("code"))
+    found = {NAME_CODES[c] for c in codes if c in NAME_CODES}
+    if len(found) > 1:
+        raise DataError(f"the image names mix experiments ({', '.join(sorted(found))}); one file per experiment")
+    if found:
+        return found.pop()
+    if filename:
+        base = Path(filename).name
+        for name, prefix in FILE_PREFIXES.items():
+            if base.startswith(prefix + "_"):
+                return name
+    if all(_is_cue_conflict(trial.image) for trial in trials):
+        return "cue-conflict"
+    raise DataError(
+        "cannot tell the experiment from the image names (edges and filled silhouettes share bare names "
+        f"like 'oven10.png'); pass --dataset {'|'.join(DATASETS)}"
+    )
+
+
+def _is_cue_conflict(image: str) -> bool:
+    try:
+        parse_stimulus_name(image)
+    except DataError:
+        return False
+    return True
+
+
+def check_dataset(name: str) -> str:
+    """``name`` if it is one of the three experiments with human data, else a clear error."""
+    if name not in DATASETS:
+        raise DataError(f"unknown dataset {name!r}; expected one of: {', '.join(DATASETS)}")
+    return name
+
+
+def aligned(a: Sequence[Trial], b: Sequence[Trial], *, names: tuple[str, str] = ("A", "B")) -> list[str]:
+    """The images both observers saw, sorted; an error when they do not cover the same images.
+
+    A trial-wise comparison on a subset would silently change the statistic, so any difference in the
+    image sets (or in the true category of an image) is an error that names a few of the culprits.
+    """
+    index_a = {t.image: t for t in a}
+    index_b = {t.image: t for t in b}
+    only_a = sorted(set(index_a) - set(index_b))
+    only_b = sorted(set(index_b) - set(index_a))
+    if only_a or only_b:
+        parts = []
+        if only_a:
+            parts.append(f"{len(only_a)} image(s) only in {names[0]} (e.g. {', '.join(only_a[:3])})")
+        if only_b:
+            parts.append(f"{len(only_b)} image(s) only in {names[1]} (e.g. {', '.join(only_b[:3])})")
+        raise DataError(
+            f"{names[0]} and {names[1]} do not cover the same images: {'; '.join(parts)}. "
+            "Trial-wise statistics need the same images in both files (same experiment, complete sessions)."
+        )
+    images = sorted(index_a)
+    for image in images:
+        if index_a[image].category != index_b[image].category:
+            raise DataError(
+                f"{names[0]} and {names[1]} disagree on the category of {image!r} "
+                f"({index_a[image].category} vs {index_b[image].category})"
+            )
+    return images
+
+
+def correctness(trials: Sequence[Trial], images: Sequence[str]) -> np.ndarray:
+    """Boolean vector: whether the observer was correct on each of ``images`` (in that order)."""
+    index = {t.image: t for t in trials}
+    try:
+        return np.array([index[image].correct for image in images], dtype=bool)
+    except KeyError as error:
+        raise DataError(f"no trial for image {error.args[0]!r}") from None
+
+
+def responses(trials: Sequence[Trial], images: Sequence[str]) -> list[str]:
+    """The observer's response to each of ``images`` (in that order)."""
+    index = {t.image: t for t in trials}
+    return [index[image].response for image in images]
+
+
+def decisions_from_trials(trials: Sequence[Trial]) -> list[Decision]:
+    """Cue-conflict trials as :class:`Decision` objects (shape and texture read from the image name)."""
+    decisions = []
+    for trial in trials:
+        shape, texture = parse_stimulus_name(trial.image)
+        if shape != trial.category:
+            raise DataError(f"{trial.imagename!r}: category {trial.category!r} disagrees with the shape {shape!r}")
+        decisions.append(Decision(trial.imagename or trial.image, shape, texture, trial.response))
+    return decisions

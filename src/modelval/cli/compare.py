@@ -1,0 +1,92 @@
+"""``modelval compare A B``: a paired test of whether two observers (models, protocols) really differ."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from modelval import jsonio
+from modelval.behaviour.paired import PairedComparison, compare_paired
+from modelval.behaviour.trials import DATASETS
+from modelval.cli.humans import add_observer_options, observer_trials
+from modelval.errors import DataError
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "compare",
+        help="paired comparison of two models or decision CSVs on the same images (bootstrap CI, McNemar)",
+        description=(
+            "A - B on the same images: the shape-bias difference on cue-conflict (accuracy on edges and "
+            "filled-silhouettes) with a paired bootstrap 95%% interval (images resampled jointly), the exact "
+            "McNemar test on the discordant images, and the per-category differences. A and B are decision "
+            "CSVs or registered model names (models are evaluated on cue-conflict)."
+        ),
+    )
+    parser.add_argument("a", metavar="A", help="decision CSV or registered model name")
+    parser.add_argument("b", metavar="B", help="decision CSV or registered model name")
+    parser.add_argument("--dataset", choices=DATASETS, help="experiment (default: read from the image names)")
+    parser.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples (95%% interval)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--plot", type=Path, help="write the per-category figure of A and B (PNG and PDF)")
+    parser.add_argument("--report-dir", type=Path, help="write compare.json and the figure here")
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of the summary")
+    add_observer_options(parser)
+    parser.set_defaults(handler=run, _parser=parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    trials_a, dataset_a, label_a = observer_trials(args, args.a, args.dataset)
+    trials_b, dataset_b, label_b = observer_trials(args, args.b, args.dataset or dataset_a)
+    if dataset_a != dataset_b:
+        raise DataError(f"A is from the {dataset_a} experiment and B from {dataset_b}; compare the same images")
+    if label_a == label_b:
+        label_a, label_b = f"A: {label_a}", f"B: {label_b}"
+    result = compare_paired(
+        trials_a, trials_b, dataset=dataset_a, names=(label_a, label_b), n_bootstrap=args.bootstrap, seed=args.seed
+    )
+    payload = result.to_dict()
+    written = _figures(args, result, {label_a: trials_a, label_b: trials_b})
+    if written:
+        payload["figures"] = [str(path) for path in written]
+    if args.report_dir:
+        args.report_dir.mkdir(parents=True, exist_ok=True)
+        (args.report_dir / "compare.json").write_text(jsonio.dumps(payload, indent=2) + "\n")
+    if args.json:
+        print(jsonio.dumps(payload, indent=2))
+    else:
+        print(format_summary(result))
+    return 0
+
+
+def _figures(args: argparse.Namespace, result: PairedComparison, trials: dict) -> list[Path]:
+    targets = [p for p in (args.plot, args.report_dir and args.report_dir / f"compare-{result.dataset}.png") if p]
+    if not targets:
+        return []
+    from modelval.validation.human_figures import plot_paired_categories, plot_shape_bias_figure
+
+    written: list[Path] = []
+    for target in targets:
+        if result.dataset == "cue-conflict":
+            written += plot_shape_bias_figure(trials, None, target)
+        else:
+            written += plot_paired_categories(result, target)
+    return written
+
+
+def format_summary(result: PairedComparison) -> str:
+    name = "shape bias" if result.statistic == "shape_bias" else "accuracy"
+    a, b = result.names
+    low, high = result.ci95
+    unit = "conflict images" if result.dataset == "cue-conflict" else "images"
+    lines = [
+        f"{a} vs {b} on {result.dataset} ({result.images} {unit})",
+        f"  {name}: A {result.value_a:.2%}   B {result.value_b:.2%}",
+        f"  difference A - B   {result.difference:+.2%}   paired bootstrap 95% CI [{low:+.2%}, {high:+.2%}]",
+        f"  McNemar (exact)    p = {result.mcnemar_p:.3g}   discordant: {result.a_only} only A, {result.b_only} only B"
+        f" ({'shape hit vs not' if result.dataset == 'cue-conflict' else 'correct vs not'})",
+        "  per category (A - B):",
+    ]
+    for category, row in result.per_category.items():
+        lines.append(f"    {category:<9} {row['a']:7.2%} {row['b']:7.2%}  {row['difference']:+.2%}")
+    return "\n".join(lines)

@@ -1,0 +1,208 @@
+"""``modelval humans``: one observer (model or human) against the published human observers.
+
+Accuracy, error consistency (Cohen's kappa on trial-wise correctness, Geirhos, Meding & Wichmann,
+NeurIPS 2020) with each human observer, its bootstrap interval, and the human-human ceiling. On
+cue-conflict it also lists the images where the observer chose the texture although at least 9 of
+the 10 humans chose the shape.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from modelval import jsonio
+from modelval.behaviour.humans import (
+    DEFAULT_BOOTSTRAP,
+    HUMAN_SHAPE_MAJORITY,
+    HumanComparison,
+    compare_with_humans,
+    human_shape_fractions,
+    load_human_panel,
+    texture_despite_humans,
+)
+from modelval.behaviour.trials import DATASETS, Trial, check_dataset, dataset_of, read_trials, trials_from_decisions
+from modelval.errors import DataError, ModelvalError
+from modelval.paths import user_cache_dir
+
+REFERENCE_DIR_ENV = "MODELVAL_REFERENCE_DIR"
+
+
+def default_reference_dir() -> Path:
+    """Where ``modelval download-data --humans`` puts the published raw data: the per-user cache."""
+    return user_cache_dir() / "raw-data"
+
+
+def resolve_reference_dir(reference_dir: str | os.PathLike[str] | None) -> Path:
+    """``--reference-dir``, else ``$MODELVAL_REFERENCE_DIR``, else the per-user cache; it must exist."""
+    if reference_dir:
+        path = Path(reference_dir).expanduser()
+    elif os.environ.get(REFERENCE_DIR_ENV):
+        path = Path(os.environ[REFERENCE_DIR_ENV]).expanduser()
+    else:
+        path = default_reference_dir()
+    if not path.is_dir():
+        raise DataError(
+            f"published human raw data not found at {path}: run `modelval download-data --humans`, "
+            f"or pass --reference-dir DIR (or set {REFERENCE_DIR_ENV}) to a copy of texture-vs-shape's raw-data/"
+        )
+    return path
+
+
+def add_observer_options(parser: argparse.ArgumentParser) -> None:
+    """Options for commands that may evaluate a registered model first (same pipeline as shape-bias)."""
+    from modelval.behaviour.categories import AGGREGATIONS
+    from modelval.cli.shape_bias import add_evaluation_options, add_model_options
+    from modelval.preprocessing import NORMALIZATION_CHOICES
+
+    parser.add_argument("--normalization", choices=NORMALIZATION_CHOICES, default="model")
+    parser.add_argument("--resize", choices=("none", "256"), default="none")
+    parser.add_argument("--aggregation", choices=AGGREGATIONS, default="mean")
+    add_evaluation_options(parser)
+    add_model_options(parser)
+
+
+def model_trials(args: argparse.Namespace, model: str, dataset: str) -> list[Trial]:
+    """Evaluate a registered model on ``dataset`` and return its trials.
+
+    Cue-conflict runs through the shape-bias evaluation; the edge and silhouette evaluations are
+    wired here at merge (the datasets registry evaluates them).
+    """
+    if dataset != "cue-conflict":
+        raise ModelvalError(
+            f"evaluating a model on {dataset} is not available in this command yet: write its decisions with "
+            f"`modelval accuracy --model {model} --dataset {dataset} --decisions-out FILE.csv` and pass "
+            "--decisions FILE.csv"
+        )
+    from modelval.cli.shape_bias import evaluate_registered
+
+    _, evaluation, _ = evaluate_registered(
+        args, model=model, normalization=args.normalization, resize=args.resize, aggregation=args.aggregation
+    )
+    trials = trials_from_decisions(evaluation.decisions)
+    return [Trial(t.image, t.category, t.response, t.imagename, model) for t in trials]
+
+
+def observer_trials(args: argparse.Namespace, source: str, dataset: str | None) -> tuple[list[Trial], str, str]:
+    """``source`` is a decision CSV or a registered model name -> (trials, dataset, label)."""
+    path = Path(source)
+    if path.suffix.lower() == ".csv" or path.exists():
+        trials = read_trials(path)
+        found = dataset_of(trials, filename=path.name) if dataset is None else None
+        if dataset is not None:
+            check_dataset(dataset)
+            _check_declared(trials, dataset, path)
+        label = trials[0].subject or path.stem
+        return trials, dataset or str(found), label
+    if dataset is None:
+        dataset = "cue-conflict"
+    check_dataset(dataset)
+    return model_trials(args, source, dataset), dataset, source
+
+
+def _check_declared(trials: list[Trial], dataset: str, path: Path) -> None:
+    try:
+        found = dataset_of(trials, filename=path.name)
+    except DataError:
+        return  # bare edge/silhouette names: the declared dataset decides
+    if found != dataset:
+        raise DataError(f"{path}: --dataset {dataset} but the image names are from the {found} experiment")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "humans",
+        help="accuracy and error consistency of a model or decision CSV with the published human observers",
+        description=(
+            "Compare one observer with the 10 human observers of the same experiment (Geirhos et al., ICLR "
+            "2019): accuracy, error consistency (Cohen's kappa on trial-wise correctness, Geirhos, Meding & "
+            "Wichmann 2020) with a bootstrap 95%% interval, and the human-human ceiling."
+        ),
+    )
+    parser.add_argument("--decisions", type=Path, help="per-image decision CSV (published raw-data format)")
+    parser.add_argument("--model", help="registered model name: evaluate it first (cue-conflict)")
+    parser.add_argument("--dataset", choices=DATASETS, help="experiment (default: read from the image names)")
+    parser.add_argument(
+        "--reference-dir", help=f"published raw-data folder (default: ${REFERENCE_DIR_ENV}, then the user cache)"
+    )
+    parser.add_argument("--bootstrap", type=int, default=DEFAULT_BOOTSTRAP, help="bootstrap resamples (95%% interval)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--plot", type=Path, help="write the error-consistency figure (PNG and PDF)")
+    parser.add_argument("--report-dir", type=Path, help="write humans.json and the figures (PNG and PDF) here")
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of the summary")
+    add_observer_options(parser)
+    parser.set_defaults(handler=run, _parser=parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    if (args.decisions is None) == (not args.model):
+        args._parser.error("give exactly one of --model or --decisions")
+    reference = resolve_reference_dir(args.reference_dir)
+    source = str(args.decisions) if args.decisions is not None else args.model
+    if args.decisions is not None and not args.decisions.exists():
+        raise DataError(f"decision file not found: {args.decisions}")
+    trials, dataset, label = observer_trials(args, source, args.dataset)
+    panel = load_human_panel(reference, dataset)
+    result = compare_with_humans(trials, panel, subject=trials[0].subject, n_bootstrap=args.bootstrap, seed=args.seed)
+    payload = result.to_dict()
+    payload["observer"] = label
+    payload["reference_dir"] = str(reference)
+    if dataset == "cue-conflict":
+        despite = texture_despite_humans(trials, human_shape_fractions(panel))
+        payload["texture_despite_humans"] = {
+            "min_humans": HUMAN_SHAPE_MAJORITY,
+            "count": len(despite),
+            "images": [vars(item) for item in despite],
+        }
+    written = _figures(args, result, trials, panel, label)
+    if written:
+        payload["figures"] = [str(path) for path in written]
+    if args.report_dir:
+        args.report_dir.mkdir(parents=True, exist_ok=True)
+        (args.report_dir / "humans.json").write_text(jsonio.dumps(payload, indent=2) + "\n")
+    if args.json:
+        print(jsonio.dumps(payload, indent=2))
+    else:
+        print(format_summary(result, label, payload))
+    return 0
+
+
+def _figures(args: argparse.Namespace, result: HumanComparison, trials: list[Trial], panel, label: str) -> list[Path]:
+    if not args.plot and not args.report_dir:
+        return []
+    from modelval.validation.human_figures import plot_error_consistency, plot_shape_bias_figure
+
+    written: list[Path] = []
+    targets = [args.plot] if args.plot else []
+    if args.report_dir:
+        targets.append(args.report_dir / f"error-consistency-{result.dataset}.png")
+    for target in targets:
+        written += plot_error_consistency({label: {result.dataset: result}}, {result.dataset: result.ceiling}, target)
+    if args.report_dir and result.dataset == "cue-conflict":
+        written += plot_shape_bias_figure({label: trials}, panel, args.report_dir / "shape-bias.png")
+    return written
+
+
+def format_summary(result: HumanComparison, label: str, payload: dict[str, object]) -> str:
+    low, high = result.ci95
+    lines = [
+        f"{label} vs {len(result.observers)} human observers ({result.dataset}, {result.images} images)",
+        f"  accuracy                {result.accuracy:.2%}   humans {result.human_accuracy['mean']:.2%} "
+        f"(range {result.human_accuracy['min']:.2%}-{result.human_accuracy['max']:.2%})",
+        f"  error consistency       {result.error_consistency:.3f}   95% CI [{low:.3f}, {high:.3f}]",
+        f"  human-human ceiling     {result.ceiling.mean:.3f}   (mean kappa over {len(result.ceiling.pairs)} pairs)",
+        f"  observed consistency    {result.observed_consistency:.3f}   expected {result.expected_consistency:.3f}",
+    ]
+    if result.excluded_self:
+        lines.append(f"  {result.excluded_self} is a human of the panel: left out (never compared with itself)")
+    despite = payload.get("texture_despite_humans")
+    if isinstance(despite, dict):
+        lines.append(
+            f"  texture chosen although >= {despite['min_humans']} of 10 humans chose the shape: "
+            f"{despite['count']} images"
+        )
+        for item in despite["images"][:10]:
+            votes = f"{item['humans_shape']}/{item['humans']} humans: {item['shape']}"
+            lines.append(f"    {item['image']}: answered {item['response']} ({votes})")
+    return "\n".join(lines)

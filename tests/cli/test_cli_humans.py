@@ -1,0 +1,233 @@
+"""``modelval humans``, ``compare`` and ``human-figures``: JSON contracts, errors, figures, the bundled model."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from PIL import Image
+
+from modelval.behaviour.decisions import write_decisions
+from modelval.behaviour.humans import compare_with_humans, load_human_panel
+from modelval.behaviour.trials import read_trials
+from modelval.cli import main
+
+HUMANS_KEYS = {
+    "accuracy",
+    "human_accuracy",
+    "error_consistency",
+    "error_consistency_ci95",
+    "human_error_consistency",
+    "observed_consistency",
+    "observers",
+    "dataset",
+    "images",
+}
+COMPARE_KEYS = {"difference", "ci95", "mcnemar_p", "discordant", "per_category"}
+FILES = {
+    "cue-conflict": "style-transfer-512-nomask-experiment_vgg16_session-1.csv",
+    "edges": "edge-experiment_vgg_session_1.csv",
+    "filled-silhouettes": "silhouette-filled-experiment_vgg_session_1.csv",
+}
+
+
+def _json(argv, capsys):
+    assert main(argv) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+@pytest.mark.parametrize("dataset", sorted(FILES))
+def test_humans_json_on_published_vgg16(reference_dir, dataset, capsys):
+    payload = _json(
+        [
+            "humans",
+            "--decisions",
+            str(reference_dir / FILES[dataset]),
+            "--reference-dir",
+            str(reference_dir),
+            "--json",
+            "--bootstrap",
+            "200",
+        ],
+        capsys,
+    )
+    assert payload.keys() >= HUMANS_KEYS
+    assert payload["dataset"] == dataset  # read from the image names
+    assert payload["images"] == (1280 if dataset == "cue-conflict" else 160)
+    assert set(payload["human_accuracy"]) == {"mean", "min", "max"}
+    assert len(payload["observers"]) == 10
+    low, high = payload["error_consistency_ci95"]
+    assert low < payload["error_consistency"] < high < payload["human_error_consistency"]
+    assert ("texture_despite_humans" in payload) == (dataset == "cue-conflict")
+
+
+def test_reference_dir_from_the_environment(reference_dir, monkeypatch, capsys):
+    monkeypatch.setenv("MODELVAL_REFERENCE_DIR", str(reference_dir))
+    argv = ["humans", "--decisions", str(reference_dir / FILES["edges"]), "--json", "--bootstrap", "0"]
+    payload = _json(argv, capsys)
+    assert payload["reference_dir"] == str(reference_dir)
+
+
+def test_missing_reference_data_says_how_to_get_it(reference_dir, tmp_path, monkeypatch, capsys):
+    monkeypatch.delenv("MODELVAL_REFERENCE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    assert main(["humans", "--decisions", str(reference_dir / FILES["edges"])]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("modelval: error:") and "download-data --humans" in err
+    assert str(tmp_path / "cache" / "modelval" / "raw-data") in err
+
+
+def test_incomplete_file_is_a_clear_error(reference_dir, tmp_path, capsys):
+    lines = (reference_dir / FILES["edges"]).read_text().splitlines()
+    short = tmp_path / "short.csv"
+    short.write_text("\n".join(lines[:-5]) + "\n")
+    assert main(["humans", "--decisions", str(short), "--dataset", "edges", "--reference-dir", str(reference_dir)]) == 2
+    err = capsys.readouterr().err
+    assert "do not cover the same images" in err and "Traceback" not in err
+
+
+def test_declared_dataset_must_match_the_names(reference_dir, capsys):
+    argv = [
+        "humans",
+        "--decisions",
+        str(reference_dir / FILES["edges"]),
+        "--dataset",
+        "filled-silhouettes",
+        "--reference-dir",
+        str(reference_dir),
+    ]
+    assert main(argv) == 2
+    assert "image names are from the edges experiment" in capsys.readouterr().err
+
+
+def test_model_on_edges_is_not_wired_yet(reference_dir, capsys):
+    argv = ["humans", "--model", "efficientnet_lite0", "--dataset", "edges", "--reference-dir", str(reference_dir)]
+    assert main(argv) == 2
+    assert "--decisions FILE.csv" in capsys.readouterr().err
+
+
+def test_humans_table_and_figures(reference_dir, tmp_path, capsys):
+    plot, report = tmp_path / "ec.png", tmp_path / "report"
+    argv = [
+        "humans",
+        "--decisions",
+        str(reference_dir / FILES["cue-conflict"]),
+        "--reference-dir",
+        str(reference_dir),
+        "--plot",
+        str(plot),
+        "--report-dir",
+        str(report),
+        "--bootstrap",
+        "100",
+    ]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "error consistency" in out and "human-human ceiling" in out and "texture chosen although" in out
+    for path in (
+        plot,
+        plot.with_suffix(".pdf"),
+        report / "shape-bias.png",
+        report / "shape-bias.pdf",
+        report / "error-consistency-cue-conflict.png",
+    ):
+        assert path.is_file() and path.stat().st_size > 5000
+    assert Image.open(plot).size[0] > 400
+    assert json.loads((report / "humans.json").read_text()).keys() >= HUMANS_KEYS
+
+
+def test_compare_two_published_files(reference_dir, capsys):
+    payload = _json(
+        [
+            "compare",
+            str(reference_dir / FILES["cue-conflict"]),
+            str(reference_dir / "style-transfer-512-nomask-experiment_resnet50_session-1.csv"),
+            "--json",
+            "--bootstrap",
+            "300",
+        ],
+        capsys,
+    )
+    assert payload.keys() >= COMPARE_KEYS
+    assert payload["statistic"] == "shape_bias" and payload["images"] == 1200
+    assert payload["difference"] == pytest.approx(0.0921 - 0.2207, abs=1e-4)
+    assert payload["discordant"]["total"] == payload["discordant"]["a_only"] + payload["discordant"]["b_only"]
+    assert "shape" in payload["discordant"]["definition"]
+    assert payload["mcnemar_p"] < 1e-6
+    assert len(payload["per_category"]) == 16
+
+
+def test_compare_table_and_plot_on_silhouettes(reference_dir, tmp_path, capsys):
+    plot = tmp_path / "cmp.png"
+    argv = [
+        "compare",
+        str(reference_dir / "silhouette-filled-experiment_subject-01_session_1.csv"),
+        str(reference_dir / FILES["filled-silhouettes"]),
+        "--plot",
+        str(plot),
+        "--bootstrap",
+        "100",
+    ]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "McNemar" in out and "accuracy" in out and "correct vs not" in out
+    assert plot.is_file() and plot.with_suffix(".pdf").is_file()
+
+
+def test_compare_across_experiments_is_an_error(reference_dir, capsys):
+    assert main(["compare", str(reference_dir / FILES["edges"]), str(reference_dir / FILES["cue-conflict"])]) == 2
+    assert "modelval: error:" in capsys.readouterr().err
+
+
+def test_human_figures_from_published_decisions(reference_dir, tmp_path):
+    argv = ["human-figures", "--reference-dir", str(reference_dir), "--report-dir", str(tmp_path), "--bootstrap", "100"]
+    for name in FILES.values():
+        argv += ["--decisions", f"VGG-16={reference_dir / name}"]
+    resnet = reference_dir / "style-transfer-512-nomask-experiment_resnet50_session-1.csv"
+    argv += ["--decisions", f"ResNet-50={resnet}"]
+    assert main(argv) == 0
+    for stem in ("shape-bias", "accuracy-by-dataset", "error-consistency"):
+        for suffix in (".png", ".pdf"):
+            assert (tmp_path / f"{stem}{suffix}").stat().st_size > 5000
+    payload = json.loads((tmp_path / "figures.json").read_text())
+    assert set(payload["observers"]["VGG-16"]) == set(FILES)
+
+
+def test_bundled_model_error_consistency_through_the_cli(bundled_evaluations, reference_dir, tmp_path, capsys):
+    """The real EfficientNet-Lite0 decisions (shared session evaluation) -> ``modelval humans``."""
+    evaluation = bundled_evaluations("model")
+    path = write_decisions(tmp_path / "lite0.csv", evaluation.decisions, subject="efficientnet_lite0")
+    payload = _json(["humans", "--decisions", str(path), "--reference-dir", str(reference_dir), "--json"], capsys)
+    assert payload["dataset"] == "cue-conflict" and payload["images"] == 1280
+    assert payload["excluded_self"] is None
+    # a texture-biased ImageNet CNN: low shape accuracy, errors barely consistent with humans'
+    assert 0.1 < payload["accuracy"] < 0.35
+    assert 0.0 < payload["error_consistency"] < payload["human_error_consistency"]
+    low, high = payload["error_consistency_ci95"]
+    assert low < payload["error_consistency"] < high
+    direct = compare_with_humans(read_trials(path), load_human_panel(reference_dir, "cue-conflict"))
+    assert payload["error_consistency"] == pytest.approx(direct.error_consistency)
+
+
+@pytest.mark.slow
+def test_humans_runs_the_bundled_model(data_root, reference_dir, bundled_evaluations, capsys):
+    argv = [
+        "humans",
+        "--model",
+        "efficientnet_lite0",
+        "--dataset",
+        "cue-conflict",
+        "--data-root",
+        str(data_root),
+        "--device",
+        "cpu",
+        "--no-progress",
+        "--reference-dir",
+        str(reference_dir),
+        "--json",
+    ]
+    payload = _json(argv, capsys)
+    fixture = bundled_evaluations("model").decisions
+    accuracy = sum(d.response == d.shape for d in fixture) / len(fixture)
+    assert payload["observer"] == "efficientnet_lite0"
+    assert payload["accuracy"] == pytest.approx(accuracy)  # the CLI runs the same pipeline as the fixture
