@@ -40,7 +40,10 @@ def test_missing_stimuli_skip_or_fail(tmp_path, strict):
 @pytest.mark.parametrize("strict", [False, True])
 def test_missing_weights_skip_or_fail(tmp_path, strict):
     """A weight case with an empty checkpoint folder: skip naming the fetch command, or fail when strict."""
-    case = "tests/validation/test_shape_bias_validation.py::test_shape_bias[resnet50-SIN-texture-vs-shape-correct-model-norm]"
+    case = (
+        "tests/validation/test_shape_bias_validation.py::"
+        "test_shape_bias[resnet50-SIN-texture-vs-shape-correct-model-norm]"
+    )
     args = [case, "--checkpoint-dir", str(tmp_path)]
     result = run_pytest(*args, *(["--strict-weights"] if strict else []))
     output = result.stdout + result.stderr

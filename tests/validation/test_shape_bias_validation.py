@@ -50,5 +50,6 @@ def test_deit_sources_agree(deit_variant, validation_runner, require_weights):
     detail = ", ".join(f"{source} {value * 100:.2f}%" for source, value in sorted(values.items()))
     assert spread <= cross_source_tolerance(), (
         f"DeiT-{deit_variant}: sources disagree by {spread * 100:.2f} pp ({detail}); with identical weights this "
-        "implicates the MODEL SOURCE (conversion or architecture differences): run tests/models/test_source_equivalence.py"
+        "implicates the MODEL SOURCE (conversion or architecture differences): "
+        "run tests/models/test_source_equivalence.py"
     )
