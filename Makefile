@@ -1,33 +1,54 @@
 # Two commands do all the set-up on a fresh machine: `make evaluate` and `make test`.
+# They need only Python >= 3.10 and make.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 MODEL ?= efficientnet_lite0
 PYTEST_ARGS ?=
+MIN_PYTHON := 3.10
 
-.PHONY: evaluate test lint bench clean-venv
+.PHONY: evaluate test lint stimuli docs bench clean-venv check-python
 
-$(BIN)/python:
+# Refuse an old or missing interpreter with one clear line, before a virtual environment is made.
+check-python:
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else 1)' 2>/dev/null || { \
+		found=$$($(PYTHON) --version 2>&1 | head -n 1); \
+		echo "modelval needs Python >= $(MIN_PYTHON); '$(PYTHON)' is $${found:-not found}. Run with PYTHON=/path/to/python3.10+ (e.g. make test PYTHON=python3.12)." >&2; \
+		exit 1; }
+
+$(BIN)/python: | check-python
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 # Installs the package (torch + torchvision together from PyPI) and records it with a stamp file.
-$(VENV)/.installed: pyproject.toml | $(BIN)/python
+$(VENV)/.installed: pyproject.toml | check-python $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e .
 	touch $@
 
-$(VENV)/.installed-test: pyproject.toml | $(BIN)/python
+$(VENV)/.installed-test: pyproject.toml | check-python $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e ".[test]"
 	touch $(VENV)/.installed $@
 
 evaluate: $(VENV)/.installed
 	$(BIN)/modelval shape-bias --model $(MODEL)
 
-test: $(VENV)/.installed-test
+# The stimuli, fetched once into the per-user cache when no copy is configured or beside the
+# checkout (with MODELVAL_DATA_ROOT set, as in CI, nothing is fetched). Offline, the one-line error
+# is printed and the data tests then skip (or fail in strict mode).
+stimuli: $(VENV)/.installed
+	@if [ -z "$$MODELVAL_DATA_ROOT" ] && [ ! -d ../shared/cue-conflict ]; then \
+		$(BIN)/modelval download-data || echo "make: the stimuli were not fetched; tests that need them will skip" >&2; \
+	fi
+
+test: $(VENV)/.installed-test lint stimuli
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 lint: $(VENV)/.installed-test
 	$(BIN)/ruff check src tests benchmarks conftest.py
+	$(BIN)/mypy
+
+docs: $(VENV)/.installed-test
+	$(BIN)/python -m mkdocs build --strict
 
 bench: $(VENV)/.installed-test
 	$(BIN)/python benchmarks/run_all.py

@@ -32,7 +32,7 @@ from modelval.runtime import resolve_device, tune_allocator
 Model = Callable[[torch.Tensor], object]
 Amp = Literal["bf16"]
 AMP_DTYPES: dict[str, torch.dtype] = {"bf16": torch.bfloat16}
-#: Batch size of the CLI and of evaluate(): measured in the README's Performance section (CPU: 32 and 64 are within
+#: Batch size of the CLI and of evaluate(): measured in docs/performance.md (CPU: 32 and 64 are within
 #: noise once the allocator is tuned; 32 halves the activation memory).
 DEFAULT_BATCH_SIZE = 32
 #: Share of decisions allowed to flip under --amp against fp32 before the suite warns.
@@ -129,14 +129,14 @@ def _forward_context(device: torch.device, amp: Amp | None) -> contextlib.Abstra
 @contextlib.contextmanager
 def _memory_format(model: Model, channels_last: bool) -> Iterator[None]:
     """Run ``model`` with channels_last weights and restore the default layout afterwards."""
-    convert = channels_last and isinstance(model, torch.nn.Module)
-    if convert:
-        model.to(memory_format=torch.channels_last)  # type: ignore[union-attr]
+    module = model if channels_last and isinstance(model, torch.nn.Module) else None
+    if module is not None:
+        module.to(memory_format=torch.channels_last)
     try:
         yield
     finally:
-        if convert:
-            model.to(memory_format=torch.contiguous_format)  # type: ignore[union-attr]
+        if module is not None:
+            module.to(memory_format=torch.contiguous_format)
 
 
 def category_probabilities(

@@ -14,6 +14,7 @@ default (see :meth:`PreprocessConfig.for_stimuli`).
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -47,11 +48,11 @@ _INTERPOLATIONS = {
 STANDARD_RESIZE, STANDARD_CROP = 256, 224
 
 
-def _triple(values: object, what: str) -> tuple[float, float, float]:
-    items = tuple(float(v) for v in values)  # type: ignore[union-attr]
+def _triple(values: Iterable[float], what: str) -> tuple[float, float, float]:
+    items = tuple(float(v) for v in values)
     if len(items) != 3:
         raise ValueError(f"{what} needs 3 values (one per RGB channel), got {items}")
-    return items  # type: ignore[return-value]
+    return items[0], items[1], items[2]
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ most 32 MiB) with a fresh ``mmap`` and returns it with ``munmap`` on free. A CNN
 allocates activations of 10-100 MB per layer (batch 64: 64 x 32 x 112 x 112 floats = 103 MB), so
 every layer of every batch faults in and zeroes new pages in the kernel. On the 2-core machine this
 was half of the wall time as *sys* time, and it grows with the batch size (measured in
-the README's Performance section). Raising the mmap threshold and the trim threshold with ``mallopt`` makes
+docs/performance.md). Raising the mmap threshold and the trim threshold with ``mallopt`` makes
 glibc keep and reuse those blocks on its heap: same results, no page-fault storm. It does not
 change any number computed, only where the memory comes from.
 
@@ -78,7 +78,7 @@ def set_threads(threads: int | str | None = None) -> int:
 def auto_threads() -> int:
     """Threads worth using now: the CPUs this process may run on minus those other processes keep busy.
 
-    Measured on the shared 2-core machine (the README's Performance section): with another job on one core, two
+    Measured on the shared 2-core machine (docs/performance.md): with another job on one core, two
     OpenMP threads run 2-5x *slower* than one (the spinning thread waits for the descheduled one).
     So count the 1-minute load average as busy cores, and never go above torch's default or below 1.
     """

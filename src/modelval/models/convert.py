@@ -26,7 +26,7 @@ def hf_vit_config(variant: str, *, num_labels: int = 1000):
     from transformers import ViTConfig
 
     hidden, heads = DEIT_DIMENSIONS[variant]
-    return ViTConfig(
+    return ViTConfig(  # type: ignore[call-arg]  # num_labels etc. pass through **kwargs to PretrainedConfig
         hidden_size=hidden,
         num_hidden_layers=12,
         num_attention_heads=heads,

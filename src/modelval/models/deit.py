@@ -20,10 +20,12 @@ facebookresearch/deit), so differences between sources come from the code path o
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import torch
 from torch import nn
 
+from modelval.errors import ModelvalError
 from modelval.models.checkpoints import load_state_dict_file
 from modelval.models.registry import LoadContext, ModelEntry, register_model
 from modelval.models.weights import HFRepo, HubCode, UrlCheckpoint, hf_cache_dir
@@ -107,12 +109,21 @@ def hf_shipped_preprocess(repo_id: str) -> tuple[PreprocessConfig, list[str]]:
     return config, [f"read from the cached preprocessor_config.json of {repo_id}", *notes]
 
 
+def timm_pretrained_cfg(model_name: str) -> Any:
+    """timm's pretrained config of ``model_name``; a clear error when this timm does not know it."""
+    import timm
+
+    cfg = timm.models.get_pretrained_cfg(model_name)
+    if cfg is None:
+        raise ModelvalError(f"timm {timm.__version__} has no pretrained config for {model_name!r}")
+    return cfg
+
+
 def timm_preprocess(model_name: str) -> PreprocessConfig:
     """timm's own resolution of a pretrained config (``resolve_data_config``), as a PreprocessConfig."""
-    import timm
     from timm.data import resolve_data_config
 
-    data = resolve_data_config({}, pretrained_cfg=timm.models.get_pretrained_cfg(model_name).to_dict())
+    data = resolve_data_config({}, pretrained_cfg=timm_pretrained_cfg(model_name).to_dict())
     size = data["input_size"][-1]
     return PreprocessConfig(
         mean=data["mean"],

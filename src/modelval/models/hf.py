@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from modelval.errors import DataError
 from modelval.preprocessing import PreprocessConfig
@@ -15,8 +16,9 @@ def _size(value: object, what: str) -> tuple[int | None, bool]:
     get = (lambda k: value.get(k)) if isinstance(value, dict) else (lambda k: getattr(value, k, None))
     if isinstance(value, int):
         return value, True
-    if get("shortest_edge"):
-        return int(get("shortest_edge")), False
+    shortest = get("shortest_edge")
+    if shortest:
+        return int(shortest), False
     height, width = get("height"), get("width")
     if height and width:
         if height != width:
@@ -25,7 +27,7 @@ def _size(value: object, what: str) -> tuple[int | None, bool]:
     return None, False
 
 
-def processor_to_config(processor: object) -> tuple[PreprocessConfig, list[str]]:
+def processor_to_config(processor: Any) -> tuple[PreprocessConfig, list[str]]:
     """The effective preprocessing of a transformers image processor, and notes on what it does.
 
     A direct ``(h, w)`` resize is recorded as ``resize=h``: on square images (the cue-conflict stimuli)

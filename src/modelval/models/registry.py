@@ -13,6 +13,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import torch
 from torch import nn
@@ -232,6 +233,6 @@ def fetch_weights(
     return paths
 
 
-def replace_preprocess(entry: ModelEntry, **changes: object) -> ModelEntry:
+def replace_preprocess(entry: ModelEntry, **changes: Any) -> ModelEntry:
     """A copy of ``entry`` with its preprocessing changed (for tests and audits)."""
     return dataclasses.replace(entry, preprocess=dataclasses.replace(entry.preprocess, **changes))

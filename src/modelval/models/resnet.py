@@ -69,8 +69,10 @@ def resnet50_entry(
     )
 
 
-def _register(*args: object) -> ModelEntry:
-    return register_model(resnet50_entry(*args))
+def _register(
+    name: str, variant: str, url: str, key: str | None, source: str, provenance: str = "", label: str = ""
+) -> ModelEntry:
+    return register_model(resnet50_entry(name, variant, url, key, source, provenance, label))
 
 
 RESNET50_IN = _register(

@@ -17,6 +17,7 @@ import dataclasses
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import torch
@@ -177,15 +178,16 @@ def _torchvision_transform(config: PreprocessConfig) -> Transform:
     return lambda images: torch.stack([pipeline(i) for i in images])
 
 
-def _hf_transform(processor: object) -> Transform:
+def _hf_transform(processor: Any) -> Transform:
     return lambda images: processor(images=list(images), return_tensors="pt")["pixel_values"].float()
 
 
 def _timm_transform(model_name: str) -> Transform:
-    import timm
     from timm.data import create_transform, resolve_data_config
 
-    data = resolve_data_config({}, pretrained_cfg=timm.models.get_pretrained_cfg(model_name).to_dict())
+    from modelval.models.deit import timm_pretrained_cfg
+
+    data = resolve_data_config({}, pretrained_cfg=timm_pretrained_cfg(model_name).to_dict())
     pipeline = create_transform(**data, is_training=False)
     return lambda images: torch.stack([pipeline(i) for i in images])
 
@@ -195,14 +197,13 @@ def source_pipelines(entry: ModelEntry) -> list[tuple[SourceReport, Transform]]:
     if entry.source == "huggingface":
         return _hf_pipelines(entry)
     if entry.source == "timm":
-        from modelval.models.deit import timm_model_name, timm_preprocess
+        from modelval.models.deit import timm_model_name, timm_preprocess, timm_pretrained_cfg
 
         model_name = timm_model_name(entry.variant)
         config = timm_preprocess(model_name)
         origin = f"timm pretrained config of {model_name} (resolve_data_config)"
-        import timm
 
-        crop_pct = timm.models.get_pretrained_cfg(model_name).crop_pct
+        crop_pct = timm_pretrained_cfg(model_name).crop_pct
         notes = (f"crop_pct {crop_pct} -> resize floor(224 / {crop_pct}) = {config.resize}",)
         return [(SourceReport(entry.name, entry.source, config, origin, notes), _timm_transform(model_name))]
     if entry.source == "torch.hub":

@@ -19,6 +19,7 @@ import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -41,7 +42,7 @@ def baseline_from_evaluation(
     *,
     normalization: str,
     resize: str = "none",
-) -> dict[str, object]:
+) -> dict[str, Any]:
     """The JSON-ready baseline of an evaluation."""
     import torch
 
@@ -73,7 +74,7 @@ def baseline_from_evaluation(
     }
 
 
-def save_baseline(path: str | os.PathLike[str], baseline: dict[str, object]) -> Path:
+def save_baseline(path: str | os.PathLike[str], baseline: dict[str, Any]) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(path.name + ".tmp")
@@ -85,7 +86,7 @@ def save_baseline(path: str | os.PathLike[str], baseline: dict[str, object]) -> 
     return path
 
 
-def load_baseline(path: str | os.PathLike[str]) -> dict[str, object]:
+def load_baseline(path: str | os.PathLike[str]) -> dict[str, Any]:
     path = Path(path)
     try:
         payload = json.loads(path.read_text())
@@ -142,7 +143,7 @@ class BaselineComparison:
     def passed(self) -> bool:
         return not self.failures
 
-    def to_dict(self) -> dict[str, object]:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "model": self.model,
             "images": self.images,
@@ -179,7 +180,7 @@ class BaselineComparison:
 
 
 def compare_to_baseline(
-    baseline: dict[str, object],
+    baseline: dict[str, Any],
     evaluation: Evaluation,
     *,
     max_flips: int = 0,

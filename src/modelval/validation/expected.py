@@ -7,6 +7,7 @@ import sys
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from modelval.errors import DataError
 from modelval.paths import fixtures_dir
@@ -38,7 +39,7 @@ class ExpectedShapeBias:
 
 
 @lru_cache(maxsize=4)
-def load_expected(path: Path | None = None) -> dict[str, object]:
+def load_expected(path: Path | None = None) -> dict[str, Any]:
     path = path or fixtures_dir() / EXPECTED_FILE
     try:
         return tomllib.loads(path.read_text())
@@ -65,5 +66,5 @@ def expected_for(model: str, path: Path | None = None) -> ExpectedShapeBias | No
     )
 
 
-def deit_policy(path: Path | None = None) -> dict[str, object]:
+def deit_policy(path: Path | None = None) -> dict[str, Any]:
     return dict(load_expected(path).get("deit", {}))

@@ -14,6 +14,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+from numpy.typing import ArrayLike
+
 from modelval.behaviour.categories import CATEGORIES
 from modelval.behaviour.shape_bias import ShapeBiasResult
 from modelval.evaluation import Evaluation
@@ -173,6 +176,11 @@ def write_reports(
     return [json_path, csv_path, md_path]
 
 
+def _complement(x: ArrayLike) -> np.ndarray:
+    """Fraction of 'texture' decisions on the secondary axis: 1 - fraction of 'shape' decisions."""
+    return 1 - np.asarray(x)
+
+
 def plot_per_category(
     results: dict[str, ShapeBiasResult],
     path: str | os.PathLike[str],
@@ -204,7 +212,7 @@ def plot_per_category(
     ax.invert_yaxis()
     ax.set_xlim(-0.02, 1.02)
     ax.set_xlabel("fraction of 'shape' decisions")
-    top = ax.secondary_xaxis("top", functions=(lambda x: 1 - x, lambda x: 1 - x))
+    top = ax.secondary_xaxis("top", functions=(_complement, _complement))
     top.set_xlabel("fraction of 'texture' decisions")
     ax.grid(axis="x", alpha=0.3)
     ax.set_title(title, pad=30)

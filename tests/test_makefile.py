@@ -1,0 +1,83 @@
+"""`make evaluate` and `make test` need only Python >= 3.10 and make: the Makefile's own behaviour.
+
+Runs the real Makefile with stand-in executables in a temporary folder, so nothing is installed.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="GNU make is not installed")
+
+
+def script(path: Path, body: str) -> Path:
+    path.write_text("#!/bin/sh\n" + body)
+    path.chmod(0o755)
+    return path
+
+
+def make(*args: str, cwd: Path = ROOT, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["make", "--no-print-directory", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=60
+    )
+
+
+def test_old_python_is_refused_with_its_version(tmp_path):
+    old = script(tmp_path / "python3.8", 'case "$1" in -c) exit 1;; --version) echo "Python 3.8.10";; esac\n')
+    result = make("check-python", f"PYTHON={old}")
+    assert result.returncode != 0
+    assert "Python >= 3.10" in result.stderr and "Python 3.8.10" in result.stderr
+
+
+def test_missing_python_is_named(tmp_path):
+    result = make("check-python", f"PYTHON={tmp_path / 'no-python'}")
+    assert result.returncode != 0 and "not found" in result.stderr
+
+
+def test_this_python_passes():
+    assert make("check-python", "PYTHON=python3").returncode == 0
+
+
+@pytest.mark.parametrize(("data_root", "fetches"), [(None, True), ("/somewhere/cue-conflict", False)])
+def test_make_test_fetches_the_stimuli_only_when_none_are_configured(tmp_path, data_root, fetches):
+    """A fresh checkout without ../shared and without MODELVAL_DATA_ROOT runs `modelval download-data`."""
+    project = tmp_path / "project"
+    (project / ".venv" / "bin").mkdir(parents=True)
+    shutil.copy(ROOT / "Makefile", project / "Makefile")
+    (project / "pyproject.toml").write_text("")
+    (project / ".venv" / ".installed").write_text("")
+    calls = tmp_path / "calls"
+    script(project / ".venv" / "bin" / "modelval", f'echo "$@" >> {calls}\n')
+    env = {k: v for k, v in os.environ.items() if k != "MODELVAL_DATA_ROOT"}
+    if data_root:
+        env["MODELVAL_DATA_ROOT"] = data_root
+    result = make("-o", ".venv/.installed", "-o", "pyproject.toml", "stimuli", cwd=project, env=env)
+    assert result.returncode == 0, result.stderr
+    assert calls.exists() is fetches
+    if fetches:
+        assert calls.read_text().split() == ["download-data"]
+
+
+def test_offline_fetch_failure_does_not_stop_make_test(tmp_path):
+    project = tmp_path / "project"
+    (project / ".venv" / "bin").mkdir(parents=True)
+    shutil.copy(ROOT / "Makefile", project / "Makefile")
+    (project / ".venv" / ".installed").write_text("")
+    script(project / ".venv" / "bin" / "modelval", 'echo "modelval: error: download failed" >&2; exit 2\n')
+    env = {k: v for k, v in os.environ.items() if k != "MODELVAL_DATA_ROOT"}
+    result = make("-o", ".venv/.installed", "stimuli", cwd=project, env=env)
+    assert result.returncode == 0
+    assert "download failed" in result.stderr and "will skip" in result.stderr
+
+
+def test_make_test_runs_lint_before_pytest():
+    result = make("-n", "test", "-o", ".venv/.installed-test", "-o", ".venv/.installed")
+    commands = result.stdout
+    assert commands.index("ruff check") < commands.index("mypy") < commands.index("-m pytest")
