@@ -26,6 +26,18 @@ _CHUNK = 1 << 20
 _HASH_PREFIX = re.compile(r"-([a-f0-9]{8,64})\.")
 
 
+#: Environment variables that make a run offline (never download); HF_HUB_OFFLINE is HuggingFace's own.
+OFFLINE_ENV = "MODELVAL_OFFLINE"
+OFFLINE_ENVS = (OFFLINE_ENV, "HF_HUB_OFFLINE")
+
+
+def resolve_offline(offline: bool | None = None) -> bool:
+    """Explicit flag, else ``$MODELVAL_OFFLINE`` or ``$HF_HUB_OFFLINE`` set to 1/true."""
+    if offline is not None:
+        return offline
+    return any(os.environ.get(v, "").lower() in ("1", "true", "yes") for v in OFFLINE_ENVS)
+
+
 def sha256_of(path: str | os.PathLike[str]) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as handle:

@@ -101,11 +101,12 @@ def run_fetch(args: argparse.Namespace) -> int:
 
 
 def run_audit(args: argparse.Namespace) -> int:
-    from modelval.datasets.stimuli import discover_stimuli, load_image, resolve_data_root
+    from modelval.datasets.fetch import ensure_stimuli
+    from modelval.datasets.stimuli import discover_stimuli, load_image
     from modelval.models import weights_status
     from modelval.validation.audit import all_groups, audit_group, entries_in_group, format_audit, group_of
 
-    root = resolve_data_root(args.data_root)
+    root = ensure_stimuli(args.data_root, offline=args.offline, progress=sys.stderr.isatty())
     stimuli = discover_stimuli(root)
     step = max(1, len(stimuli) // max(1, args.images))
     images = [to_pil_image(load_image(root / s.relpath)) for s in stimuli[::step][: args.images]]

@@ -11,7 +11,7 @@ from modelval.behaviour.categories import AGGREGATIONS
 from modelval.behaviour.decisions import read_decisions, write_decisions
 from modelval.behaviour.shape_bias import compute_shape_bias
 from modelval.datasets.cache import NO_CACHE_ENV
-from modelval.datasets.stimuli import resolve_data_root
+from modelval.datasets.fetch import ensure_stimuli
 from modelval.evaluation import DEFAULT_BATCH_SIZE
 from modelval.preprocessing import NORMALIZATION_CHOICES
 from modelval.validation.expected import expected_for
@@ -132,7 +132,10 @@ def evaluate_registered(
     threads = set_threads(args.threads)
     # Stimuli before weights: a missing or broken data folder should fail before any download starts.
     stimuli = StimulusSet.load(
-        resolve_data_root(args.data_root), workers=args.workers, progress=progress, cache=not args.no_cache
+        ensure_stimuli(args.data_root, offline=args.offline, progress=progress),
+        workers=args.workers,
+        progress=progress,
+        cache=not args.no_cache,
     )
     loaded = load_model(
         model,

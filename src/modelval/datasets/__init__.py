@@ -1,7 +1,14 @@
 """Datasets: the stimulus folders on disk, their checksum manifests, downloads and the decode cache."""
 
 from modelval.datasets.cache import NO_CACHE_ENV, cache_enabled, load_or_decode
-from modelval.datasets.fetch import MODEL_VS_HUMAN_URL, TEXTURE_VS_SHAPE_URL, download_stimuli
+from modelval.datasets.fetch import (
+    DATA_MIRROR_ENV,
+    MODEL_VS_HUMAN_URL,
+    TEXTURE_VS_SHAPE_URL,
+    download_stimuli,
+    ensure_stimuli,
+    source_url,
+)
 from modelval.datasets.manifest import build_manifest, load_manifest, manifest_path, verify_stimuli
 from modelval.datasets.stimuli import (
     DATA_ROOT_ENV,
@@ -19,6 +26,7 @@ from modelval.datasets.stimuli import (
 )
 
 __all__ = [
+    "DATA_MIRROR_ENV",
     "DATA_ROOT_ENV",
     "EXPECTED_CONFLICTS",
     "EXPECTED_IMAGES",
@@ -33,12 +41,14 @@ __all__ = [
     "default_data_root",
     "discover_stimuli",
     "download_stimuli",
+    "ensure_stimuli",
     "load_image",
     "load_manifest",
     "load_or_decode",
     "manifest_path",
     "parse_stimulus_name",
     "resolve_data_root",
+    "source_url",
     "summarize",
     "verify_stimuli",
 ]

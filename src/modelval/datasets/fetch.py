@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import tarfile
 import tempfile
 from pathlib import Path
@@ -12,9 +13,9 @@ from tqdm.auto import tqdm
 
 from modelval.behaviour.categories import CATEGORIES
 from modelval.datasets.manifest import load_manifest, verify_stimuli
-from modelval.datasets.stimuli import resolve_data_root
-from modelval.download import download_file
-from modelval.errors import DataError
+from modelval.datasets.stimuli import DATA_ROOT_ENV, default_data_root, resolve_data_root
+from modelval.download import download_file, resolve_offline
+from modelval.errors import DataError, DownloadError
 
 #: Public sources of the stimuli (identical images): the model-vs-human release archive and the
 #: texture-vs-shape repository folder, file by file.
@@ -22,6 +23,26 @@ MODEL_VS_HUMAN_URL = "https://github.com/bethgelab/model-vs-human/releases/downl
 TEXTURE_VS_SHAPE_URL = (
     "https://raw.githubusercontent.com/rgeirhos/texture-vs-shape/master/stimuli/style-transfer-preprocessed-512"
 )
+#: ``http://host/dir``: replaces the base URL of every data download (as MODELVAL_WEIGHTS_MIRROR does
+#: for weights). The mirror holds ``cue-conflict.tar.gz`` (the model-vs-human archive layout,
+#: ``cue-conflict/<category>/<file>.png``) and, for the file-by-file source, ``cue-conflict/<category>/<file>.png``.
+DATA_MIRROR_ENV = "MODELVAL_DATA_MIRROR"
+
+
+def data_mirror() -> str | None:
+    """The base URL of ``$MODELVAL_DATA_MIRROR`` without a trailing slash, or None."""
+    mirror = os.environ.get(DATA_MIRROR_ENV, "").strip()
+    return mirror.rstrip("/") or None
+
+
+def source_url(source: str) -> str:
+    """Where ``source`` is fetched from: the public address, or its place on the data mirror."""
+    mirror = data_mirror()
+    if source == "model-vs-human":
+        return f"{mirror}/cue-conflict.tar.gz" if mirror else MODEL_VS_HUMAN_URL
+    if source == "texture-vs-shape":
+        return f"{mirror}/cue-conflict" if mirror else TEXTURE_VS_SHAPE_URL
+    raise ValueError(f"source must be 'model-vs-human' or 'texture-vs-shape', got {source!r}")
 
 
 def download_stimuli(
@@ -53,11 +74,11 @@ def download_stimuli(
     try:
         if source == "model-vs-human":
             archive = staging / "cue-conflict.tar.gz"
-            download_file(url or MODEL_VS_HUMAN_URL, archive, timeout=timeout, retries=retries, progress=progress)
+            download_file(url or source_url(source), archive, timeout=timeout, retries=retries, progress=progress)
             extracted = _extract_stimuli_archive(archive, staging / "extracted")
         elif source == "texture-vs-shape":
             extracted = staging / "files"
-            base = (url or TEXTURE_VS_SHAPE_URL).rstrip("/")
+            base = (url or source_url(source)).rstrip("/")
             for relpath, digest in tqdm(sorted(manifest.items()), desc="stimuli", disable=not progress):
                 download_file(
                     f"{base}/{relpath}", extracted / relpath, sha256=digest,
@@ -86,3 +107,30 @@ def _extract_stimuli_archive(archive: Path, target: Path) -> Path:
         if children and children <= set(CATEGORIES):
             return folder
     raise DataError(f"{archive}: no cue-conflict category folders (airplane/ ... truck/) inside the archive")
+
+
+def ensure_stimuli(
+    data_root: str | os.PathLike[str] | None = None,
+    *,
+    offline: bool | None = None,
+    progress: bool = True,
+) -> Path:
+    """The cue-conflict folder, downloaded and verified into the user cache first if it is missing.
+
+    Only the default location (no ``--data-root``, no ``$MODELVAL_DATA_ROOT``) is filled
+    automatically: a folder the user named is never created behind their back. Offline
+    (``offline=True``, ``$MODELVAL_OFFLINE`` or ``$HF_HUB_OFFLINE``), or when the download fails,
+    the error is one line naming the cause and how to get the stimuli.
+    """
+    root = resolve_data_root(data_root)
+    if root.exists() or data_root or os.environ.get(DATA_ROOT_ENV) or root != default_data_root():
+        return root
+    how = f"pass --data-root DIR, set {DATA_ROOT_ENV}, or run `modelval download-data`"
+    if resolve_offline(offline):
+        raise DataError(f"cue-conflict folder not found: {root}, and this run is offline; {how} when online")
+    url = source_url("model-vs-human")
+    print(f"modelval: fetching the cue-conflict stimuli from {url} into {root}", file=sys.stderr)
+    try:
+        return download_stimuli(root, progress=progress)
+    except (DownloadError, DataError) as error:
+        raise DataError(f"cue-conflict folder not found: {root}; downloading it failed: {error}. {how}") from None

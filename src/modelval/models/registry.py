@@ -22,10 +22,10 @@ from modelval.errors import ChecksumError, DownloadError, ModelvalError, Weights
 from modelval.models.weights import WeightsPart, WeightsStatus, ensure_parts, parts_status
 from modelval.paths import project_root
 from modelval.preprocessing import NORMALIZATION_CHOICES, Preprocess, PreprocessConfig
+from modelval.download import resolve_offline
 from modelval.runtime import resolve_device
 
 CHECKPOINT_DIR_ENV = "MODELVAL_CHECKPOINT_DIR"
-OFFLINE_ENV = "MODELVAL_OFFLINE"
 
 
 @dataclass(frozen=True)
@@ -158,13 +158,6 @@ def resolve_checkpoint_dir(checkpoint_dir: str | os.PathLike[str] | None = None)
         return Path(checkpoint_dir).expanduser()
     env = os.environ.get(CHECKPOINT_DIR_ENV)
     return Path(env).expanduser() if env else project_root() / "checkpoints"
-
-
-def resolve_offline(offline: bool | None = None) -> bool:
-    """Explicit flag, else ``$MODELVAL_OFFLINE`` or ``$HF_HUB_OFFLINE`` set to 1/true."""
-    if offline is not None:
-        return offline
-    return any(os.environ.get(v, "").lower() in ("1", "true", "yes") for v in (OFFLINE_ENV, "HF_HUB_OFFLINE"))
 
 
 def load_model(
