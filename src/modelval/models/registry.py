@@ -18,11 +18,11 @@ from typing import Any
 import torch
 from torch import nn
 
+from modelval.download import resolve_offline
 from modelval.errors import ChecksumError, DownloadError, ModelvalError, WeightsNotAvailableError
 from modelval.models.weights import WeightsPart, WeightsStatus, ensure_parts, parts_status
 from modelval.paths import project_root
 from modelval.preprocessing import NORMALIZATION_CHOICES, Preprocess, PreprocessConfig
-from modelval.download import resolve_offline
 from modelval.runtime import resolve_device
 
 CHECKPOINT_DIR_ENV = "MODELVAL_CHECKPOINT_DIR"
