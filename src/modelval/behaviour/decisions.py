@@ -98,17 +98,25 @@ def write_decisions(
     *,
     subject: str,
     session: int = 1,
+    name_code: str | None = None,
 ) -> Path:
-    """Write decisions in the published raw-data format (rt is NaN for models, as published)."""
+    """Write decisions in the published raw-data format (rt is NaN for models, as published).
+
+    ``name_code`` (``s5n``, ``edg``, ``sif``) writes image names in texture-vs-shape's published style,
+    ``NNNN_<code>_<subject>_0_<category>_00_<file>``, so the experiment reads back from the names;
+    without it the bare file name is written.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", newline="") as handle:
         writer = csv.writer(handle)
         writer.writerow(CSV_COLUMNS)
         for trial, decision in enumerate(decisions, start=1):
-            writer.writerow(
-                [subject, session, trial, "NaN", decision.response, decision.shape, 0, decision.stimulus_name]
-            )
+            name = decision.stimulus_name
+            if name_code:
+                # "_" separates the fields of a published name, so the subject may not contain one.
+                name = f"{trial:04d}_{name_code}_{subject.replace('_', '-')}_0_{decision.shape}_00_{name}"
+            writer.writerow([subject, session, trial, "NaN", decision.response, decision.shape, 0, name])
     return path
 
 

@@ -21,6 +21,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "data",
     "models",
     "metrics",
+    "accuracy",
     "humans",
     "compare",
     "figures",
@@ -47,6 +48,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ModelvalError as error:
         print(f"modelval: error: {error}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # The reader went away (`modelval ... | head`): not an error of ours, and nothing left to say.
+        sys.stderr.close()
+        return 0
     except KeyboardInterrupt:
         print("modelval: interrupted", file=sys.stderr)
         return 130

@@ -1,4 +1,4 @@
-"""``modelval download-data`` and ``modelval verify-data``: the public cue-conflict stimuli."""
+"""``modelval download-data``, ``verify-data`` and ``datasets``: the public stimuli and human raw data."""
 
 from __future__ import annotations
 
@@ -6,48 +6,82 @@ import argparse
 import sys
 from pathlib import Path
 
-from modelval.datasets.fetch import download_stimuli
+from modelval.datasets.fetch import SOURCES, download_raw_data, download_stimuli
 from modelval.datasets.manifest import verify_stimuli
+from modelval.datasets.registry import get_dataset, list_datasets
 from modelval.datasets.stimuli import discover_stimuli, resolve_data_root, summarize
+
+DATASET_NAMES = tuple(entry.name for entry in list_datasets())
+
+
+def add_dataset_option(parser: argparse.ArgumentParser, default: str | None = "cue-conflict") -> None:
+    parser.add_argument("--dataset", choices=DATASET_NAMES, default=default, help=f"stimulus set (default: {default})")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     fetch = subparsers.add_parser(
         "download-data",
-        help="download and verify the 1280 cue-conflict stimuli",
+        help="download and verify a stimulus set (default: the 1280 cue-conflict images), or the human raw data",
         description="Fetch the public stimuli, verify every file against the committed SHA-256 manifest, "
-        "and move them into place only when complete.",
+        "and move them into place only when complete. --humans fetches the published per-image decisions "
+        "of the human observers (and VGG-16, ResNet-50) instead. Both honour MODELVAL_DATA_MIRROR.",
     )
-    fetch.add_argument("--data-root", type=Path, help="destination (default: $MODELVAL_DATA_ROOT or the user cache)")
-    fetch.add_argument("--source", choices=("model-vs-human", "texture-vs-shape"), default="model-vs-human")
+    add_dataset_option(fetch)
+    fetch.add_argument("--humans", action="store_true", help="fetch the published human raw data (CSV files)")
+    fetch.add_argument(
+        "--data-root",
+        type=Path,
+        help="destination (default: $MODELVAL_DATA_ROOT, $MODELVAL_DATA_HOME or the user cache)",
+    )
+    fetch.add_argument("--source", choices=SOURCES, default=None, help="default: the release archive when one exists")
     fetch.add_argument("--url", help="override the archive URL (or the texture-vs-shape base URL)")
     fetch.add_argument("--force", action="store_true", help="download again even if the folder exists")
     fetch.add_argument("--timeout", type=float, default=60.0)
     fetch.add_argument("--retries", type=int, default=3)
     fetch.set_defaults(handler=run_download)
 
-    verify = subparsers.add_parser("verify-data", help="check the stimuli against the SHA-256 manifest")
+    verify = subparsers.add_parser("verify-data", help="check a stimulus set against its SHA-256 manifest")
+    add_dataset_option(verify)
     verify.add_argument("--data-root", type=Path)
     verify.set_defaults(handler=run_verify)
 
+    listing = subparsers.add_parser("datasets", help="list the registered stimulus sets")
+    listing.set_defaults(handler=run_list)
+
 
 def run_download(args: argparse.Namespace) -> int:
+    progress = sys.stderr.isatty()
+    if args.humans:
+        root = download_raw_data(args.data_root, force=args.force, progress=progress, timeout=args.timeout)
+        print(f"human raw data ready and verified at {root} (pass it as --reference-dir, or it is found there)")
+        return 0
     root = download_stimuli(
-        resolve_data_root(args.data_root),
+        resolve_data_root(args.data_root, args.dataset),
+        dataset=args.dataset,
         source=args.source,
         url=args.url,
         force=args.force,
-        progress=sys.stderr.isatty(),
+        progress=progress,
         timeout=args.timeout,
         retries=args.retries,
     )
-    print(f"cue-conflict stimuli ready and verified at {root}")
+    print(f"{args.dataset} stimuli ready and verified at {root}")
     return 0
 
 
 def run_verify(args: argparse.Namespace) -> int:
-    root = resolve_data_root(args.data_root)
-    verify_stimuli(root)
-    counts = summarize(discover_stimuli(root))
-    print(f"{root}: {counts['images']} images ({counts['conflicts']} conflicts) match the manifest")
+    root = resolve_data_root(args.data_root, args.dataset)
+    verify_stimuli(root, dataset=args.dataset)
+    stimuli = discover_stimuli(root, dataset=args.dataset)
+    if get_dataset(args.dataset).has_conflicts:
+        counts = summarize(stimuli)
+        print(f"{root}: {counts['images']} images ({counts['conflicts']} conflicts) match the manifest")
+    else:
+        print(f"{root}: {len(stimuli)} images match the manifest")
+    return 0
+
+
+def run_list(args: argparse.Namespace) -> int:
+    for entry in list_datasets():
+        print(f"{entry.name:<20} {entry.images:>5} images  {entry.description}")
     return 0

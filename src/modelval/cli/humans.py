@@ -23,7 +23,7 @@ from modelval.behaviour.humans import (
     texture_despite_humans,
 )
 from modelval.behaviour.trials import DATASETS, Trial, check_dataset, dataset_of, read_trials, trials_from_decisions
-from modelval.errors import DataError, ModelvalError
+from modelval.errors import DataError
 from modelval.paths import user_cache_dir
 
 REFERENCE_DIR_ENV = "MODELVAL_REFERENCE_DIR"
@@ -64,21 +64,16 @@ def add_observer_options(parser: argparse.ArgumentParser) -> None:
 
 
 def model_trials(args: argparse.Namespace, model: str, dataset: str) -> list[Trial]:
-    """Evaluate a registered model on ``dataset`` and return its trials.
-
-    Cue-conflict runs through the shape-bias evaluation; the edge and silhouette evaluations are
-    wired here at merge (the datasets registry evaluates them).
-    """
-    if dataset != "cue-conflict":
-        raise ModelvalError(
-            f"evaluating a model on {dataset} is not available in this command yet: write its decisions with "
-            f"`modelval accuracy --model {model} --dataset {dataset} --decisions-out FILE.csv` and pass "
-            "--decisions FILE.csv"
-        )
+    """Evaluate a registered model on ``dataset`` (the shape-bias pipeline) and return its trials."""
     from modelval.cli.shape_bias import evaluate_registered
 
     _, evaluation, _ = evaluate_registered(
-        args, model=model, normalization=args.normalization, resize=args.resize, aggregation=args.aggregation
+        args,
+        model=model,
+        normalization=args.normalization,
+        resize=args.resize,
+        aggregation=args.aggregation,
+        dataset=dataset,
     )
     trials = trials_from_decisions(evaluation.decisions)
     return [Trial(t.image, t.category, t.response, t.imagename, model) for t in trials]

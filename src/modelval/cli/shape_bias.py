@@ -117,6 +117,7 @@ def evaluate_registered(
     normalization: str,
     resize: str,
     aggregation: str,
+    dataset: str = "cue-conflict",
 ):
     """Load a registered model and evaluate it on the stimuli with the options in ``args``.
 
@@ -132,10 +133,11 @@ def evaluate_registered(
     threads = set_threads(args.threads)
     # Stimuli before weights: a missing or broken data folder should fail before any download starts.
     stimuli = StimulusSet.load(
-        ensure_stimuli(args.data_root, offline=args.offline, progress=progress),
+        ensure_stimuli(args.data_root, dataset=dataset, offline=args.offline, progress=progress),
         workers=args.workers,
         progress=progress,
         cache=not args.no_cache,
+        dataset=dataset,
     )
     loaded = load_model(
         model,

@@ -3,13 +3,14 @@
 from modelval.datasets.cache import NO_CACHE_ENV, cache_enabled, load_or_decode
 from modelval.datasets.fetch import (
     DATA_MIRROR_ENV,
-    MODEL_VS_HUMAN_URL,
-    TEXTURE_VS_SHAPE_URL,
+    default_raw_data_dir,
+    download_raw_data,
     download_stimuli,
     ensure_stimuli,
     source_url,
 )
 from modelval.datasets.manifest import build_manifest, load_manifest, manifest_path, verify_stimuli
+from modelval.datasets.registry import DatasetEntry, get_dataset, list_datasets
 from modelval.datasets.stimuli import (
     DATA_ROOT_ENV,
     EXPECTED_CONFLICTS,
@@ -31,17 +32,20 @@ __all__ = [
     "EXPECTED_CONFLICTS",
     "EXPECTED_IMAGES",
     "IMAGE_SIZE",
-    "MODEL_VS_HUMAN_URL",
     "NO_CACHE_ENV",
-    "TEXTURE_VS_SHAPE_URL",
+    "DatasetEntry",
     "Stimulus",
     "build_manifest",
     "cache_enabled",
     "decode_stimuli",
     "default_data_root",
+    "default_raw_data_dir",
     "discover_stimuli",
+    "download_raw_data",
     "download_stimuli",
     "ensure_stimuli",
+    "get_dataset",
+    "list_datasets",
     "load_image",
     "load_manifest",
     "load_or_decode",

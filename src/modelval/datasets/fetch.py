@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sys
@@ -13,16 +14,12 @@ from tqdm.auto import tqdm
 
 from modelval.behaviour.categories import CATEGORIES
 from modelval.datasets.manifest import load_manifest, verify_stimuli
-from modelval.datasets.stimuli import DATA_ROOT_ENV, default_data_root, resolve_data_root
-from modelval.download import download_file, resolve_offline
+from modelval.datasets.registry import TEXTURE_VS_SHAPE_RAW, get_dataset
+from modelval.datasets.stimuli import default_data_root, resolve_data_root, root_env
+from modelval.download import download_file, resolve_offline, verify_sha256
 from modelval.errors import DataError, DownloadError
+from modelval.paths import fixtures_dir, user_cache_dir
 
-#: Public sources of the stimuli (identical images): the model-vs-human release archive and the
-#: texture-vs-shape repository folder, file by file.
-MODEL_VS_HUMAN_URL = "https://github.com/bethgelab/model-vs-human/releases/download/v0.1/cue-conflict.tar.gz"
-TEXTURE_VS_SHAPE_URL = (
-    "https://raw.githubusercontent.com/rgeirhos/texture-vs-shape/master/stimuli/style-transfer-preprocessed-512"
-)
 #: ``http://host/dir``: replaces the base URL of every data download (as MODELVAL_WEIGHTS_MIRROR does
 #: for weights). The mirror holds ``cue-conflict.tar.gz`` (the model-vs-human archive layout,
 #: ``cue-conflict/<category>/<file>.png``) and, for the file-by-file source, ``cue-conflict/<category>/<file>.png``.
@@ -35,20 +32,35 @@ def data_mirror() -> str | None:
     return mirror.rstrip("/") or None
 
 
-def source_url(source: str) -> str:
-    """Where ``source`` is fetched from: the public address, or its place on the data mirror."""
+SOURCES = ("model-vs-human", "texture-vs-shape")
+
+
+def source_url(source: str, dataset: str = "cue-conflict") -> str:
+    """Where ``dataset`` is fetched from by ``source``: the public address, or its place on the mirror.
+
+    ``model-vs-human`` is the release archive (cue-conflict only); ``texture-vs-shape`` is the
+    repository folder, fetched file by file (``<url>/<category>/<file>``).
+    """
+    entry = get_dataset(dataset)
     mirror = data_mirror()
     if source == "model-vs-human":
-        return f"{mirror}/cue-conflict.tar.gz" if mirror else MODEL_VS_HUMAN_URL
+        if entry.archive_url is None:
+            raise DataError(f"{dataset} has no release archive; use --source texture-vs-shape")
+        return f"{mirror}/{entry.folder}.tar.gz" if mirror else entry.archive_url
     if source == "texture-vs-shape":
-        return f"{mirror}/cue-conflict" if mirror else TEXTURE_VS_SHAPE_URL
-    raise ValueError(f"source must be 'model-vs-human' or 'texture-vs-shape', got {source!r}")
+        return f"{mirror}/{entry.folder}" if mirror else entry.folder_url
+    raise DataError(f"source must be one of {', '.join(SOURCES)}, got {source!r}")
+
+
+def default_source(dataset: str) -> str:
+    return "model-vs-human" if get_dataset(dataset).archive_url else "texture-vs-shape"
 
 
 def download_stimuli(
     destination: str | os.PathLike[str] | None = None,
     *,
-    source: str = "model-vs-human",
+    dataset: str = "cue-conflict",
+    source: str | None = None,
     url: str | None = None,
     force: bool = False,
     progress: bool = True,
@@ -56,7 +68,7 @@ def download_stimuli(
     retries: int = 3,
     manifest: dict[str, str] | None = None,
 ) -> Path:
-    """Fetch the public stimuli into ``destination`` and verify every file against the manifest.
+    """Fetch a public stimulus set into ``destination`` and verify every file against its manifest.
 
     ``source="model-vs-human"`` downloads the release archive (``url`` overrides its address);
     ``source="texture-vs-shape"`` fetches the repository folder file by file (``url`` overrides
@@ -64,29 +76,31 @@ def download_stimuli(
     assembled and verified in a temporary folder beside the destination and moved into place only
     when complete, so an interrupted or corrupt download never leaves a partial dataset behind.
     """
-    destination = Path(destination) if destination else resolve_data_root()
-    manifest = manifest if manifest is not None else load_manifest()
+    source = source or default_source(dataset)
+    destination = Path(destination) if destination else resolve_data_root(dataset=dataset)
+    manifest = manifest if manifest is not None else load_manifest(dataset=dataset)
     if destination.exists() and not force:
-        verify_stimuli(destination, manifest)
+        verify_stimuli(destination, manifest, dataset=dataset)
         return destination
     destination.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{destination.name}.", dir=destination.parent))
     try:
         if source == "model-vs-human":
             archive = staging / "cue-conflict.tar.gz"
-            download_file(url or source_url(source), archive, timeout=timeout, retries=retries, progress=progress)
+            address = url or source_url(source, dataset)
+            download_file(address, archive, timeout=timeout, retries=retries, progress=progress)
             extracted = _extract_stimuli_archive(archive, staging / "extracted")
         elif source == "texture-vs-shape":
             extracted = staging / "files"
-            base = (url or source_url(source)).rstrip("/")
-            for relpath, digest in tqdm(sorted(manifest.items()), desc="stimuli", disable=not progress):
+            base = (url or source_url(source, dataset)).rstrip("/")
+            for relpath, digest in tqdm(sorted(manifest.items()), desc=dataset, disable=not progress):
                 download_file(
                     f"{base}/{relpath}", extracted / relpath, sha256=digest,
                     timeout=timeout, retries=retries, progress=False,
                 )  # fmt: skip
         else:
-            raise ValueError(f"source must be 'model-vs-human' or 'texture-vs-shape', got {source!r}")
-        verify_stimuli(extracted, manifest)
+            raise DataError(f"source must be one of {', '.join(SOURCES)}, got {source!r}")
+        verify_stimuli(extracted, manifest, dataset=dataset)
         if destination.exists():
             shutil.rmtree(destination)
         os.replace(extracted, destination)
@@ -112,6 +126,7 @@ def _extract_stimuli_archive(archive: Path, target: Path) -> Path:
 def ensure_stimuli(
     data_root: str | os.PathLike[str] | None = None,
     *,
+    dataset: str = "cue-conflict",
     offline: bool | None = None,
     progress: bool = True,
 ) -> Path:
@@ -122,15 +137,65 @@ def ensure_stimuli(
     (``offline=True``, ``$MODELVAL_OFFLINE`` or ``$HF_HUB_OFFLINE``), or when the download fails,
     the error is one line naming the cause and how to get the stimuli.
     """
-    root = resolve_data_root(data_root)
-    if root.exists() or data_root or os.environ.get(DATA_ROOT_ENV) or root != default_data_root():
+    root = resolve_data_root(data_root, dataset)
+    if root.exists() or root != default_data_root(dataset):
         return root
-    how = f"pass --data-root DIR, set {DATA_ROOT_ENV}, or run `modelval download-data`"
+    command = "modelval download-data" + ("" if dataset == "cue-conflict" else f" --dataset {dataset}")
+    how = f"pass --data-root DIR, set {root_env(dataset)}, or run `{command}`"
     if resolve_offline(offline):
-        raise DataError(f"cue-conflict folder not found: {root}, and this run is offline; {how} when online")
-    url = source_url("model-vs-human")
-    print(f"modelval: fetching the cue-conflict stimuli from {url} into {root}", file=sys.stderr)
+        raise DataError(f"{dataset} folder not found: {root}, and this run is offline; {how} when online")
+    url = source_url(default_source(dataset), dataset)
+    print(f"modelval: fetching the {dataset} stimuli from {url} into {root}", file=sys.stderr)
     try:
-        return download_stimuli(root, progress=progress)
+        return download_stimuli(root, dataset=dataset, progress=progress)
     except (DownloadError, DataError) as error:
-        raise DataError(f"cue-conflict folder not found: {root}; downloading it failed: {error}. {how}") from None
+        raise DataError(f"{dataset} folder not found: {root}; downloading it failed: {error}. {how}") from None
+
+
+RAW_DATA_MANIFEST = "raw_data_manifest.json"
+
+
+def default_raw_data_dir() -> Path:
+    """Where ``download-data --humans`` puts the published decisions: ``<user cache>/raw-data``."""
+    return user_cache_dir() / "raw-data"
+
+
+def download_raw_data(
+    destination: str | os.PathLike[str] | None = None,
+    *,
+    force: bool = False,
+    progress: bool = True,
+    timeout: float = 60.0,
+    retries: int = 3,
+) -> Path:
+    """Fetch the published per-image decisions (10 human observers per experiment, VGG-16, ResNet-50).
+
+    Files come from texture-vs-shape ``raw-data/<experiment folder>/<file>.csv`` (on a mirror:
+    ``$MODELVAL_DATA_MIRROR/raw-data/<experiment folder>/<file>.csv``), each verified against
+    ``fixtures/raw_data_manifest.json``, and land flat in ``destination`` only when all are good.
+    """
+    manifest = json.loads((fixtures_dir() / RAW_DATA_MANIFEST).read_text())
+    files: dict[str, dict[str, str]] = manifest["files"]
+    destination = Path(destination) if destination else default_raw_data_dir()
+    if destination.exists() and not force:
+        for name, spec in files.items():
+            path = destination / name
+            if not path.is_file():
+                raise DataError(f"{destination} is incomplete: {name} is missing; re-run with --force")
+            verify_sha256(path, sha256=spec["sha256"])
+        return destination
+    base = (data_mirror() or TEXTURE_VS_SHAPE_RAW).rstrip("/")
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{destination.name}.", dir=destination.parent))
+    try:
+        for name, spec in tqdm(sorted(files.items()), desc="raw data", disable=not progress):
+            download_file(
+                f"{base}/{spec['path']}", staging / name, sha256=spec["sha256"],
+                timeout=timeout, retries=retries, progress=False,
+            )  # fmt: skip
+        if destination.exists():
+            shutil.rmtree(destination)
+        os.replace(staging, destination)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return destination

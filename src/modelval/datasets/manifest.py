@@ -6,21 +6,21 @@ import json
 import os
 from pathlib import Path
 
+from modelval.datasets.registry import get_dataset
 from modelval.datasets.stimuli import discover_stimuli
 from modelval.download import sha256_of
 from modelval.errors import ChecksumError, DataError
 from modelval.paths import fixtures_dir
 
-MANIFEST_NAME = "cue_conflict_manifest.json"
+
+def manifest_path(dataset: str = "cue-conflict") -> Path:
+    """The committed manifest of ``dataset`` (``fixtures/<name>_manifest.json``)."""
+    return fixtures_dir() / get_dataset(dataset).manifest
 
 
-def manifest_path() -> Path:
-    return fixtures_dir() / MANIFEST_NAME
-
-
-def load_manifest(path: str | os.PathLike[str] | None = None) -> dict[str, str]:
-    """``{relpath: sha256}`` of the 1280 published stimuli (committed in ``fixtures/``)."""
-    path = Path(path) if path else manifest_path()
+def load_manifest(path: str | os.PathLike[str] | None = None, *, dataset: str = "cue-conflict") -> dict[str, str]:
+    """``{relpath: sha256}`` of a published stimulus set (committed in ``fixtures/``)."""
+    path = Path(path) if path else manifest_path(dataset)
     try:
         payload = json.loads(path.read_text())
     except FileNotFoundError:
@@ -28,21 +28,24 @@ def load_manifest(path: str | os.PathLike[str] | None = None) -> dict[str, str]:
     return dict(payload["files"])
 
 
-def build_manifest(root: str | os.PathLike[str]) -> dict[str, object]:
-    """A manifest of the stimuli under ``root`` (how ``fixtures/cue_conflict_manifest.json`` was made)."""
-    stimuli = discover_stimuli(root)
+def build_manifest(root: str | os.PathLike[str], *, dataset: str = "cue-conflict") -> dict[str, object]:
+    """A manifest of the stimuli under ``root`` (how the ``fixtures/*_manifest.json`` files were made)."""
+    entry = get_dataset(dataset)
+    stimuli = discover_stimuli(root, dataset=dataset)
     return {
-        "description": "SHA-256 of the 1280 cue-conflict stimuli (Geirhos et al., ICLR 2019; CC BY 4.0)",
+        "description": f"SHA-256 of the {entry.images} {dataset} stimuli (Geirhos et al., ICLR 2019; {entry.license})",
         "count": len(stimuli),
         "files": {s.relpath: sha256_of(Path(root) / s.relpath) for s in stimuli},
     }
 
 
-def verify_stimuli(root: str | os.PathLike[str], manifest: dict[str, str] | None = None) -> None:
+def verify_stimuli(
+    root: str | os.PathLike[str], manifest: dict[str, str] | None = None, *, dataset: str = "cue-conflict"
+) -> None:
     """Check every file under ``root`` against the manifest; raise naming the first bad file."""
-    manifest = manifest if manifest is not None else load_manifest()
+    manifest = manifest if manifest is not None else load_manifest(dataset=dataset)
     root = Path(root)
-    found = {s.relpath for s in discover_stimuli(root, expected_count=None)}
+    found = {s.relpath for s in discover_stimuli(root, expected_count=None, dataset=dataset)}
     missing = sorted(set(manifest) - found)
     extra = sorted(found - set(manifest))
     if missing or extra:

@@ -10,6 +10,7 @@ import os
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Literal
 
 import torch
 from PIL import Image, UnidentifiedImageError
@@ -17,11 +18,13 @@ from tqdm.auto import tqdm
 
 from modelval.behaviour.categories import CATEGORIES
 from modelval.behaviour.cue_conflict import EXPECTED_CONFLICTS, EXPECTED_IMAGES, Stimulus, parse_stimulus_name
+from modelval.datasets.registry import get_dataset
 from modelval.errors import DataError
 from modelval.paths import user_cache_dir
 from modelval.preprocessing import pil_to_uint8
 
 __all__ = [
+    "DATA_HOME_ENV",
     "DATA_ROOT_ENV",
     "EXPECTED_CONFLICTS",
     "EXPECTED_IMAGES",
@@ -38,62 +41,84 @@ __all__ = [
 
 IMAGE_SIZE = 224
 DATA_ROOT_ENV = "MODELVAL_DATA_ROOT"
+#: A folder holding one sub-folder per dataset (cue-conflict/, edges/, filled-silhouettes/).
+DATA_HOME_ENV = "MODELVAL_DATA_HOME"
 
 
-def discover_stimuli(root: str | os.PathLike[str], *, expected_count: int | None = EXPECTED_IMAGES) -> list[Stimulus]:
-    """List and validate the stimuli under ``root`` (sorted, so the order is reproducible).
+def discover_stimuli(
+    root: str | os.PathLike[str],
+    *,
+    expected_count: int | Literal["registry"] | None = "registry",
+    dataset: str = "cue-conflict",
+) -> list[Stimulus]:
+    """List and validate the stimuli of ``dataset`` under ``root`` (sorted, so the order is reproducible).
 
     Raises :class:`DataError` naming the offending path for a missing folder, an unknown
-    category folder, an unparseable file name, a file whose shape disagrees with its folder, or
-    (when ``expected_count`` is set) the wrong number of images.
+    category folder, an unparseable file name, a file whose label disagrees with its folder, or
+    (unless ``expected_count`` is None) the wrong number of images; ``"registry"`` expects the
+    dataset's own count.
     """
+    entry = get_dataset(dataset)
+    count = entry.images if expected_count == "registry" else expected_count
     root = Path(root)
     if not root.is_dir():
         raise DataError(
-            f"cue-conflict folder not found: {root}. Pass --data-root DIR, set {DATA_ROOT_ENV}, "
-            "or run `modelval download-data` to fetch the stimuli."
+            f"{dataset} folder not found: {root}. Pass --data-root DIR, set {root_env(dataset)}, "
+            f"or run `modelval download-data{'' if dataset == 'cue-conflict' else ' --dataset ' + dataset}` "
+            "to fetch the stimuli."
         )
     stimuli: list[Stimulus] = []
-    for folder in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")):
+    try:
+        folders = sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
+    except OSError as error:
+        raise DataError(f"cannot list {root}: {error.strerror or error}") from None
+    for folder in folders:
         if folder.name not in CATEGORIES:
             raise DataError(
-                f"{folder}: unknown category folder {folder.name!r}; the cue-conflict folder must hold "
+                f"{folder}: unknown category folder {folder.name!r}; the {dataset} folder must hold "
                 f"exactly the 16 folders {', '.join(CATEGORIES)}"
             )
         for path in sorted(folder.iterdir()):
             if path.name.startswith("."):
                 continue
-            shape, texture = parse_stimulus_name(path.name)
+            shape, texture = entry.label_of(path.name)
             if shape != folder.name:
                 raise DataError(f"{path}: shape {shape!r} in the file name disagrees with its folder {folder.name!r}")
             stimuli.append(Stimulus(f"{folder.name}/{path.name}", shape, texture))
     if not stimuli:
         raise DataError(f"no stimuli found under {root}: expected 16 category folders of PNG files")
-    if expected_count is not None and len(stimuli) != expected_count:
+    if count is not None and len(stimuli) != count:
         missing = sorted(set(CATEGORIES) - {s.shape for s in stimuli})
         hint = f" (missing categories: {', '.join(missing)})" if missing else ""
         raise DataError(
-            f"{root}: found {len(stimuli)} stimuli, expected {expected_count}{hint}; the folder is incomplete "
+            f"{root}: found {len(stimuli)} stimuli, expected {count}{hint}; the folder is incomplete "
             "or holds extra files. Re-download with `modelval download-data --force`."
         )
     return stimuli
 
 
-def resolve_data_root(data_root: str | os.PathLike[str] | None = None) -> Path:
-    """``--data-root``, else ``$MODELVAL_DATA_ROOT``, else the per-user cache."""
+def root_env(dataset: str) -> str:
+    """The variable that names this dataset's folder: MODELVAL_DATA_ROOT (cue-conflict) or MODELVAL_DATA_HOME."""
+    return DATA_ROOT_ENV if dataset == "cue-conflict" else DATA_HOME_ENV
+
+
+def resolve_data_root(data_root: str | os.PathLike[str] | None = None, dataset: str = "cue-conflict") -> Path:
+    """``--data-root``; else ``$MODELVAL_DATA_ROOT`` (cue-conflict only); else ``$MODELVAL_DATA_HOME/<folder>``;
+    else the per-user cache."""
     if data_root:
         return Path(data_root).expanduser()
-    env = os.environ.get(DATA_ROOT_ENV)
+    env = os.environ.get(DATA_ROOT_ENV) if dataset == "cue-conflict" else None
     if env:
         return Path(env).expanduser()
-    return default_data_root()
+    home = os.environ.get(DATA_HOME_ENV)
+    if home:
+        return Path(home).expanduser() / get_dataset(dataset).folder
+    return default_data_root(dataset)
 
 
-def default_data_root() -> Path:
-    return user_cache_dir() / "cue-conflict"
-
-
-# --- decoding ---------------------------------------------------------------------------------
+def default_data_root(dataset: str = "cue-conflict") -> Path:
+    """``<user cache>/<folder>``: where downloads go when nothing else is configured."""
+    return user_cache_dir() / get_dataset(dataset).folder
 
 
 def load_image(path: str | os.PathLike[str]) -> torch.Tensor:

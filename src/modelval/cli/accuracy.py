@@ -1,0 +1,83 @@
+"""``modelval accuracy``: 16-class accuracy of a model or a decision file on one experiment's stimuli."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from modelval import jsonio
+from modelval.behaviour.accuracy import AccuracyResult, accuracy_of
+from modelval.behaviour.trials import NAME_CODES, Trial, trials_from_decisions
+from modelval.cli.data import DATASET_NAMES
+from modelval.cli.humans import add_observer_options, observer_trials
+from modelval.errors import ModelvalError
+
+#: experiment -> the image-name code texture-vs-shape writes (``edg`` for edges, ...)
+CODE_OF = {dataset: code for code, dataset in NAME_CODES.items()}
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "accuracy",
+        help="16-class accuracy on edges, filled silhouettes or cue-conflict, of a model or a decision CSV",
+        description="Accuracy = response == category over every image (cue-conflict: the shape category, "
+        "all 1280 images). Evaluate --model on the stimuli, or recompute from a published --decisions file.",
+    )
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--model", help="registered model name (see `modelval models`)")
+    source.add_argument("--decisions", type=Path, help="per-image decision CSV (published raw-data format)")
+    parser.add_argument(
+        "--dataset", choices=DATASET_NAMES, default=None, help="default: cue-conflict, or read from the file's names"
+    )
+    add_observer_options(parser)
+    parser.add_argument("--decisions-out", type=Path, help="write the model's decisions (raw-data CSV format)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.decisions is not None:
+        if args.decisions_out is not None:
+            raise ModelvalError("--decisions-out writes a model's decisions; it needs --model, not --decisions")
+        trials, dataset, label = observer_trials(args, str(args.decisions), args.dataset)
+    else:
+        trials, dataset, label = _evaluate(args)
+    result = accuracy_of(trials, dataset)
+    if args.json:
+        print(jsonio.dumps({"observer": label, **result.to_dict()}, indent=2))
+    else:
+        print(format_accuracy(result, label))
+    return 0
+
+
+def _evaluate(args: argparse.Namespace) -> tuple[list[Trial], str, str]:
+    from modelval.behaviour.decisions import write_decisions
+    from modelval.cli.shape_bias import evaluate_registered
+
+    dataset = args.dataset or "cue-conflict"
+    _, evaluation, _ = evaluate_registered(
+        args,
+        model=args.model,
+        normalization=args.normalization,
+        resize=args.resize,
+        aggregation=args.aggregation,
+        dataset=dataset,
+    )
+    if args.decisions_out:
+        write_decisions(args.decisions_out, evaluation.decisions, subject=args.model, name_code=CODE_OF[dataset])
+    trials = [
+        Trial(t.image, t.category, t.response, t.imagename, args.model)
+        for t in trials_from_decisions(evaluation.decisions)
+    ]
+    return trials, dataset, args.model
+
+
+def format_accuracy(result: AccuracyResult, label: str) -> str:
+    lines = [
+        f"{label} on {result.dataset}: accuracy {result.accuracy:.2%} ({result.correct} / {result.images})",
+        "",
+        f"{'category':<10} {'accuracy':>8} {'correct':>8}",
+    ]
+    for name, value in result.per_category.items():
+        lines.append(f"{name:<10} {value.accuracy:>8.1%} {value.correct:>4} / {value.images:<3}")
+    return "\n".join(lines)
