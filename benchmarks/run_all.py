@@ -23,6 +23,7 @@ BENCHMARKS: tuple[tuple[str, list[str], str], ...] = (
     ("bench_ece.py", ["--repeats", "3", "--n", "2000000"], "ece_vs_torchmetrics <= 0.5"),
     ("bench_overhead.py", ["--repeats", "1", "--no-rss"], "overhead_ratio <= 1.10"),
     ("bench_decode_once.py", ["--repeats", "1"], "decode_once_ratio (N=3; 1.0 = forward cost only)"),
+    ("bench_sensitivity.py", ["--repeats", "1"], "card_ratio <= distinct inputs + 0.2"),
 )
 
 

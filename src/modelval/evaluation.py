@@ -159,6 +159,32 @@ def category_probabilities(
     :func:`decision_flips`); ``channels_last`` runs model and inputs in NHWC layout. Softmax and the
     category mapping always run in float32.
     """
+    return category_probabilities_by_aggregation(
+        model,
+        images,
+        config,
+        aggregations=(aggregation,),
+        batch_size=batch_size,
+        device=device,
+        progress=progress,
+        amp=amp,
+        channels_last=channels_last,
+    )[aggregation]
+
+
+def category_probabilities_by_aggregation(
+    model: Model,
+    images: torch.Tensor,
+    config: PreprocessConfig,
+    *,
+    aggregations: Sequence[Aggregation] = ("mean",),
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    device: str | torch.device = "auto",
+    progress: bool = True,
+    amp: Amp | None = None,
+    channels_last: bool = False,
+) -> dict[Aggregation, np.ndarray]:
+    """One forward pass, several 1000 -> 16 aggregations of the same softmax: ``{aggregation: (N, 16)}``."""
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
     target = resolve_device(device)
@@ -166,10 +192,10 @@ def category_probabilities(
         tune_allocator()  # see modelval.runtime: without it, large batches spend half their time in the kernel
     if isinstance(model, torch.nn.Module):
         model.eval()
-    mapper = CategoryMapper(aggregation)
+    mappers = {aggregation: CategoryMapper(aggregation) for aggregation in aggregations}
     pin = target.type == "cuda"
     layout = torch.channels_last if channels_last else torch.contiguous_format
-    out = torch.empty((len(images), len(CATEGORIES)), dtype=torch.float32)
+    out = {aggregation: torch.empty((len(images), len(CATEGORIES)), dtype=torch.float32) for aggregation in mappers}
     with (
         torch.inference_mode(),
         _memory_format(model, channels_last),
@@ -182,10 +208,11 @@ def category_probabilities(
             inputs = prepare_batch(batch, config, target, non_blocking=pin).contiguous(memory_format=layout)
             with _forward_context(target, amp):
                 output = model(inputs)
-            logits = logits_of(output).float()
-            out[start : start + len(batch)] = mapper(torch.softmax(logits, dim=1)).cpu()
+            probabilities = torch.softmax(logits_of(output).float(), dim=1)
+            for aggregation, mapper in mappers.items():
+                out[aggregation][start : start + len(batch)] = mapper(probabilities).cpu()
             bar.update(len(batch))
-    return out.numpy()
+    return {aggregation: values.numpy() for aggregation, values in out.items()}
 
 
 def decisions_from_probabilities(stimuli: Sequence[Stimulus], probabilities: np.ndarray) -> list[Decision]:

@@ -23,6 +23,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "metrics",
     "accuracy",
     "humans",
+    "sensitivity",
     "compare",
     "figures",
 )

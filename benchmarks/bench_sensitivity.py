@@ -1,0 +1,59 @@
+"""The sensitivity card costs about one evaluation per distinct input, not one per variant.
+
+Runs, in one process on the decoded stimuli, one plain ``evaluate`` of the bundled model (its own
+protocol) and the full sensitivity card, alternating, and prints the medians and
+
+    card_ratio = card time / one evaluation        (goal: <= distinct inputs + 0.2)
+
+together with the number of variants and of forwards (distinct inputs) the card ran.
+
+    python benchmarks/bench_sensitivity.py [--repeats 1] [--batch-size 32] [--threads auto]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from _common import DATA_ROOT, load_average, median, print_table
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--threads", default="auto")
+    args = parser.parse_args()
+
+    from modelval.evaluation import StimulusSet, evaluate
+    from modelval.models import load_model
+    from modelval.runtime import set_threads
+    from modelval.validation.sensitivity import protocol_variants, sensitivity_card
+
+    threads = set_threads(args.threads)
+    loaded = load_model("efficientnet_lite0", progress=False)
+    source = loaded.config.preprocess
+    stimuli = StimulusSet.load(DATA_ROOT, progress=False)
+    reference, variants = protocol_variants(source)
+    single, cards, forwards = [], [], 0
+    for _ in range(args.repeats):
+        start = time.perf_counter()
+        evaluate(loaded.model, reference.config, stimuli, batch_size=args.batch_size, device="cpu", progress=False)
+        single.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        card = sensitivity_card(
+            loaded.model, source, stimuli, batch_size=args.batch_size, device="cpu", progress=False
+        )
+        cards.append(time.perf_counter() - start)
+        forwards = card.forwards
+    one, whole = median(single), median(cards)
+    print(f"threads {threads}, batch {args.batch_size}, load {load_average()}, repeats {args.repeats}")
+    print_table(
+        ["what", "variants", "forwards", "median s"],
+        [["one evaluation", 1, 1, f"{one:.1f}"], ["sensitivity card", len(variants), forwards, f"{whole:.1f}"]],
+    )
+    print(f"card_ratio = {whole / one:.2f} (goal <= {forwards} + 0.2 = {forwards + 0.2:.1f})")
+
+
+if __name__ == "__main__":
+    main()
