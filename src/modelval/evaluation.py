@@ -25,7 +25,9 @@ from modelval.behaviour.categories import CATEGORIES, Aggregation, CategoryMappe
 from modelval.behaviour.decisions import Decision
 from modelval.behaviour.shape_bias import ShapeBiasResult, compute_shape_bias
 from modelval.datasets.cache import cache_enabled, load_or_decode
+from modelval.datasets.manifest import hash_stimuli, load_manifest, manifest_differences
 from modelval.datasets.stimuli import Stimulus, decode_stimuli, discover_stimuli
+from modelval.errors import DataError
 from modelval.preprocessing import PreprocessConfig, prepare_batch
 from modelval.runtime import resolve_device, tune_allocator
 
@@ -51,6 +53,7 @@ class StimulusSet:
     stimuli: list[Stimulus]
     images: torch.Tensor
     cache_status: str = "off"  # "hit", "miss", "rebuilt" (bad entry replaced) or "off"
+    verification: str = "not checked"  # "verified", "modified: ...", or "not checked" (a subset)
 
     @classmethod
     def load(
@@ -63,26 +66,51 @@ class StimulusSet:
         cache: bool = True,
         cache_dir: str | os.PathLike[str] | None = None,
         dataset: str = "cue-conflict",
+        verify: bool | None = None,
+        allow_modified: bool = False,
     ) -> StimulusSet:
-        """Discover and decode the stimuli of ``dataset`` under ``root``; ``cache`` reuses the decode cache.
+        """Discover, verify and decode the stimuli of ``dataset`` under ``root``.
 
-        The cache is keyed by the manifest and every file's size and mtime and checksummed on load
-        (see :mod:`modelval.datasets.cache`), so a hit gives the same uint8 pixels as decoding. It
-        holds the cue-conflict set; the 160-image sets decode in well under a second.
+        ``verify`` (default: when the full official set is loaded, ``expected_count="registry"``)
+        checks every file's name and SHA-256 against the committed manifest and refuses a modified
+        set with an error naming the files, unless ``allow_modified``: then it is evaluated and
+        :attr:`verification` says what differs. The same content digests key the decode cache (see
+        :mod:`modelval.datasets.cache`), so a hit gives the pixels of exactly these files; the cache
+        holds the cue-conflict set, as the 160-image sets decode in well under a second.
         """
         root = Path(root)
         stimuli = discover_stimuli(root, expected_count=expected_count, dataset=dataset)
+        check = expected_count == "registry" if verify is None else verify
+        digests = hash_stimuli(root, [s.relpath for s in stimuli])
+        verification = "not checked"
+        if check:
+            verification = _verify(root, digests, dataset, allow_modified)
 
         def decode() -> torch.Tensor:
             return decode_stimuli(root, stimuli, workers=workers, progress=progress)
 
         if dataset != "cue-conflict" or not cache_enabled(cache):
-            return cls(root, stimuli, decode())
-        images, status = load_or_decode(root, stimuli, decode, cache_dir=cache_dir)
-        return cls(root, stimuli, images, status)
+            return cls(root, stimuli, decode(), verification=verification)
+        images, status = load_or_decode(root, stimuli, decode, cache_dir=cache_dir, digests=digests)
+        return cls(root, stimuli, images, status, verification)
 
     def __len__(self) -> int:
         return len(self.stimuli)
+
+
+def _verify(root: Path, digests: dict[str, str], dataset: str, allow_modified: bool) -> str:
+    """ "verified", or what differs from the manifest (only with ``allow_modified``; else an error)."""
+    problems = manifest_differences(digests, load_manifest(dataset=dataset))
+    if not problems:
+        return "verified"
+    shown = "; ".join(problems[:5]) + (f"; and {len(problems) - 5} more" if len(problems) > 5 else "")
+    summary = f"{len(problems)} file{'s' if len(problems) != 1 else ''} differ{'' if len(problems) != 1 else 's'}"
+    if not allow_modified:
+        raise DataError(
+            f"{root} is not the published {dataset} set: {shown}. Restore it (`modelval download-data --force`) "
+            "or pass --allow-modified-stimuli to evaluate it anyway"
+        )
+    return f"modified: {summary} from the manifest ({shown})"
 
 
 @dataclass

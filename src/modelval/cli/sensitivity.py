@@ -41,6 +41,7 @@ def run(args: argparse.Namespace) -> int:
         workers=args.workers,
         progress=progress,
         cache=not args.no_cache,
+        allow_modified=args.allow_modified_stimuli,
     )
     loaded = load_model(
         args.model, checkpoint_dir=args.checkpoint_dir, device=args.device, offline=args.offline, progress=progress

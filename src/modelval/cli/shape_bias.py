@@ -52,6 +52,11 @@ def add_evaluation_options(parser: argparse.ArgumentParser) -> None:
         help="bfloat16 autocast for the forward (also on CPU); reports decisions flipped against an fp32 run",
     )
     parser.add_argument("--channels-last", action="store_true", help="NHWC memory layout (faster on recent GPUs)")
+    parser.add_argument(
+        "--allow-modified-stimuli",
+        action="store_true",
+        help="evaluate a stimulus folder that differs from the published manifest (the output says so)",
+    )
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -138,6 +143,7 @@ def evaluate_registered(
         progress=progress,
         cache=not args.no_cache,
         dataset=dataset,
+        allow_modified=args.allow_modified_stimuli,
     )
     loaded = load_model(
         model,
@@ -160,6 +166,7 @@ def evaluate_registered(
     )
     evaluation = evaluate(loaded.model, config, stimuli, amp=args.amp, **options)
     facts: dict[str, object] = {
+        "stimuli": stimuli.verification,
         "threads": threads,
         "decode_cache": stimuli.cache_status,
         "precision": args.amp or "fp32",

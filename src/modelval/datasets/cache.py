@@ -3,9 +3,10 @@
 The 1280 cue-conflict stimuli decode to one uint8 array (1280, 3, 224, 224) = 193 MB. It is stored as
 ``<key>.npy`` plus a ``<key>.json`` sidecar in ``$XDG_CACHE_HOME/modelval/stimuli`` (see
 :func:`modelval.paths.user_cache_dir`). The key hashes everything the pixels depend on: the
-committed checksum manifest, the stimulus list with each file's size and modification time, Pillow's
-version and a format version. Changing any of them (new manifest, a re-downloaded or edited file)
-gives a new key, so a stale entry is never read.
+committed checksum manifest, each file's name and the SHA-256 of its **content**, Pillow's version and
+a format version. Changing any of them (new manifest, a re-downloaded, edited or replaced file, even
+one of the same size with its modification time restored) gives a new key, so a stale entry is never
+read. The content digests are computed once per load and shared with the manifest check.
 
 Pixels are never trusted blindly: the sidecar records the array's shape and CRC-32, checked on every
 load (crc32 runs at several GB/s, ~0.1 s here). A truncated, corrupt or foreign file is rebuilt from
@@ -31,10 +32,10 @@ import PIL
 import torch
 
 from modelval.behaviour.cue_conflict import Stimulus
-from modelval.datasets.manifest import manifest_path
+from modelval.datasets.manifest import hash_stimuli, manifest_path
 from modelval.paths import user_cache_dir
 
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2  # 2: content-keyed (1 keyed by size and mtime)
 NO_CACHE_ENV = "MODELVAL_NO_STIMULUS_CACHE"
 
 
@@ -59,19 +60,22 @@ def _manifest_digest() -> str:
         return "no-manifest"
 
 
-def cache_key(root: str | os.PathLike[str], stimuli: Sequence[Stimulus]) -> str:
-    """A digest of the manifest, the files (relpath, size, mtime) and the decoder version."""
-    root = Path(root)
+def cache_key(root: str | os.PathLike[str], stimuli: Sequence[Stimulus], digests: dict[str, str] | None = None) -> str:
+    """A digest of the manifest, the files (relpath and SHA-256 of the content) and the decoder version.
+
+    ``digests`` (``{relpath: sha256}``) are hashed here when not given.
+    """
+    if digests is None:
+        digests = hash_stimuli(root, [s.relpath for s in stimuli])
     digest = hashlib.sha256()
     digest.update(f"format={CACHE_FORMAT};pillow={PIL.__version__};manifest={_manifest_digest()}\n".encode())
     for stimulus in stimuli:
-        stat = (root / stimulus.relpath).stat()
-        digest.update(f"{stimulus.relpath}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
+        digest.update(f"{stimulus.relpath}\0{digests[stimulus.relpath]}\n".encode())
     return digest.hexdigest()[:32]
 
 
 def _crc32(array: np.ndarray) -> int:
-    return zlib.crc32(memoryview(np.ascontiguousarray(array)).cast("B"))
+    return zlib.crc32(np.ascontiguousarray(array).data.cast("B"))
 
 
 def _read(data: Path, meta: Path, key: str, count: int) -> torch.Tensor | None:
@@ -110,11 +114,24 @@ def _save_npy(path: Path, array: np.ndarray) -> None:
 
 
 def _write(data: Path, meta: Path, key: str, images: torch.Tensor) -> None:
+    """Write both files under a lock, so two processes filling the same entry do not interleave."""
+    from filelock import FileLock
+
+    data.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(data) + ".lock", timeout=600):
+        _write_unlocked(data, meta, key, images)
+
+
+def _write_unlocked(data: Path, meta: Path, key: str, images: torch.Tensor) -> None:
     array = images.numpy()
     data.parent.mkdir(parents=True, exist_ok=True)
     _atomic_write(data, lambda tmp: _save_npy(tmp, array))
     info = {"key": key, "shape": list(array.shape), "crc32": _crc32(array), "format": CACHE_FORMAT}
-    _atomic_write(meta, lambda tmp: tmp.write_text(json.dumps(info)))
+    _atomic_write(meta, lambda tmp: _write_text(tmp, json.dumps(info)))
+
+
+def _write_text(path: Path, text: str) -> None:
+    path.write_text(text)
 
 
 def load_or_decode(
@@ -123,6 +140,7 @@ def load_or_decode(
     decode: Callable[[], torch.Tensor],
     *,
     cache_dir: str | os.PathLike[str] | None = None,
+    digests: dict[str, str] | None = None,
 ) -> tuple[torch.Tensor, str]:
     """The decoded stimuli from the cache, else ``decode()`` (then stored). Returns (images, status).
 
@@ -130,7 +148,7 @@ def load_or_decode(
     be written only costs the speed-up: the decoded pixels are returned all the same.
     """
     directory = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-    key = cache_key(root, stimuli)
+    key = cache_key(root, stimuli, digests)
     data, meta = directory / f"{key}.npy", directory / f"{key}.json"
     status = "miss"
     try:

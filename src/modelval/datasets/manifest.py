@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 from modelval.datasets.registry import get_dataset
@@ -57,3 +58,35 @@ def verify_stimuli(
         actual = sha256_of(root / relpath)
         if actual != expected:
             raise ChecksumError(f"{root / relpath}: SHA-256 {actual} does not match the manifest ({expected})")
+
+
+def hash_stimuli(root: str | os.PathLike[str], relpaths: Sequence[str]) -> dict[str, str]:
+    """SHA-256 of each file's bytes, ``{relpath: hexdigest}``; an unreadable entry is a one-line error.
+
+    Hashing the 1280 cue-conflict PNGs (133 MB) costs a fraction of a second (see docs/performance.md),
+    so every evaluation of an official set can afford it: the digests key the decode cache and are
+    checked against the committed manifest.
+    """
+    root = Path(root)
+    digests = {}
+    for relpath in relpaths:
+        path = root / relpath
+        try:
+            digests[relpath] = sha256_of(path)
+        except IsADirectoryError:
+            raise DataError(f"{path}: a folder stands where an image file should be") from None
+        except OSError as error:
+            raise DataError(f"{path}: cannot read the file ({error.strerror or error})") from None
+    return digests
+
+
+def manifest_differences(digests: dict[str, str], manifest: dict[str, str]) -> list[str]:
+    """What differs between the files found and the manifest: one phrase per file, sorted by name."""
+    problems = [f"{name} is not in the manifest" for name in sorted(set(digests) - set(manifest))]
+    problems += [f"{name} is missing" for name in sorted(set(manifest) - set(digests))]
+    problems += [
+        f"{name} differs from the manifest (SHA-256 {digest[:12]}...)"
+        for name, digest in sorted(digests.items())
+        if name in manifest and manifest[name] != digest
+    ]
+    return problems
