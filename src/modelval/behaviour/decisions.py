@@ -56,37 +56,67 @@ class Decision:
 
 
 def read_decisions(path: str | os.PathLike[str]) -> list[Decision]:
-    """Read a published (or modelval-written) decision CSV; a clear error names the bad row."""
+    """Read a published (or modelval-written) decision CSV; a clear one-line error names the bad row.
+
+    Refused: a missing file or a folder, a file that is not UTF-8 text, a row with too few fields, an
+    unknown category, and two rows for the same image (which would be counted twice). A UTF-8 byte
+    order mark before the header is accepted (spreadsheet exports write one).
+    """
     path = Path(path)
+    if path.is_dir():
+        raise DataError(f"{path} is a folder; pass the decision CSV file itself")
     try:
-        handle = path.open(newline="")
+        handle = path.open(newline="", encoding="utf-8-sig")
     except FileNotFoundError:
         raise DataError(f"decision file not found: {path}") from None
-    with handle:
-        reader = csv.DictReader(handle)
-        missing = [c for c in ("object_response", "category", "imagename") if c not in (reader.fieldnames or [])]
-        if missing:
+    except OSError as error:
+        raise DataError(f"cannot read {path}: {error.strerror or error}") from None
+    try:
+        with handle:
+            return _parse_decisions(path, csv.DictReader(handle))
+    except UnicodeDecodeError as error:
+        raise DataError(f"{path} is not UTF-8 text (byte {error.start}): is it a CSV file?") from None
+    except csv.Error as error:
+        raise DataError(f"{path}: not a readable CSV file ({error})") from None
+
+
+def _parse_decisions(path: Path, reader: csv.DictReader[str]) -> list[Decision]:
+    missing = [c for c in ("object_response", "category", "imagename") if c not in (reader.fieldnames or [])]
+    if missing:
+        raise DataError(
+            f"{path}: missing column(s) {', '.join(missing)}; expected the raw-data format {','.join(CSV_COLUMNS)}"
+        )
+    decisions = []
+    seen: dict[str, int] = {}
+    for line, row in enumerate(reader, start=2):
+        if None in row.values() or None in row:
             raise DataError(
-                f"{path}: missing column(s) {', '.join(missing)}; expected the raw-data format {','.join(CSV_COLUMNS)}"
+                f"{path}, line {line}: {len([v for v in row.values() if v is not None])} fields where the header "
+                f"has {len(reader.fieldnames or [])}"
             )
-        decisions = []
-        for line, row in enumerate(reader, start=2):
-            try:
-                shape, texture = parse_stimulus_name(row["imagename"])
-            except DataError as error:
-                raise DataError(f"{path}, line {line}: {error}") from None
-            response = (row["object_response"] or "").strip()
-            if response not in CATEGORIES and response != NO_RESPONSE:
-                raise DataError(
-                    f"{path}, line {line}: object_response {response!r} is not one of the 16 categories "
-                    f"(or {NO_RESPONSE!r} for no response)"
-                )
-            if row["category"] and row["category"].strip() != shape:
-                raise DataError(
-                    f"{path}, line {line}: category {row['category']!r} disagrees with the shape in "
-                    f"imagename {row['imagename']!r}"
-                )
-            decisions.append(Decision(row["imagename"], shape, texture, response))
+        try:
+            shape, texture = parse_stimulus_name(row["imagename"])
+        except DataError as error:
+            raise DataError(f"{path}, line {line}: {error}") from None
+        response = (row["object_response"] or "").strip()
+        if response not in CATEGORIES and response != NO_RESPONSE:
+            raise DataError(
+                f"{path}, line {line}: object_response {response!r} is not one of the 16 categories "
+                f"(or {NO_RESPONSE!r} for no response)"
+            )
+        if row["category"] and row["category"].strip() != shape:
+            raise DataError(
+                f"{path}, line {line}: category {row['category']!r} disagrees with the shape in "
+                f"imagename {row['imagename']!r}"
+            )
+        decision = Decision(row["imagename"], shape, texture, response)
+        first = seen.setdefault(decision.stimulus_name, line)
+        if first != line:
+            raise DataError(
+                f"{path}: two rows for the image {decision.stimulus_name!r} (lines {first} and {line}); "
+                "each image may be decided once"
+            )
+        decisions.append(decision)
     if not decisions:
         raise DataError(f"{path}: no decision rows")
     return decisions

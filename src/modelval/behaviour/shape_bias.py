@@ -116,15 +116,25 @@ def bootstrap_interval(
     n_bootstrap: int = 1000,
     seed: int = 0,
     level: float = 0.95,
+    max_draws: int = 8_000_000,
 ) -> tuple[float, float]:
     """Percentile bootstrap interval of the shape bias, resampling conflict images with replacement."""
     n = len(shape_hits)
     if n == 0 or n_bootstrap <= 0:
         return math.nan, math.nan
     rng = np.random.default_rng(seed)
-    samples = rng.integers(0, n, size=(n_bootstrap, n))
-    s = shape_hits[samples].sum(axis=1)
-    hits = s + texture_hits[samples].sum(axis=1)
+    # Resample in chunks of at most `max_draws` indices, so memory stays bounded however many images a
+    # decision file holds (a 4-million-row file would need 33 GB in one piece). Inputs that fit draw in
+    # one piece, as before, so the published intervals are unchanged; larger ones are still seeded.
+    per_chunk = max(1, max_draws // n)
+    s = np.empty(n_bootstrap, dtype=np.int64)
+    t = np.empty(n_bootstrap, dtype=np.int64)
+    for start in range(0, n_bootstrap, per_chunk):
+        stop = min(n_bootstrap, start + per_chunk)
+        samples = rng.integers(0, n, size=(stop - start, n))
+        s[start:stop] = shape_hits[samples].sum(axis=1)
+        t[start:stop] = texture_hits[samples].sum(axis=1)
+    hits = s + t
     with np.errstate(invalid="ignore", divide="ignore"):
         ratios = s / hits
     ratios = ratios[np.isfinite(ratios)]

@@ -12,6 +12,7 @@ import sys
 from collections.abc import Sequence
 
 from modelval import __version__
+from modelval.cli._args import OneLineParser
 from modelval.errors import ModelvalError
 
 #: Modules under ``modelval.cli`` that add sub-commands.
@@ -30,7 +31,7 @@ COMMAND_MODULES: tuple[str, ...] = (
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="modelval",
         description="Validate image classifiers: cue-conflict shape bias, calibration, imbalance-aware metrics.",
     )

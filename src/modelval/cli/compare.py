@@ -8,6 +8,7 @@ from pathlib import Path
 from modelval import jsonio
 from modelval.behaviour.paired import PairedComparison, compare_paired
 from modelval.behaviour.trials import DATASETS
+from modelval.cli._args import bootstrap_resamples
 from modelval.cli.humans import add_observer_options, observer_trials
 from modelval.errors import DataError
 
@@ -26,7 +27,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("a", metavar="A", help="decision CSV or registered model name")
     parser.add_argument("b", metavar="B", help="decision CSV or registered model name")
     parser.add_argument("--dataset", choices=DATASETS, help="experiment (default: read from the image names)")
-    parser.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples (95%% interval)")
+    parser.add_argument(
+        "--bootstrap", type=bootstrap_resamples, default=1000, help="bootstrap resamples (95%% interval)"
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--plot", type=Path, help="write the per-category figure of A and B (PNG and PDF)")
     parser.add_argument("--report-dir", type=Path, help="write compare.json and the figure here")

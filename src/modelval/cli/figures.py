@@ -8,6 +8,7 @@ from pathlib import Path
 from modelval import jsonio
 from modelval.behaviour.humans import DEFAULT_BOOTSTRAP, HumanComparison, compare_with_humans, load_human_panel
 from modelval.behaviour.trials import Trial
+from modelval.cli._args import bootstrap_resamples
 from modelval.cli.humans import add_observer_options, model_trials, observer_trials, resolve_reference_dir
 from modelval.errors import DataError
 
@@ -29,7 +30,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--reference-dir", help="published raw-data folder (default: $MODELVAL_REFERENCE_DIR, then the user cache)"
     )
     parser.add_argument("--report-dir", type=Path, required=True, help="folder for the figures and figures.json")
-    parser.add_argument("--bootstrap", type=int, default=DEFAULT_BOOTSTRAP)
+    parser.add_argument("--bootstrap", type=bootstrap_resamples, default=DEFAULT_BOOTSTRAP)
     parser.add_argument("--seed", type=int, default=0)
     add_observer_options(parser)
     parser.set_defaults(handler=run, _parser=parser)

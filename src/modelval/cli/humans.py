@@ -23,6 +23,7 @@ from modelval.behaviour.humans import (
     texture_despite_humans,
 )
 from modelval.behaviour.trials import DATASETS, Trial, check_dataset, dataset_of, read_trials, trials_from_decisions
+from modelval.cli._args import bootstrap_resamples
 from modelval.errors import DataError
 from modelval.paths import user_cache_dir
 
@@ -121,7 +122,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--reference-dir", help=f"published raw-data folder (default: ${REFERENCE_DIR_ENV}, then the user cache)"
     )
-    parser.add_argument("--bootstrap", type=int, default=DEFAULT_BOOTSTRAP, help="bootstrap resamples (95%% interval)")
+    parser.add_argument(
+        "--bootstrap", type=bootstrap_resamples, default=DEFAULT_BOOTSTRAP, help="bootstrap resamples (95%% interval)"
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--plot", type=Path, help="write the error-consistency figure (PNG and PDF)")
     parser.add_argument("--report-dir", type=Path, help="write humans.json and the figures (PNG and PDF) here")

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from modelval import jsonio
+from modelval.cli._args import bin_count
 from modelval.metrics.calibration import CONVENTIONS
 
 
@@ -25,7 +26,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         ),
     )
     ece.add_argument("paths", nargs="+", metavar="PATH", type=Path)
-    ece.add_argument("--bins", type=int, default=4, help="number of bins (default 4, as in seed 001)")
+    ece.add_argument("--bins", type=bin_count, default=4, help="number of bins (default 4, as in seed 001)")
     ece.add_argument("--convention", choices=CONVENTIONS, default="default")
     ece.add_argument("--adaptive", action="store_true", help="equal-mass (quantile) bins instead of uniform")
     ece.add_argument("--strict", action="store_true", help="a malformed row is an error instead of dropped")
@@ -36,7 +37,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     rel = subparsers.add_parser("reliability", help="reliability diagram PNG of one prediction JSONL file")
     rel.add_argument("path", metavar="PRED.jsonl", type=Path)
     rel.add_argument("--out", type=Path, required=True, metavar="F.png")
-    rel.add_argument("--bins", type=int, default=15, help="number of bins (default 15, as in Guo et al.)")
+    rel.add_argument("--bins", type=bin_count, default=15, help="number of bins (default 15, as in Guo et al.)")
     rel.add_argument("--convention", choices=CONVENTIONS, default="default")
     rel.add_argument("--adaptive", action="store_true")
     rel.add_argument("--strict", action="store_true")
@@ -52,7 +53,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     temp.add_argument("--val", type=Path, required=True, help="held-out logits used to fit T")
     temp.add_argument("--test", type=Path, required=True, help="logits on which NLL/ECE are reported")
-    temp.add_argument("--bins", type=int, default=15)
+    temp.add_argument("--bins", type=bin_count, default=15)
     temp.add_argument("--method", choices=("temperature", "vector", "matrix"), default="temperature")
     temp.add_argument(
         "--sweep",

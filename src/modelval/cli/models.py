@@ -8,6 +8,7 @@ import sys
 from torchvision.transforms.functional import to_pil_image
 
 from modelval import jsonio
+from modelval.cli._args import batch_size
 from modelval.cli.shape_bias import add_model_options
 from modelval.errors import ModelvalError
 
@@ -44,7 +45,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help="also evaluate the model on all stimuli under each normalization (needs its weights)",
     )
-    audit.add_argument("--batch-size", type=int, default=32)
+    audit.add_argument("--batch-size", type=batch_size, default=32)
     audit.add_argument("--json", action="store_true", help="print JSON instead of tables")
     add_model_options(audit)
     audit.set_defaults(handler=run_audit)

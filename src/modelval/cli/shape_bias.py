@@ -8,8 +8,10 @@ from pathlib import Path
 
 from modelval import jsonio
 from modelval.behaviour.categories import AGGREGATIONS
+from modelval.behaviour.cue_conflict import EXPECTED_CONFLICTS, EXPECTED_IMAGES
 from modelval.behaviour.decisions import read_decisions, write_decisions
 from modelval.behaviour.shape_bias import compute_shape_bias
+from modelval.cli._args import batch_size, bootstrap_resamples, device_name, thread_count, workers
 from modelval.datasets.cache import NO_CACHE_ENV
 from modelval.datasets.fetch import ensure_stimuli
 from modelval.evaluation import DEFAULT_BATCH_SIZE
@@ -27,13 +29,13 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="never download; fail with the fetch command if weights are not cached",
     )
-    parser.add_argument("--device", default="auto", help="auto|cpu|cuda (default: auto)")
+    parser.add_argument("--device", type=device_name, default="auto", help="auto|cpu|cuda[:N]|mps (default: auto)")
 
 
 def add_evaluation_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data-root", help="cue-conflict folder (default: $MODELVAL_DATA_ROOT or the user cache)")
-    parser.add_argument("--batch-size", type=int, default=DEFAULT_BATCH_SIZE)
-    parser.add_argument("--workers", type=int, default=0, help="decoding worker processes (default: 0)")
+    parser.add_argument("--batch-size", type=batch_size, default=DEFAULT_BATCH_SIZE)
+    parser.add_argument("--workers", type=workers, default=0, help="decoding worker processes (default: 0)")
     parser.add_argument("--no-progress", action="store_true", help="hide progress bars")
     parser.add_argument(
         "--no-cache",
@@ -42,6 +44,7 @@ def add_evaluation_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--threads",
+        type=thread_count,
         default="auto",
         help="torch CPU threads: a number, or auto = CPUs not busy with other processes (default: auto)",
     )
@@ -83,7 +86,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--decisions-out", type=Path, help="write per-image decisions (raw-data CSV format)")
     parser.add_argument("--plot", type=Path, help="write the per-category shape-bias plot (PNG)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
-    parser.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for the 95%% interval")
+    parser.add_argument(
+        "--bootstrap", type=bootstrap_resamples, default=1000, help="bootstrap resamples for the 95%% interval"
+    )
     parser.add_argument("--seed", type=int, default=0)
     # --model alone evaluates; with --decisions it only names the observer (for its expected value).
     parser.set_defaults(handler=run, _parser=parser)
@@ -97,6 +102,13 @@ def run(args: argparse.Namespace) -> int:
         expected = expected_for(args.model) if args.model else None
         label = expected.label if expected else (args.model or args.decisions.stem)
         result = compute_shape_bias(decisions, n_bootstrap=args.bootstrap, seed=args.seed)
+        if len(decisions) != EXPECTED_IMAGES:
+            print(
+                f"modelval: warning: {args.decisions} covers {len(decisions)} of the {EXPECTED_IMAGES} cue-conflict "
+                f"images ({result.conflict_images} of {EXPECTED_CONFLICTS} conflicts); the result is not comparable "
+                "with published values",
+                file=sys.stderr,
+            )
         row = ReportRow(args.model or label, label, "decision file", "n/a", result, expected)
         extra: dict[str, object] = {"decisions_file": str(args.decisions), "images": len(decisions)}
     else:
@@ -106,7 +118,11 @@ def run(args: argparse.Namespace) -> int:
     if args.plot:
         plot_per_category({f"{row.label} ({row.normalization})": row.result}, args.plot)
     if args.json:
-        print(jsonio.dumps({**row.to_dict(), **extra}, indent=2))
+        payload = {**row.to_dict(), **extra}
+        if row.result.shape_hits + row.result.texture_hits == 0:
+            why = jsonio.Undefined("no shape or texture hits among the conflict images: the shape bias is 0/0")
+            payload.update({key: why for key in ("shape_bias", "difference") if key in payload})
+        print(jsonio.dumps(payload, indent=2))
     else:
         print(format_report([row]))
         for name, value in extra.items():

@@ -43,21 +43,20 @@ def build_manifest(root: str | os.PathLike[str], *, dataset: str = "cue-conflict
 def verify_stimuli(
     root: str | os.PathLike[str], manifest: dict[str, str] | None = None, *, dataset: str = "cue-conflict"
 ) -> None:
-    """Check every file under ``root`` against the manifest; raise naming the first bad file."""
+    """Check every file under ``root`` against the manifest; raise naming the files that differ."""
     manifest = manifest if manifest is not None else load_manifest(dataset=dataset)
     root = Path(root)
-    found = {s.relpath for s in discover_stimuli(root, expected_count=None, dataset=dataset)}
-    missing = sorted(set(manifest) - found)
-    extra = sorted(found - set(manifest))
-    if missing or extra:
-        raise DataError(
-            f"{root} does not match the manifest: {len(missing)} missing (e.g. {missing[:3]}), "
-            f"{len(extra)} unexpected (e.g. {extra[:3]})"
+    found = [s.relpath for s in discover_stimuli(root, expected_count=None, dataset=dataset)]
+    problems = manifest_differences(hash_stimuli(root, found), manifest)
+    if problems:
+        shown = "; ".join(problems[:5]) + (f"; and {len(problems) - 5} more" if len(problems) > 5 else "")
+        missing = sum(p.endswith("is missing") for p in problems)
+        extra = sum(p.endswith("is not in the manifest") for p in problems)
+        changed = len(problems) - missing - extra
+        error = ChecksumError if changed == len(problems) else DataError
+        raise error(
+            f"{root} does not match the manifest ({missing} missing, {extra} unexpected, {changed} changed): {shown}"
         )
-    for relpath, expected in manifest.items():
-        actual = sha256_of(root / relpath)
-        if actual != expected:
-            raise ChecksumError(f"{root / relpath}: SHA-256 {actual} does not match the manifest ({expected})")
 
 
 def hash_stimuli(root: str | os.PathLike[str], relpaths: Sequence[str]) -> dict[str, str]:

@@ -134,7 +134,11 @@ def load_image(path: str | os.PathLike[str]) -> torch.Tensor:
 
 
 class _StimulusFiles(torch.utils.data.Dataset):
-    """Decodes one stimulus per item; used by a DataLoader so decoding runs in worker processes."""
+    """Decodes one stimulus per item; used by a DataLoader so decoding runs in worker processes.
+
+    A bad file is returned as its error message, not raised: raised in a worker process, the error
+    would reach the user wrapped in the worker's "Original Traceback" instead of one line.
+    """
 
     def __init__(self, root: Path, stimuli: Sequence[Stimulus]) -> None:
         self.root = root
@@ -143,15 +147,23 @@ class _StimulusFiles(torch.utils.data.Dataset):
     def __len__(self) -> int:
         return len(self.relpaths)
 
-    def __getitem__(self, index: int) -> tuple[int, torch.Tensor]:
+    def __getitem__(self, index: int) -> tuple[int, torch.Tensor, str]:
         path = self.root / self.relpaths[index]
-        image = load_image(path)
+        blank = torch.zeros((3, IMAGE_SIZE, IMAGE_SIZE), dtype=torch.uint8)
+        try:
+            image = load_image(path)
+        except DataError as error:
+            return index, blank, str(error)
         if image.shape != (3, IMAGE_SIZE, IMAGE_SIZE):
-            raise DataError(
-                f"{path}: image is {tuple(image.shape[1:])}, expected {IMAGE_SIZE}x{IMAGE_SIZE} "
-                "(the published cue-conflict stimuli are all 224x224)"
+            return (
+                index,
+                blank,
+                (
+                    f"{path}: image is {tuple(image.shape[1:])}, expected {IMAGE_SIZE}x{IMAGE_SIZE} "
+                    "(the published stimuli are all 224x224)"
+                ),
             )
-        return index, image
+        return index, image, ""
 
 
 def decode_stimuli(
@@ -164,13 +176,19 @@ def decode_stimuli(
     """Decode all stimuli into one uint8 tensor (N, 3, 224, 224), in the order given.
 
     ``workers`` > 0 decodes in DataLoader worker processes. Each image lands at its own index, so
-    the result does not depend on the number of workers.
+    the result does not depend on the number of workers. A bad file is one :class:`DataError`
+    naming it, with or without workers.
     """
+    if workers < 0:
+        raise DataError(f"workers must be 0 (decode in this process) or more, got {workers}")
     dataset = _StimulusFiles(Path(root), stimuli)
     images = torch.empty((len(stimuli), 3, IMAGE_SIZE, IMAGE_SIZE), dtype=torch.uint8)
     loader = torch.utils.data.DataLoader(dataset, batch_size=32, num_workers=workers, shuffle=False)
     with tqdm(total=len(stimuli), desc="decoding stimuli", unit="img", disable=not progress, leave=False) as bar:
-        for indices, batch in loader:
+        for indices, batch, errors in loader:
+            failed = next((message for message in errors if message), None)
+            if failed:
+                raise DataError(failed)
             images[indices] = batch
             bar.update(len(indices))
     return images

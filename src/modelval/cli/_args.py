@@ -1,0 +1,80 @@
+"""Argument types that check a value at the command-line boundary and say what is allowed.
+
+argparse turns the ``ArgumentTypeError`` raised here into ``modelval: error: argument --x: ...`` on
+one line with exit status 2 (see :class:`OneLineParser`), instead of a traceback deep in the run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from typing import NoReturn
+
+#: Generous upper bounds: past them a value is a typo (or an attack on memory), not a setting.
+MAX_BATCH_SIZE = 65_536
+MAX_WORKERS = 256
+MAX_THREADS = 1024
+
+_DEVICE = re.compile(r"^(auto|cpu|mps|cuda(:\d+)?)$")
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors are one line, ``modelval: error: ...``, exit status 2.
+
+    argparse prints the usage block before the message; the README promises one line, and the
+    usage is one ``--help`` away.
+    """
+
+    def error(self, message: str) -> NoReturn:
+        command = self.prog.removeprefix("modelval").strip()
+        where = f" {command}:" if command else ""
+        print(f"modelval: error:{where} {message} (see `{self.prog} --help`)", file=sys.stderr)
+        raise SystemExit(2)
+
+
+def _integer(text: str, what: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number; {what}") from None
+
+
+def bounded_int(low: int, high: int, what: str):
+    """An argparse type: an integer in ``[low, high]``."""
+
+    def parse(text: str) -> int:
+        value = _integer(text, what)
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{value} is out of range; {what}")
+        return value
+
+    parse.__name__ = "integer"
+    return parse
+
+
+batch_size = bounded_int(1, MAX_BATCH_SIZE, f"the batch size is 1 to {MAX_BATCH_SIZE}")
+workers = bounded_int(0, MAX_WORKERS, f"decoding workers are 0 (decode in this process) to {MAX_WORKERS}")
+
+
+def thread_count(text: str) -> str:
+    """``auto`` or a thread count from 1 to MAX_THREADS (kept as text: the runtime resolves ``auto``)."""
+    if text == "auto":
+        return text
+    value = _integer(text, f"threads are 'auto' or 1 to {MAX_THREADS}")
+    if not 1 <= value <= MAX_THREADS:
+        raise argparse.ArgumentTypeError(f"{value} is out of range; threads are 'auto' or 1 to {MAX_THREADS}")
+    return str(value)
+
+
+def device_name(text: str) -> str:
+    """``auto``, ``cpu``, ``cuda``, ``cuda:N`` or ``mps``."""
+    if not _DEVICE.match(text):
+        raise argparse.ArgumentTypeError(f"unknown device {text!r}; use auto, cpu, cuda, cuda:N or mps")
+    return text
+
+
+MAX_BOOTSTRAP = 100_000
+MAX_BINS = 10_000
+bootstrap_resamples = bounded_int(0, MAX_BOOTSTRAP, f"bootstrap resamples are 0 (off) to {MAX_BOOTSTRAP}")
+bin_count = bounded_int(1, MAX_BINS, f"the number of bins is 1 to {MAX_BINS}")

@@ -1,0 +1,184 @@
+"""Every command meets bad input with one line on stderr, exit status 2 and no traceback,
+and every ``--json`` output parses with a strict parser (no NaN, no Infinity)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from modelval.cli import main
+
+RESNET = "style-transfer-512-nomask-experiment_resnet50_session-1.csv"
+
+
+@pytest.fixture(scope="module")
+def bad_files(tmp_path_factory, reference_dir: Path) -> dict[str, Path]:
+    """Decision files and folders a new user (or a hostile file) might hand the CLI."""
+    folder = tmp_path_factory.mktemp("bad")
+    published = (reference_dir / RESNET).read_text().splitlines()
+    files = {
+        "folder": folder / "a-folder",
+        "latin1": folder / "latin1.csv",
+        "short_row": folder / "short.csv",
+        "duplicate": folder / "duplicate.csv",
+        "bom": folder / "bom.csv",
+        "all_na": folder / "all_na.csv",
+        "partial": folder / "partial.csv",
+    }
+    files["folder"].mkdir()
+    files["latin1"].write_bytes(("\n".join(published[:3]) + "\ncaf\xe9").encode("latin-1"))
+    files["short_row"].write_text("\n".join([*published[:3], "resnet50,1,3,NaN,cat"]) + "\n")
+    files["duplicate"].write_text("\n".join([*published, published[5]]) + "\n")
+    files["bom"].write_text("\ufeff" + "\n".join(published) + "\n", encoding="utf-8")
+    rows = [r.split(",") for r in published[1:]]
+    files["all_na"].write_text("\n".join([published[0], *(",".join([*r[:4], "na", *r[5:]]) for r in rows)]) + "\n")
+    files["partial"].write_text("\n".join(published[:101]) + "\n")
+    return files
+
+
+def run(argv: list[str]) -> int:
+    try:
+        return main(argv)
+    except SystemExit as exit_:  # argparse errors
+        return int(exit_.code or 0)
+
+
+BAD_VALUES = [
+    (["shape-bias", "--model", "efficientnet_lite0", "--batch-size", "0"], "batch size is 1 to"),
+    (["shape-bias", "--model", "efficientnet_lite0", "--batch-size", "-1"], "batch size is 1 to"),
+    (["shape-bias", "--model", "efficientnet_lite0", "--threads", "0"], "threads are 'auto' or 1 to"),
+    (["shape-bias", "--model", "efficientnet_lite0", "--threads", "two"], "not a whole number"),
+    (["shape-bias", "--model", "efficientnet_lite0", "--device", "tpu"], "unknown device 'tpu'"),
+    (["shape-bias", "--model", "efficientnet_lite0", "--workers", "-3", "--no-cache"], "decoding workers are 0"),
+    (["shape-bias", "--model", "efficientnet_lite0", "--workers", "-3"], "decoding workers are 0"),
+    (["shape-bias", "--model", "efficientnet_lite0", "--bootstrap", "-5"], "bootstrap resamples are 0"),
+    (["shape-bias", "--model", "no_such_model"], "no_such_model"),
+    (["baseline", "save", "--model", "efficientnet_lite0", "--batch-size", "0", "--out", "x.json"], "batch size"),
+    (["audit-preprocessing", "--batch-size", "0"], "batch size is 1 to"),
+    (["accuracy", "--model", "efficientnet_lite0", "--device", "tpu"], "unknown device"),
+    (["sensitivity", "--model", "efficientnet_lite0", "--threads", "0"], "threads are"),
+    (["humans", "--model", "efficientnet_lite0", "--bootstrap", "-1"], "bootstrap resamples"),
+    (["ece", "x.jsonl", "--bins", "1000000000"], "number of bins is 1 to"),
+    (["reliability", "x.jsonl", "--out", "x.png", "--bins", "0"], "number of bins is 1 to"),
+    (["download-data", "--dataset", "stripes"], "invalid choice: 'stripes'"),
+    (["no-such-command"], "invalid choice"),
+]
+
+
+@pytest.mark.parametrize(("argv", "message"), BAD_VALUES, ids=lambda v: " ".join(v) if isinstance(v, list) else None)
+def test_bad_values_are_one_line(capsys, argv, message):
+    code = run(argv)
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert err.count("\n") == 1 and "Traceback" not in err and err.startswith("modelval: error:")
+    assert message in err
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("folder", "is a folder"),
+        ("latin1", "is not UTF-8 text"),
+        ("short_row", "fields where the header has 8"),
+        ("duplicate", "two rows for the image"),
+    ],
+)
+def test_bad_decision_files_are_one_line(capsys, bad_files, name, message):
+    code = run(["shape-bias", "--decisions", str(bad_files[name])])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "Traceback" not in err
+    assert message in err
+
+
+def test_duplicate_rows_name_the_image_and_both_lines(capsys, bad_files):
+    run(["shape-bias", "--decisions", str(bad_files["duplicate"])])
+    err = capsys.readouterr().err
+    assert "lines 6 and 1282" in err  # the published file's line 6 again after its 1281 lines
+
+
+def test_bom_before_the_header_is_read(capsys, bad_files):
+    assert run(["shape-bias", "--decisions", str(bad_files["bom"]), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["shape_hits"] == 162
+
+
+def test_partial_file_warns_with_its_coverage(capsys, bad_files):
+    assert run(["shape-bias", "--decisions", str(bad_files["partial"]), "--json"]) == 0
+    captured = capsys.readouterr()
+    assert "covers 100 of the 1280 cue-conflict images" in captured.err
+    assert json.loads(captured.out)["images"] == 100
+
+
+def _strict(text: str) -> object:
+    def refuse(constant: str) -> None:
+        raise AssertionError(f"non-strict JSON constant {constant}")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_every_json_output_is_strict(capsys, bad_files, reference_dir, tmp_path):
+    """Inputs that produce undefined numbers: all-`na` decisions, empty shot groups, a single class."""
+    predictions = tmp_path / "preds.jsonl"
+    predictions.write_text("".join(json.dumps({"label": 0, "pred": 0, "conf": 0.9}) + "\n" for _ in range(5)))
+    counts = tmp_path / "counts.json"
+    counts.write_text(json.dumps([500, 500]))
+    commands = [
+        ["shape-bias", "--decisions", str(bad_files["all_na"]), "--model", "resnet50_in"],
+        ["accuracy", "--decisions", str(bad_files["all_na"])],
+        ["humans", "--decisions", str(bad_files["all_na"]), "--reference-dir", str(reference_dir)],
+        ["compare", str(bad_files["all_na"]), str(reference_dir / RESNET)],
+        ["metrics", str(predictions), "--train-counts", str(counts), "--num-classes", "2"],
+        ["ece", str(predictions)],
+        ["models"],
+        ["audit-preprocessing", "--model", "efficientnet_lite0", "--images", "2"],
+    ]
+    for argv in commands:
+        assert run([*argv, "--json"]) == 0, capsys.readouterr().err
+        payload = _strict(capsys.readouterr().out)
+        assert payload is not None
+    assert run(["shape-bias", "--decisions", str(bad_files["all_na"]), "--model", "resnet50_in", "--json"]) == 0
+    shape = _strict(capsys.readouterr().out)
+    assert isinstance(shape, dict)
+    assert shape["shape_bias"] is None and "0/0" in shape["null_reasons"]["difference"]
+
+
+def test_symlink_loop_in_the_stimuli_is_one_line(capsys, data_root, tmp_path):
+    root = tmp_path / "cue-conflict"
+    for category in sorted(p.name for p in data_root.iterdir() if p.is_dir()):
+        (root / category).mkdir(parents=True)
+        for name in sorted(os.listdir(data_root / category)):
+            (root / category / name).symlink_to(data_root / category / name)
+    loop = sorted((root / "bear").iterdir())[0]
+    loop.unlink()
+    loop.symlink_to(loop)
+    code = run(["shape-bias", "--model", "efficientnet_lite0", "--data-root", str(root), "--no-cache"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and loop.name in err and "Traceback" not in err
+
+
+def test_folder_in_place_of_a_png_in_verify_data(capsys, data_root, tmp_path):
+    root = tmp_path / "cue-conflict"
+    shutil.copytree(data_root / "bear", root / "bear")
+    victim = sorted((root / "bear").iterdir())[0]
+    victim.unlink()
+    victim.mkdir()
+    code = run(["verify-data", "--data-root", str(root)])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "a folder stands where an image file should be" in err
+
+
+def test_truncated_png_with_workers_is_one_line(capfd, data_root, tmp_path):
+    root = tmp_path / "cue-conflict"
+    shutil.copytree(data_root, root)
+    victim = sorted((root / "bear").iterdir())[0]
+    victim.write_bytes(victim.read_bytes()[:3000])
+    code = run([
+        "shape-bias", "--model", "efficientnet_lite0", "--data-root", str(root), "--workers", "2", "--no-cache",
+        "--allow-modified-stimuli",
+    ])  # fmt: skip
+    err = capfd.readouterr().err
+    assert code == 2 and "Traceback" not in err and "Original Traceback" not in err
+    assert err.strip().splitlines() == [err.strip()] and victim.name in err and "truncated" in err
