@@ -100,10 +100,16 @@ def test_declared_dataset_must_match_the_names(reference_dir, capsys):
     assert "image names are from the edges experiment" in capsys.readouterr().err
 
 
-def test_model_on_edges_is_not_wired_yet(reference_dir, capsys):
-    argv = ["humans", "--model", "efficientnet_lite0", "--dataset", "edges", "--reference-dir", str(reference_dir)]
-    assert main(argv) == 2
-    assert "--decisions FILE.csv" in capsys.readouterr().err
+def test_model_on_edges_end_to_end(bundled_model, data_root, reference_dir, capsys):
+    """The bundled model evaluated on the 160 edge images, compared with the 10 observers."""
+    edges = data_root.parent / "edges"
+    argv = ["humans", "--model", "efficientnet_lite0", "--dataset", "edges", "--data-root", str(edges),
+            "--reference-dir", str(reference_dir), "--json", "--threads", "2"]  # fmt: skip
+    assert main(argv) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert (result["dataset"], result["images"]) == ("edges", 160)
+    assert result["accuracy"] == pytest.approx(57 / 160)
+    assert 0 < result["error_consistency"] < result["human_error_consistency"]
 
 
 def test_humans_table_and_figures(reference_dir, tmp_path, capsys):

@@ -83,7 +83,7 @@ class TestEce:
 
     def test_bad_bins(self, tree, capsys):
         assert main(["ece", str(tree), "--bins", "0"]) == 2
-        assert "n_bins must be a positive integer" in capsys.readouterr().err
+        assert "the number of bins is 1 to 10000" in capsys.readouterr().err
 
 
 def test_reliability_png(tmp_path, capsys):

@@ -44,7 +44,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exit_:  # a usage error (one line, see OneLineParser), or --help / --version
+        return int(exit_.code or 0)
     try:
         return int(args.handler(args) or 0)
     except ModelvalError as error:

@@ -237,14 +237,15 @@ def _run_metrics(args: argparse.Namespace) -> int:
         prf = precision_recall_f1(y, p, average=average, num_classes=k, zero_division=0)
         out[average] = {"precision": prf.precision, "recall": prf.recall, "f1": prf.f1}
     per = precision_recall_f1(y, p, average=None, num_classes=k, zero_division=0)
+    per_precision, per_recall, per_f1 = (np.asarray(v) for v in (per.precision, per.recall, per.f1))
     out["per_class"] = [
         {
             "class": c,
             "support": int(per.support[c]),
             "accuracy": None if math.isnan(per_class[c]) else float(per_class[c]),
-            "precision": float(per.precision[c]),
-            "recall": float(per.recall[c]),
-            "f1": float(per.f1[c]),
+            "precision": float(per_precision[c]),
+            "recall": float(per_recall[c]),
+            "f1": float(per_f1[c]),
         }
         for c in range(k)
     ]

@@ -124,7 +124,11 @@ def read_predictions(path: str | Path, *, strict: bool = False, require_conf: bo
         # Seed rule: no conf -> no ECE; such a file is never repaired.
         result.skipped, result.reason = True, "no 'conf' key in the first row; ECE is undefined for this file"
         return result
-    labels, preds, confs = [], [], []
+    labels: list[int] = []
+    preds: list[int] = []
+    confs: list[float] = []
+    problem: str | None
+    values: tuple[int, int, float] | None
     for line_no, line in lines:
         try:
             row = json.loads(line)  # Python's json reads NaN/Infinity; _row_problem rejects them
@@ -137,7 +141,8 @@ def read_predictions(path: str | Path, *, strict: bool = False, require_conf: bo
                 raise DataError(f"{path}:{line_no}: {problem} (drop --strict to skip and count bad rows)")
             result.drop_reasons[problem] += 1
             continue
-        label, pred, conf = values  # type: ignore[misc]
+        assert values is not None  # _row_problem returns values exactly when there is no problem
+        label, pred, conf = values
         labels.append(label)
         preds.append(pred)
         confs.append(conf)
@@ -380,7 +385,7 @@ def write_summary_csv(summary: SummaryTable, path: str | Path) -> Path:
         writer.writeheader()
         for row in summary.rows:
             writer.writerow({k: row.get(k, "") for k in columns})
-        mean_row = {"event": "mean", "label_budget": ""}
+        mean_row: dict[str, object] = {"event": "mean", "label_budget": ""}
         mean_row.update({f"ece_set{s}": summary.set_means[s] for s in summary.sets})
         mean_row["ece_mean"] = summary.mean_of_sets
         writer.writerow(mean_row)
@@ -409,12 +414,11 @@ def download_wandb_predictions(
                 "downloading from Weights & Biases needs the optional extra: pip install 'modelval[wandb]'"
             ) from error
         api = wandb.Api()
-    if isinstance(runs, str):
-        runs = [api.run(runs)]
+    selected: Iterable[Any] = [api.run(runs)] if isinstance(runs, str) else runs
     root = Path(root)
     root.mkdir(parents=True, exist_ok=True)
     written = []
-    for run in runs:
+    for run in selected:
         for artifact in run.logged_artifacts():
             name, _, version = str(artifact.name).partition(":")
             if not name.startswith(prefix):

@@ -162,7 +162,7 @@ class ReliabilityBins:
         nonempty = self.counts > 0
         return float(math.sqrt(np.sum(self.weights[nonempty] * self.gap[nonempty] ** 2)))
 
-    def as_records(self) -> list[dict[str, float | int]]:
+    def as_records(self) -> list[dict[str, float | int | None]]:
         """One JSON-friendly dict per bin (NaN for empty bins becomes None)."""
 
         def clean(x: float) -> float | None:
