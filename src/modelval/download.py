@@ -8,12 +8,15 @@ Ctrl-C) the temporary file is removed, so the cache never holds a half file.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
+import signal
 import tempfile
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import requests
@@ -87,13 +90,15 @@ def download_file(
     """
     destination = Path(destination)
     destination.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_parts(destination)
     http = session or requests.Session()
     last_error: Exception | None = None
     for attempt in range(retries + 1):
         if attempt:
             sleep(backoff * 2 ** (attempt - 1))
         try:
-            _download_once(url, destination, http, timeout, progress, sha256, sha256_prefix)
+            with _terminate_cleanly():
+                _download_once(url, destination, http, timeout, progress, sha256, sha256_prefix)
             return destination
         except ChecksumError:
             raise
@@ -104,6 +109,48 @@ def download_file(
     raise DownloadError(
         f"could not download {url} after {retries + 1} attempts: {_describe(last_error)}"
     ) from last_error
+
+
+#: A ``.part`` file older than this belongs to a download that was killed (SIGKILL, power loss).
+STALE_PART_SECONDS = 24 * 3600
+
+
+def remove_stale_parts(destination: Path, *, older_than: float = STALE_PART_SECONDS) -> list[Path]:
+    """Delete the hidden ``.<name>.*.part`` files of earlier, killed downloads of ``destination``.
+
+    A younger one may belong to a download running right now in another process, so it stays.
+    """
+    removed = []
+    cutoff = time.time() - older_than
+    for part in destination.parent.glob(f".{destination.name}.*.part"):
+        try:
+            if part.stat().st_mtime < cutoff:
+                part.unlink()
+                removed.append(part)
+        except FileNotFoundError:
+            continue  # another process cleaned it up first
+    return removed
+
+
+@contextlib.contextmanager
+def _terminate_cleanly() -> Iterator[None]:
+    """Turn SIGTERM into SystemExit while a download runs, so its temporary file is removed.
+
+    The default action of SIGTERM ends the process without unwinding, which left 0-byte ``.part``
+    files behind. Only the main thread can install a handler; elsewhere this does nothing.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 class _FinalHTTPError(Exception):

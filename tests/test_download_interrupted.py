@@ -1,0 +1,86 @@
+"""A download killed half-way leaves nothing behind: SIGTERM removes the temporary file, and the
+next download removes the ``.part`` files of a killed (SIGKILL) one once they are a day old."""
+
+from __future__ import annotations
+
+import http.server
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from modelval.download import STALE_PART_SECONDS, download_file, remove_stale_parts
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+class SlowServer:
+    """Announces 10 MB, sends 64 KB, then stalls: a download that is surely in progress when killed."""
+
+    def __init__(self) -> None:
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                self.send_response(200)
+                self.send_header("Content-Length", str(10_000_000))
+                self.end_headers()
+                self.wfile.write(b"x" * 65536)
+                self.wfile.flush()
+                time.sleep(30)
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/weights.pth"
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def start_download(url: str, destination: Path) -> subprocess.Popen:
+    code = f"from modelval.download import download_file; download_file({url!r}, {str(destination)!r}, progress=False)"
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    process = subprocess.Popen([sys.executable, "-c", code], env=env)
+    deadline = time.time() + 30
+    while time.time() < deadline and not list(destination.parent.glob(".*.part")):
+        time.sleep(0.05)
+    time.sleep(0.3)  # the first bytes are written
+    return process
+
+
+def test_sigterm_removes_the_partial_file(tmp_path):
+    server = SlowServer()
+    try:
+        destination = tmp_path / "weights.pth"
+        process = start_download(server.url, destination)
+        assert list(tmp_path.glob(".*.part")), "the download never started"
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=20) == 128 + signal.SIGTERM
+        assert list(tmp_path.iterdir()) == []
+    finally:
+        server.close()
+
+
+def test_parts_of_a_killed_download_are_removed_after_a_day(tmp_path, local_server):
+    server = SlowServer()
+    try:
+        destination = tmp_path / "weights.pth"
+        process = start_download(server.url, destination)
+        process.kill()  # SIGKILL: no handler runs
+        process.wait(timeout=20)
+        leftovers = list(tmp_path.glob(".*.part"))
+        assert len(leftovers) == 1
+    finally:
+        server.close()
+    assert remove_stale_parts(destination) == []  # young: it could be another process's live download
+    old = time.time() - STALE_PART_SECONDS - 60
+    os.utime(leftovers[0], (old, old))
+    url = local_server.add("/weights.pth", b"real weights")
+    download_file(url, destination, progress=False)  # the next fetch cleans up
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["weights.pth"]
