@@ -182,3 +182,59 @@ def test_truncated_png_with_workers_is_one_line(capfd, data_root, tmp_path):
     err = capfd.readouterr().err
     assert code == 2 and "Traceback" not in err and "Original Traceback" not in err
     assert err.strip().splitlines() == [err.strip()] and victim.name in err and "truncated" in err
+
+
+def test_prediction_rows_with_huge_labels_are_dropped(tmp_path, capsys):
+    path = tmp_path / "p.jsonl"
+    rows = [{"label": 10**30, "pred": 0, "conf": 0.5}, {"label": 0, "pred": 0, "conf": 0.9}]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    for argv in (["ece", str(path), "--json"], ["metrics", str(path), "--json"]):
+        assert run(argv) == 0
+        out = capsys.readouterr().out
+        assert "Traceback" not in out
+    assert run(["ece", str(path), "--json"]) == 0
+    record = json.loads(capsys.readouterr().out)[0]
+    assert record["rows_dropped"] == 1 and "label above 1000000 (not a class index)" in record["drop_reasons"]
+
+
+def test_a_single_huge_label_does_not_allocate(tmp_path, capsys):
+    path = tmp_path / "p.jsonl"
+    path.write_text(json.dumps({"label": 100000, "pred": 0, "conf": 0.5}) + "\n")
+    code = run(["metrics", str(path)])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "--num-classes 100001" in err
+
+
+def test_pickled_object_in_a_logits_file_never_suggests_running_it(tmp_path, capsys):
+    import datetime
+    import pickle
+
+    bad = tmp_path / "val.pt"
+    bad.write_bytes(pickle.dumps({"logits": datetime.datetime(2020, 1, 1)}))
+    code = run(["temperature", "--val", str(bad), "--test", str(bad)])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1
+    assert "not a plain tensor file" in err and "weights_only=False" not in err and "weights_only" not in err
+
+
+def test_two_copies_of_one_artifact_are_reported_not_lost(tmp_path, capsys):
+    rows = "".join(json.dumps({"label": i % 2, "pred": 0, "conf": 0.7}) + "\n" for i in range(10))
+    for folder in ("preds-ev-lb10-set1-seed1-v003", "preds-ev-lb10-set1-seed1:v003"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "p.jsonl").write_text(rows)
+    assert run(["ece", str(tmp_path), "--json"]) == 0
+    records = json.loads(capsys.readouterr().out)
+    evaluated = [r for r in records if not r["skipped"]]
+    duplicates = [r for r in records if r["skipped"]]
+    assert len(evaluated) == 1 and evaluated[0]["path"].endswith("seed1-v003/p.jsonl")  # the path that sorts first
+    assert len(duplicates) == 1 and duplicates[0]["reason"].startswith("duplicate of")
+
+
+@pytest.mark.parametrize(("out", "written"), [("figs", "figs/p-reliability.png"), ("rel", "rel.png")])
+def test_reliability_reports_the_file_it_wrote(tmp_path, capsys, out, written):
+    path = tmp_path / "p.jsonl"
+    path.write_text("".join(json.dumps({"label": i % 2, "pred": 0, "conf": 0.6}) + "\n" for i in range(20)))
+    (tmp_path / "figs").mkdir()
+    assert run(["reliability", str(path), "--out", str(tmp_path / out)]) == 0
+    assert f"wrote {tmp_path / written}:" in capsys.readouterr().out
+    assert (tmp_path / written).is_file()

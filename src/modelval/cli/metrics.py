@@ -13,6 +13,10 @@ from modelval import jsonio
 from modelval.cli._args import bin_count
 from modelval.metrics.calibration import CONVENTIONS
 
+#: Without --num-classes, the class count comes from the data; past this it is more likely a broken
+#: label than a real head (the confusion matrix alone would need K^2 x 8 bytes: 80 GB at 100,000).
+MAX_DERIVED_CLASSES = 30_000
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     ece = subparsers.add_parser(
@@ -122,7 +126,7 @@ def _run_reliability(args: argparse.Namespace) -> int:
     from modelval.errors import DataError
     from modelval.metrics.artifacts import read_predictions
     from modelval.metrics.calibration import reliability_bins
-    from modelval.metrics.plots import reliability_diagram
+    from modelval.metrics.plots import figure_path, reliability_diagram
 
     data = read_predictions(args.path, strict=args.strict)
     if data.skipped:
@@ -130,10 +134,10 @@ def _run_reliability(args: argparse.Namespace) -> int:
     bins = reliability_bins(
         data.conf, data.labels == data.preds, args.bins, adaptive=args.adaptive, convention=args.convention
     )
-    reliability_diagram(bins, args.out, title=f"Reliability: {args.path.name}")
+    out = figure_path(args.out, f"{args.path.stem}-reliability.png")
+    reliability_diagram(bins, out, title=f"Reliability: {args.path.name}")
     print(
-        f"wrote {args.out}: ECE {bins.ece:.4f}, MCE {bins.mce:.4f}, {data.rows_used} rows used, "
-        f"{data.rows_dropped} dropped"
+        f"wrote {out}: ECE {bins.ece:.4f}, MCE {bins.mce:.4f}, {data.rows_used} rows used, {data.rows_dropped} dropped"
     )
     return 0
 
@@ -214,7 +218,13 @@ def _run_metrics(args: argparse.Namespace) -> int:
         or (len(weights) if weights is not None else None)
         or (len(counts) if counts is not None else None)
     )
-    k = k or int(max(data.labels.max(), data.preds.max()) + 1)
+    if not k:
+        k = int(max(data.labels.max(), data.preds.max()) + 1)
+        if k > MAX_DERIVED_CLASSES:
+            raise DataError(
+                f"{args.path}: the largest class index is {k - 1}, which would make {k} classes (a {k} x {k} "
+                f"confusion matrix); if that is right, say so with --num-classes {k}, else check the labels"
+            )
     if counts is not None and len(counts) != k:
         raise DataError(f"{args.train_counts}: {len(counts)} training counts but {k} classes")
     y, p = data.labels, data.preds

@@ -74,6 +74,10 @@ class PredictionFile:
     reason: str | None = None
 
 
+#: The largest class index a prediction row may carry (ImageNet-21k has 21,841 classes).
+MAX_CLASS_INDEX = 1_000_000
+
+
 def _row_problem(row: Any, require_conf: bool = True) -> tuple[str | None, tuple[int, int, float] | None]:
     if not isinstance(row, dict):
         return "not a JSON object", None
@@ -85,6 +89,9 @@ def _row_problem(row: Any, require_conf: bool = True) -> tuple[str | None, tuple
         # bool is an int in Python but never a class index here
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             return f"{key} not a non-negative integer", None
+        if value > MAX_CLASS_INDEX:
+            # JSON integers are unbounded; numpy's are 64-bit. Past this no classifier has a class.
+            return f"{key} above {MAX_CLASS_INDEX} (not a class index)", None
     if not require_conf:
         return None, (label, pred, math.nan)
     if isinstance(conf, bool) or not isinstance(conf, (int, float)):
@@ -277,8 +284,10 @@ def evaluate_paths(
 
     Files in artifact folders are grouped by ``(event, label budget, set)``: eligible files of the
     winning folder (newest version, then highest seed, then path) are evaluated; files of the other
-    folders are reported as superseded. A winning folder with more than one eligible JSONL file is
-    ambiguous and all its files are skipped with that reason. Files outside artifact folders are
+    folders are reported as superseded. Folders are never merged: two folders with the same key (the
+    same artifact downloaded twice) are separate, the one whose path sorts first wins and the other is
+    reported as its duplicate. A winning folder with more than one eligible JSONL file is ambiguous
+    and all its files are skipped with that reason. Files outside artifact folders are
     evaluated one by one. Records are sorted by event, numeric label budget, set, then path.
     """
     files = discover_prediction_files(paths)
@@ -293,14 +302,22 @@ def evaluate_paths(
     for members in groups.values():
         # Evaluate folders from newest to oldest; the first folder with an eligible file wins, so an
         # unusable newest version (no conf) does not hide an older usable one.
-        by_folder: dict[ArtifactKey, list[Path]] = {}
+        # Group by folder, not by parsed key: the same artifact downloaded twice ("...-seed1-v003" and
+        # "...-seed1:v003", or under two roots) parses to one key but is two folders.
+        by_folder: dict[tuple[ArtifactKey, Path], list[Path]] = {}
         for key, f in members:
-            by_folder.setdefault(key, []).append(f)
-        ordered = sorted(by_folder, key=lambda k: (k.version, k.seed), reverse=True)
-        winner: ArtifactKey | None = None
-        for key in ordered:
+            by_folder.setdefault((key, f.parent), []).append(f)
+        # Newest version, then highest seed; between copies of the same version and seed, the folder
+        # whose path sorts first wins (deterministic), and the others are reported as duplicates.
+        ordered = sorted(by_folder, key=lambda kf: (-kf[0].version, -kf[0].seed, str(kf[1])))
+        winner: tuple[ArtifactKey, Path] | None = None
+        for key, folder in ordered:
             if winner is not None:
-                reason = f"superseded by version {winner.version} (seed {winner.seed}) of this set"
+                won_key, won_folder = winner
+                if (won_key.version, won_key.seed) == (key.version, key.seed):
+                    reason = f"duplicate of {won_folder} (same set, seed {key.seed}, version {key.version})"
+                else:
+                    reason = f"superseded by version {won_key.version} (seed {won_key.seed}) of this set"
                 records.extend(
                     EceRecord(
                         path=f,
@@ -311,19 +328,19 @@ def evaluate_paths(
                         skipped=True,
                         reason=reason,
                     )
-                    for f in sorted(by_folder[key])
+                    for f in sorted(by_folder[(key, folder)])
                 )
                 continue
             folder_records = [
                 evaluate_file(f, n_bins=n_bins, convention=convention, adaptive=adaptive, strict=strict, key=key)
-                for f in sorted(by_folder[key])
+                for f in sorted(by_folder[(key, folder)])
             ]
             usable = [r for r in folder_records if not r.skipped]
             if len(usable) > 1:
                 for r in usable:
-                    _skip(r, f"ambiguous: {len(usable)} eligible JSONL files in one artifact folder")
+                    _skip(r, f"ambiguous: {len(usable)} eligible JSONL files in the artifact folder {folder}")
             if usable:
-                winner = key
+                winner = (key, folder)
             records.extend(folder_records)
     records.sort(key=_sort_key)
     return records

@@ -15,6 +15,18 @@ from modelval.errors import InputValidationError
 from modelval.metrics.calibration import ReliabilityBins
 
 
+def figure_path(path: str | Path, default_name: str) -> Path:
+    """Where a figure really goes: into ``path`` when it is a folder, with ``.png`` when no suffix is given.
+
+    matplotlib itself appends ``.png`` to a suffix-less name, so the path a command reports would not
+    be the file it wrote.
+    """
+    path = Path(path)
+    if path.is_dir():
+        path = path / default_name
+    return path if path.suffix else path.with_suffix(".png")
+
+
 def _pyplot():
     import matplotlib
 

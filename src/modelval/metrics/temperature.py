@@ -270,7 +270,13 @@ def load_logits_file(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
     except DataError:
         raise
     except Exception as error:  # numpy/torch raise many types for corrupt files
-        raise DataError(f"{path}: could not read logits ({type(error).__name__}: {error})") from error
+        if suffix in (".pt", ".pth") and "weights_only" in str(error):
+            # torch's message advises weights_only=False, i.e. running the file's code: never do that.
+            raise DataError(
+                f"{path}: could not read logits: not a plain tensor file (loading it would run code, which "
+                "modelval never does); save a dict of tensors: torch.save({'logits': ..., 'labels': ...}, path)"
+            ) from None
+        raise DataError(f"{path}: could not read logits ({type(error).__name__}: {error})") from None
     if not isinstance(content, dict) or not {"logits", "labels"} <= set(content):
         found = sorted(content) if isinstance(content, dict) else type(content).__name__
         raise DataError(f"{path}: expected entries 'logits' and 'labels', found {found}")
