@@ -126,7 +126,7 @@ def test_every_json_output_is_strict(capsys, bad_files, reference_dir, tmp_path)
     counts = tmp_path / "counts.json"
     counts.write_text(json.dumps([500, 500]))
     commands = [
-        ["shape-bias", "--decisions", str(bad_files["all_na"]), "--model", "resnet50_in"],
+        ["shape-bias", "--decisions", str(bad_files["all_na"]), "--model", "resnet50_in", "--no-sanity-gate"],
         ["accuracy", "--decisions", str(bad_files["all_na"])],
         ["humans", "--decisions", str(bad_files["all_na"]), "--reference-dir", str(reference_dir)],
         ["compare", str(bad_files["all_na"]), str(reference_dir / RESNET)],
@@ -139,7 +139,8 @@ def test_every_json_output_is_strict(capsys, bad_files, reference_dir, tmp_path)
         assert run([*argv, "--json"]) == 0, capsys.readouterr().err
         payload = _strict(capsys.readouterr().out)
         assert payload is not None
-    assert run(["shape-bias", "--decisions", str(bad_files["all_na"]), "--model", "resnet50_in", "--json"]) == 0
+    all_na = ["shape-bias", "--decisions", str(bad_files["all_na"]), "--model", "resnet50_in", "--json"]
+    assert run(all_na) == 1  # no hits at all: not a working classifier (the sanity gate)
     shape = _strict(capsys.readouterr().out)
     assert isinstance(shape, dict)
     assert shape["shape_bias"] is None and "0/0" in shape["null_reasons"]["difference"]

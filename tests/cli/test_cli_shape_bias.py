@@ -64,7 +64,7 @@ def test_missing_data_is_a_clean_error(tmp_path, capsys):
 
 def test_unknown_model_suggests_close_names(capsys):
     assert main(["shape-bias", "--model", "efficientnet_lite"]) == 2
-    assert "Did you mean efficientnet_lite0" in capsys.readouterr().err
+    assert "Did you mean efficientnet_lite2, efficientnet_lite1, efficientnet_lite0?" in capsys.readouterr().err
 
 
 def test_model_or_decisions_is_required(capsys):

@@ -18,6 +18,7 @@ from modelval.evaluation import DEFAULT_BATCH_SIZE
 from modelval.preprocessing import NORMALIZATION_CHOICES
 from modelval.validation.expected import expected_for
 from modelval.validation.reports import ReportRow, format_report, plot_per_category
+from modelval.validation.sanity import SANITY_THRESHOLD, VERDICT, sanity_check
 
 
 def add_model_options(parser: argparse.ArgumentParser) -> None:
@@ -87,6 +88,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--plot", type=Path, help="write the per-category shape-bias plot (PNG)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     parser.add_argument(
+        "--no-sanity-gate",
+        action="store_true",
+        help=f"report the shape bias even when cue-conflict accuracy is below {SANITY_THRESHOLD:.0%}",
+    )
+    parser.add_argument(
         "--bootstrap", type=bootstrap_resamples, default=1000, help="bootstrap resamples for the 95%% interval"
     )
     parser.add_argument("--seed", type=int, default=0)
@@ -115,6 +121,11 @@ def run(args: argparse.Namespace) -> int:
         row, extra, decisions = _evaluate(args)
     if args.decisions_out and args.decisions is None:
         write_decisions(args.decisions_out, decisions, subject=row.model)
+    sanity = sanity_check(row.result)
+    gate = not args.no_sanity_gate and not sanity.passed
+    extra["sanity"] = sanity.to_dict()
+    if gate:
+        extra["verdict"] = VERDICT
     if args.plot:
         plot_per_category({f"{row.label} ({row.normalization})": row.result}, args.plot)
     if args.json:
@@ -126,8 +137,12 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(format_report([row]))
         for name, value in extra.items():
-            if name != "preprocessing":
+            if name not in ("preprocessing", "sanity", "verdict"):
                 print(f"{name}: {value}")
+        print(sanity.message())
+    if gate:
+        print(f"modelval: {sanity.message()}", file=sys.stderr)
+        return 1
     return 0
 
 

