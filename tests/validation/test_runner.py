@@ -20,10 +20,11 @@ def test_wrong_normalization_is_the_other_common_one():
 
 def test_family_filter_and_readable_ids():
     cases = build_cases("efficientnet")
-    assert {c.model for c in cases} == {"efficientnet_lite0"}
+    assert {c.model for c in cases} == {"efficientnet_lite0", "efficientnet_lite1", "efficientnet_lite2"}
     assert [c.id for c in cases] == [
-        "efficientnet-lite0-pypi-correct-model-norm",
-        "efficientnet-lite0-pypi-wrong-imagenet-norm",
+        f"efficientnet-{variant}-pypi-{case}"
+        for variant in ("lite0", "lite1", "lite2")
+        for case in ("correct-model-norm", "wrong-imagenet-norm")
     ]
     assert all(c.family == "resnet50" for c in build_cases("resnet"))
     assert len({c.id for c in build_cases("all")}) == len(build_cases("all"))
