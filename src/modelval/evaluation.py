@@ -23,6 +23,7 @@ from tqdm.auto import tqdm
 
 from modelval.behaviour.categories import CATEGORIES, Aggregation, CategoryMapper
 from modelval.behaviour.decisions import Decision
+from modelval.behaviour.label_map import LabelMap
 from modelval.behaviour.shape_bias import ShapeBiasResult, compute_shape_bias
 from modelval.datasets.cache import cache_enabled, load_or_decode
 from modelval.datasets.manifest import hash_stimuli, load_manifest, manifest_differences
@@ -180,6 +181,7 @@ def category_probabilities(
     progress: bool = True,
     amp: Amp | None = None,
     channels_last: bool = False,
+    label_map: LabelMap | None = None,
 ) -> np.ndarray:
     """(N, 16) aggregated probabilities of uint8 ``images`` under ``config``.
 
@@ -197,6 +199,7 @@ def category_probabilities(
         progress=progress,
         amp=amp,
         channels_last=channels_last,
+        label_map=label_map,
     )[aggregation]
 
 
@@ -211,6 +214,7 @@ def category_probabilities_by_aggregation(
     progress: bool = True,
     amp: Amp | None = None,
     channels_last: bool = False,
+    label_map: LabelMap | None = None,
 ) -> dict[Aggregation, np.ndarray]:
     """One forward pass, several 1000 -> 16 aggregations of the same softmax: ``{aggregation: (N, 16)}``."""
     if batch_size < 1:
@@ -220,7 +224,7 @@ def category_probabilities_by_aggregation(
         tune_allocator()  # see modelval.runtime: without it, large batches spend half their time in the kernel
     if isinstance(model, torch.nn.Module):
         model.eval()
-    mappers = {aggregation: CategoryMapper(aggregation) for aggregation in aggregations}
+    mappers = {aggregation: CategoryMapper(aggregation, label_map) for aggregation in aggregations}
     pin = target.type == "cuda"
     layout = torch.channels_last if channels_last else torch.contiguous_format
     out = {aggregation: torch.empty((len(images), len(CATEGORIES)), dtype=torch.float32) for aggregation in mappers}
@@ -263,8 +267,12 @@ def evaluate(
     seed: int = 0,
     amp: Amp | None = None,
     channels_last: bool = False,
+    label_map: LabelMap | None = None,
 ) -> Evaluation:
-    """Shape-bias evaluation of ``model`` (ImageNet logits) on decoded stimuli under ``config``."""
+    """Shape-bias evaluation of ``model`` on decoded stimuli under ``config``.
+
+    The model's outputs are ImageNet-1k logits, or those of another head read through ``label_map``.
+    """
     start = time.perf_counter()
     probabilities = category_probabilities(
         model,
@@ -276,6 +284,7 @@ def evaluate(
         progress=progress,
         amp=amp,
         channels_last=channels_last,
+        label_map=label_map,
     )
     forward = time.perf_counter() - start
     decisions = decisions_from_probabilities(stimuli.stimuli, probabilities)

@@ -64,6 +64,9 @@ class PreprocessConfig:
     interpolation: str = "bilinear"
     resize: int | None = None
     crop: int | None = None
+    #: The square size the model is fed, after resize/crop; ``None``: the images' own size. Set by an
+    #: explicit ``--input-size``: the stimulus protocol keeps it where it drops resize and crop.
+    input_size: int | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "mean", _triple(self.mean, "mean"))
@@ -72,7 +75,7 @@ class PreprocessConfig:
             raise ValueError(f"std must be positive, got {self.std}")
         if self.interpolation not in _INTERPOLATIONS:
             raise ValueError(f"interpolation must be one of {sorted(_INTERPOLATIONS)}, got {self.interpolation!r}")
-        for name in ("resize", "crop"):
+        for name in ("resize", "crop", "input_size"):
             value = getattr(self, name)
             if value is not None and (not isinstance(value, int) or value <= 0):
                 raise ValueError(f"{name} must be a positive int or None, got {value!r}")
@@ -114,10 +117,13 @@ class PreprocessConfig:
             "interpolation": self.interpolation,
             "resize": self.resize,
             "crop": self.crop,
+            "input_size": self.input_size,
         }
 
     def describe(self) -> str:
         size = "as is" if self.resize is None and self.crop is None else f"resize {self.resize}, crop {self.crop}"
+        if self.input_size is not None:
+            size = f"{size}, fed at {self.input_size} px"
         return (
             f"mean={tuple(round(m, 4) for m in self.mean)} std={tuple(round(s, 4) for s in self.std)} "
             f"({self.normalization_name}), {self.interpolation}, {size}"
@@ -155,7 +161,8 @@ def prepare_batch(
     """uint8 (N, 3, H, W) or (3, H, W) images -> normalized float32 model input on ``device``.
 
     Steps, in the order torchvision's ImageNet eval transform applies them: resize (PIL, antialiased),
-    center crop, scale to [0, 1], normalize. The uint8 batch is moved before conversion, so only a
+    center crop, scale to [0, 1], normalize. An ``input_size`` resizes (and center-crops) to that
+    square size after the crop. The uint8 batch is moved before conversion, so only a
     quarter of the bytes cross to a GPU.
     """
     if images.dtype != torch.uint8:
@@ -167,6 +174,8 @@ def prepare_batch(
         images = _resize_like_pil(images, config.resize, config.interpolation)
     if config.crop is not None:
         images = F.center_crop(images, [config.crop])
+    if config.input_size is not None and tuple(images.shape[-2:]) != (config.input_size, config.input_size):
+        images = F.center_crop(_resize_like_pil(images, config.input_size, config.interpolation), [config.input_size])
     if device is not None:
         images = images.to(device, non_blocking=non_blocking)
     mean = torch.tensor(config.mean, device=images.device).view(-1, 1, 1) * 255.0
@@ -187,3 +196,56 @@ class Preprocess:
 
     def __repr__(self) -> str:
         return f"Preprocess({self.config.describe()})"
+
+
+#: Where a resolved preprocessing value came from, for the keys that can be overridden.
+OVERRIDABLE: tuple[str, ...] = ("mean", "std", "interpolation", "input_size")
+INTERPOLATIONS: tuple[str, ...] = tuple(_INTERPOLATIONS)
+
+
+def parse_channel_values(text: str, what: str = "mean") -> tuple[float, float, float]:
+    """``"0.5,0.5,0.5"`` -> ``(0.5, 0.5, 0.5)``; anything else is a ValueError that shows the form."""
+    parts = [p.strip() for p in text.split(",")]
+    try:
+        values = tuple(float(p) for p in parts)
+    except ValueError:
+        raise ValueError(f"{what} {text!r}: expected three comma-separated numbers, e.g. 0.5,0.5,0.5") from None
+    if len(values) != 3 or not all(np.isfinite(values)):
+        raise ValueError(f"{what} {text!r}: expected three finite comma-separated numbers, e.g. 0.5,0.5,0.5")
+    return values[0], values[1], values[2]
+
+
+@dataclass(frozen=True)
+class PreprocessOverrides:
+    """User overrides of a source's preprocessing (``--mean``, ``--std``, ``--interpolation``, ``--input-size``)."""
+
+    mean: tuple[float, float, float] | None = None
+    std: tuple[float, float, float] | None = None
+    interpolation: str | None = None
+    input_size: int | None = None
+    #: How the user gave them, for provenance ("--mean", "models file my.toml [models.x]").
+    origin: str = "override"
+
+    def __post_init__(self) -> None:
+        # The same checks as PreprocessConfig, raised now, naming the override.
+        PreprocessConfig(
+            mean=self.mean or IMAGENET_MEAN,
+            std=self.std or IMAGENET_STD,
+            interpolation=self.interpolation or "bilinear",
+            input_size=self.input_size,
+        )
+
+    def given(self) -> dict[str, object]:
+        return {key: getattr(self, key) for key in OVERRIDABLE if getattr(self, key) is not None}
+
+    def apply(self, config: PreprocessConfig, sources: dict[str, str]) -> tuple[PreprocessConfig, dict[str, str]]:
+        """``config`` with the given values replaced, and ``sources`` updated to say so."""
+        given = self.given()
+        if not given:
+            return config, sources
+        updated = dict(sources)
+        for key in given:
+            updated[key] = (
+                f"{self.origin} ({key})" if self.origin != "override" else f"override (--{key.replace('_', '-')})"
+            )
+        return dataclasses.replace(config, **given), updated  # type: ignore[arg-type]

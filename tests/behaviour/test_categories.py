@@ -11,6 +11,7 @@ from modelval.behaviour.categories import (
     category_index,
     map_to_categories,
 )
+from modelval.errors import ModelvalError
 
 # Counts of ImageNet classes per category in model-vs-human's human_categories.py (*_indices lists).
 REFERENCE_COUNTS = {
@@ -67,8 +68,8 @@ def test_mean_matrix_columns_sum_to_one():
     assert int((aggregation_matrix("sum") > 0).sum()) == 207
 
 
-def test_mapper_rejects_non_imagenet_shapes():
-    with pytest.raises(ValueError, match=r"\(N, 1000\).*got \(4, 10\)"):
+def test_mapper_rejects_a_head_that_is_not_1000_way_without_a_label_map():
+    with pytest.raises(ModelvalError, match=r"head has 10 outputs, not ImageNet-1k's 1000: pass --label-map"):
         CategoryMapper()(torch.rand(4, 10))
 
 

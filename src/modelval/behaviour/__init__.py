@@ -25,6 +25,7 @@ from modelval.behaviour.humans import (
     human_ceiling,
     load_human_panel,
 )
+from modelval.behaviour.label_map import IMAGENET_LABEL_MAP, LabelMap, read_label_map
 from modelval.behaviour.paired import PairedComparison, compare_paired, mcnemar_exact
 from modelval.behaviour.shape_bias import ShapeBiasResult, bootstrap_interval, compute_shape_bias
 from modelval.behaviour.trials import DATASETS, Trial, dataset_of, read_trials, trials_from_decisions
@@ -35,12 +36,14 @@ __all__ = [
     "DATASETS",
     "EXPECTED_CONFLICTS",
     "EXPECTED_IMAGES",
+    "IMAGENET_LABEL_MAP",
     "Aggregation",
     "CategoryMapper",
     "Decision",
     "HumanCeiling",
     "HumanComparison",
     "HumanPanel",
+    "LabelMap",
     "PairedComparison",
     "ShapeBiasResult",
     "Stimulus",
@@ -60,6 +63,7 @@ __all__ = [
     "mcnemar_exact",
     "parse_stimulus_name",
     "read_decisions",
+    "read_label_map",
     "read_trials",
     "trials_from_decisions",
     "write_decisions",

@@ -8,9 +8,14 @@ classes (the mean by default, as in the paper's evaluation), implemented as one 
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Literal
 
 import torch
+
+from modelval.errors import DataError, ModelvalError
 
 CATEGORIES: tuple[str, ...] = (
     "airplane", "bear", "bicycle", "bird", "boat", "bottle", "car", "cat",
@@ -60,58 +65,135 @@ def category_index(name: str) -> int:
         raise ValueError(f"unknown category {name!r}; expected one of: {', '.join(CATEGORIES)}") from None
 
 
-def aggregation_matrix(aggregation: Aggregation = "mean", *, dtype: torch.dtype = torch.float32) -> torch.Tensor:
-    """A (1000, 16) matrix M with ``probabilities @ M`` = the per-category mean (or sum) score."""
+@dataclass(frozen=True)
+class LabelMap:
+    """Output indices per category; ``origin`` says where the map came from (a file, or ImageNet-1k)."""
+
+    indices: Mapping[str, tuple[int, ...]]
+    origin: str = "ImageNet-1k (model-vs-human's table)"
+
+    def __post_init__(self) -> None:
+        where = self.origin
+        unknown = [name for name in self.indices if name not in CATEGORIES]
+        if unknown:
+            hints = []
+            for name in unknown:
+                close = difflib.get_close_matches(name, CATEGORIES, n=1)
+                hints.append(f"{name!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+            raise DataError(
+                f"label map {where}: unknown categories {', '.join(hints)}; the 16 names are: {', '.join(CATEGORIES)}"
+            )
+        missing = [name for name in CATEGORIES if name not in self.indices]
+        if missing:
+            raise DataError(f"label map {where}: no entry for {', '.join(missing)}; map each of the 16 categories")
+        owner: dict[int, str] = {}
+        for name in CATEGORIES:
+            values = self.indices[name]
+            if len(values) == 0:
+                raise DataError(f"label map {where}: {name!r} maps to no output; give it at least one index")
+            for value in values:
+                if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                    raise DataError(f"label map {where}: {name!r} has index {value!r}; indices are whole numbers >= 0")
+                if value in owner:
+                    raise DataError(
+                        f"label map {where}: output {value} is mapped to both {owner[value]!r} and {name!r}; "
+                        "the categories' sets must be disjoint"
+                    )
+                owner[value] = name
+        object.__setattr__(self, "indices", {name: tuple(self.indices[name]) for name in CATEGORIES})
+
+    @property
+    def is_imagenet(self) -> bool:
+        return dict(self.indices) == dict(IMAGENET_INDICES)
+
+    @property
+    def largest_index(self) -> int:
+        return max(max(values) for values in self.indices.values())
+
+    def check_outputs(self, outputs: int) -> None:
+        """Raise a clear error when a head with ``outputs`` logits cannot be read with this map."""
+        if self.is_imagenet and outputs != NUM_IMAGENET_CLASSES:
+            raise ModelvalError(
+                f"the model's head has {outputs} outputs, not ImageNet-1k's {NUM_IMAGENET_CLASSES}: pass "
+                "--label-map FILE.json mapping each of the 16 categories to its output indices "
+                "(`label_map` in the models file)"
+            )
+        if self.largest_index >= outputs:
+            bad = {n: [v for v in vs if v >= outputs] for n, vs in self.indices.items()}
+            listing = ", ".join(f"{n}: {vs}" for n, vs in bad.items() if vs)
+            raise ModelvalError(
+                f"label map {self.origin}: indices out of range for a head with {outputs} outputs "
+                f"(valid: 0 to {outputs - 1}): {listing}"
+            )
+
+    def to_dict(self) -> dict[str, object]:
+        return {"origin": self.origin, "indices": {name: list(values) for name, values in self.indices.items()}}
+
+
+IMAGENET_LABEL_MAP = LabelMap(IMAGENET_INDICES)
+
+
+def aggregation_matrix(
+    aggregation: Aggregation = "mean",
+    *,
+    dtype: torch.dtype = torch.float32,
+    indices: Mapping[str, Sequence[int]] = IMAGENET_INDICES,
+    outputs: int = NUM_IMAGENET_CLASSES,
+) -> torch.Tensor:
+    """An (outputs, 16) matrix M with ``probabilities @ M`` = the per-category mean (or sum) score."""
     if aggregation not in ("mean", "sum"):
         raise ValueError(f"aggregation {aggregation!r} is not linear; use 'mean' or 'sum' here")
-    matrix = torch.zeros(NUM_IMAGENET_CLASSES, len(CATEGORIES), dtype=torch.float64)
+    matrix = torch.zeros(outputs, len(CATEGORIES), dtype=torch.float64)
     for column, name in enumerate(CATEGORIES):
-        indices = list(IMAGENET_INDICES[name])
-        matrix[indices, column] = 1.0 / len(indices) if aggregation == "mean" else 1.0
+        rows = list(indices[name])
+        matrix[rows, column] = 1.0 / len(rows) if aggregation == "mean" else 1.0
     return matrix.to(dtype)
 
 
-def _all_indices_padded() -> tuple[torch.Tensor, torch.Tensor]:
-    width = max(len(v) for v in IMAGENET_INDICES.values())
+def _all_indices_padded(indices: Mapping[str, Sequence[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+    width = max(len(v) for v in indices.values())
     index = torch.zeros(len(CATEGORIES), width, dtype=torch.long)
     valid = torch.zeros(len(CATEGORIES), width, dtype=torch.bool)
     for row, name in enumerate(CATEGORIES):
-        indices = IMAGENET_INDICES[name]
-        index[row, : len(indices)] = torch.tensor(indices)
-        valid[row, : len(indices)] = True
+        values = indices[name]
+        index[row, : len(values)] = torch.tensor(values)
+        valid[row, : len(values)] = True
     return index, valid
 
 
 class CategoryMapper:
-    """Maps (N, 1000) ImageNet probabilities to (N, 16) category scores on the probabilities' device.
+    """Maps (N, K) output probabilities to (N, 16) category scores on the probabilities' device.
 
-    The matrix (or the padded index table for ``max``) is built once per device and dtype, so the
-    mapping costs one matrix product per batch and no Python loop over categories.
+    K is 1000 for an ImageNet-1k head (model-vs-human's table); another head needs a
+    :class:`~modelval.behaviour.label_map.LabelMap`, checked against K on the first batch. The matrix
+    (or the padded index table for ``max``) is built once per device and dtype, so the mapping costs
+    one matrix product per batch and no Python loop over categories.
     """
 
-    def __init__(self, aggregation: Aggregation = "mean") -> None:
+    def __init__(self, aggregation: Aggregation = "mean", label_map: LabelMap | None = None) -> None:
         if aggregation not in AGGREGATIONS:
             raise ValueError(f"aggregation must be one of {AGGREGATIONS}, got {aggregation!r}")
         self.aggregation = aggregation
-        self._cache: dict[tuple[torch.device, torch.dtype], tuple[torch.Tensor, ...]] = {}
+        self.label_map = label_map or IMAGENET_LABEL_MAP
+        self._cache: dict[tuple[torch.device, torch.dtype, int], tuple[torch.Tensor, ...]] = {}
 
-    def _tensors(self, device: torch.device, dtype: torch.dtype) -> tuple[torch.Tensor, ...]:
-        key = (device, dtype)
+    def _tensors(self, device: torch.device, dtype: torch.dtype, outputs: int) -> tuple[torch.Tensor, ...]:
+        key = (device, dtype, outputs)
         if key not in self._cache:
+            self.label_map.check_outputs(outputs)
+            indices = self.label_map.indices
             if self.aggregation == "max":
-                index, valid = _all_indices_padded()
+                index, valid = _all_indices_padded(indices)
                 self._cache[key] = (index.to(device), valid.to(device))
             else:
-                self._cache[key] = (aggregation_matrix(self.aggregation, dtype=dtype).to(device),)
+                matrix = aggregation_matrix(self.aggregation, dtype=dtype, indices=indices, outputs=outputs)
+                self._cache[key] = (matrix.to(device),)
         return self._cache[key]
 
     def __call__(self, probabilities: torch.Tensor) -> torch.Tensor:
-        if probabilities.ndim != 2 or probabilities.shape[1] != NUM_IMAGENET_CLASSES:
-            raise ValueError(
-                f"expected ImageNet probabilities of shape (N, {NUM_IMAGENET_CLASSES}), "
-                f"got {tuple(probabilities.shape)}; is the model a 1000-class ImageNet classifier?"
-            )
-        tensors = self._tensors(probabilities.device, probabilities.dtype)
+        if probabilities.ndim != 2:
+            raise ValueError(f"expected probabilities of shape (N, outputs), got {tuple(probabilities.shape)}")
+        tensors = self._tensors(probabilities.device, probabilities.dtype, probabilities.shape[1])
         if self.aggregation == "max":
             index, valid = tensors
             gathered = probabilities[:, index]  # (N, 16, width)
@@ -119,6 +201,8 @@ class CategoryMapper:
         return probabilities @ tensors[0]
 
 
-def map_to_categories(probabilities: torch.Tensor, aggregation: Aggregation = "mean") -> torch.Tensor:
+def map_to_categories(
+    probabilities: torch.Tensor, aggregation: Aggregation = "mean", label_map: LabelMap | None = None
+) -> torch.Tensor:
     """Functional form of :class:`CategoryMapper`."""
-    return CategoryMapper(aggregation)(probabilities)
+    return CategoryMapper(aggregation, label_map)(probabilities)

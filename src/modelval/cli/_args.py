@@ -78,3 +78,16 @@ MAX_BOOTSTRAP = 100_000
 MAX_BINS = 10_000
 bootstrap_resamples = bounded_int(0, MAX_BOOTSTRAP, f"bootstrap resamples are 0 (off) to {MAX_BOOTSTRAP}")
 bin_count = bounded_int(1, MAX_BINS, f"the number of bins is 1 to {MAX_BINS}")
+
+
+def channel_values(text: str) -> tuple[float, float, float]:
+    """``--mean`` / ``--std``: three comma-separated numbers."""
+    from modelval.preprocessing import parse_channel_values
+
+    try:
+        return parse_channel_values(text, "value")
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+input_size = bounded_int(16, 4096, "the input size is 16 to 4096 pixels")

@@ -11,7 +11,15 @@ from modelval.behaviour.categories import AGGREGATIONS
 from modelval.behaviour.cue_conflict import EXPECTED_CONFLICTS, EXPECTED_IMAGES
 from modelval.behaviour.decisions import read_decisions, write_decisions
 from modelval.behaviour.shape_bias import compute_shape_bias
-from modelval.cli._args import batch_size, bootstrap_resamples, device_name, thread_count, workers
+from modelval.cli._args import (
+    batch_size,
+    bootstrap_resamples,
+    channel_values,
+    device_name,
+    input_size,
+    thread_count,
+    workers,
+)
 from modelval.datasets.cache import NO_CACHE_ENV
 from modelval.datasets.fetch import ensure_stimuli
 from modelval.evaluation import DEFAULT_BATCH_SIZE
@@ -31,6 +39,48 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
         help="never download; fail with the fetch command if weights are not cached",
     )
     parser.add_argument("--device", type=device_name, default="auto", help="auto|cpu|cuda[:N]|mps (default: auto)")
+
+
+def add_spec_options(parser: argparse.ArgumentParser) -> None:
+    """Options of ``--model SPEC``: weights, label map, preprocessing overrides, trust."""
+    from modelval.preprocessing import INTERPOLATIONS
+
+    group = parser.add_argument_group("model spec (see docs/models.md)")
+    group.add_argument("--checkpoint", type=Path, help="state dict to load into the model (weights_only, strict)")
+    group.add_argument(
+        "--label-map", type=Path, help="JSON: each of the 16 categories -> output indices (heads not ImageNet-1k)"
+    )
+    group.add_argument("--mean", type=channel_values, help="override the normalization mean, e.g. 0.5,0.5,0.5")
+    group.add_argument("--std", type=channel_values, help="override the normalization std, e.g. 0.5,0.5,0.5")
+    group.add_argument("--interpolation", choices=INTERPOLATIONS, help="override the resize interpolation")
+    group.add_argument("--input-size", type=input_size, help="resize the stimuli to this square size (pixels)")
+    group.add_argument(
+        "--trust-repo", action="store_true", help="allow hub: specs to run the repository's code in this process"
+    )
+
+
+def spec_options(args: argparse.Namespace) -> dict[str, object]:
+    """``load_model`` keyword arguments from the spec options (absent ones: defaults)."""
+    from modelval.preprocessing import PreprocessOverrides
+
+    overrides = PreprocessOverrides(
+        mean=getattr(args, "mean", None),
+        std=getattr(args, "std", None),
+        interpolation=getattr(args, "interpolation", None),
+        input_size=getattr(args, "input_size", None),
+    )
+    return {
+        "overrides": overrides,
+        "checkpoint": getattr(args, "checkpoint", None),
+        "trust_repo": getattr(args, "trust_repo", False),
+    }
+
+
+def read_spec_label_map(args: argparse.Namespace):
+    from modelval.behaviour.label_map import read_label_map
+
+    path = getattr(args, "label_map", None)
+    return read_label_map(path) if path is not None else None
 
 
 def add_evaluation_options(parser: argparse.ArgumentParser) -> None:
@@ -73,7 +123,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         ),
     )
     parser.add_argument("--decisions", type=Path, help="per-image decision CSV (published raw-data format)")
-    parser.add_argument("--model", help="registered model name (see `modelval models`)")
+    parser.add_argument(
+        "--model", help="registry name (`modelval models`) or spec: timm:, hf:, torchvision:, hub:, file.py:fn, ..."
+    )
     parser.add_argument("--normalization", choices=NORMALIZATION_CHOICES, default="model")
     parser.add_argument(
         "--resize",
@@ -84,6 +136,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--aggregation", choices=AGGREGATIONS, default="mean")
     add_evaluation_options(parser)
     add_model_options(parser)
+    add_spec_options(parser)
     parser.add_argument("--decisions-out", type=Path, help="write per-image decisions (raw-data CSV format)")
     parser.add_argument("--plot", type=Path, help="write the per-category shape-bias plot (PNG)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
@@ -135,15 +188,35 @@ def run(args: argparse.Namespace) -> int:
             payload.update({key: why for key in ("shape_bias", "difference") if key in payload})
         print(jsonio.dumps(payload, indent=2))
     else:
+        preprocessing = extra.get("preprocessing")
+        if isinstance(preprocessing, dict):
+            print(format_preprocessing(preprocessing))
         print(format_report([row]))
         for name, value in extra.items():
-            if name not in ("preprocessing", "sanity", "verdict"):
+            if name not in ("preprocessing", "sanity", "verdict", "spec") and value is not None:
                 print(f"{name}: {value}")
         print(sanity.message())
     if gate:
         print(f"modelval: {sanity.message()}", file=sys.stderr)
         return 1
     return 0
+
+
+def format_preprocessing(preprocessing: dict) -> str:
+    """The resolved preprocessing and where each value came from, as the table's header lines."""
+    size = preprocessing.get("input_size") or "as published (224 px)"
+    lines = [
+        f"preprocessing: mean={tuple(preprocessing['mean'])} std={tuple(preprocessing['std'])} "
+        f"interpolation={preprocessing['interpolation']} input size={size}"
+    ]
+    sources = preprocessing.get("sources") or {}
+    grouped: dict[str, list[str]] = {}
+    for key, origin in sources.items():
+        grouped.setdefault(origin, []).append(key.replace("_", " "))
+    lines += [f"  {', '.join(keys)} from {origin}" for origin, keys in grouped.items()]
+    if preprocessing.get("native_input_size"):
+        lines.append(f"  the source's own input size: {preprocessing['native_input_size']} px")
+    return "\n".join(lines)
 
 
 def evaluate_registered(
@@ -161,11 +234,14 @@ def evaluate_registered(
     loaded model, the evaluation and run facts for reports (threads, cache, precision, amp flips).
     """
     from modelval.evaluation import StimulusSet, decision_flips, evaluate
-    from modelval.models import get_entry, load_model
+    from modelval.models import get_entry, load_model, parse_spec
     from modelval.runtime import set_threads
 
     progress = not args.no_progress and sys.stderr.isatty()
-    get_entry(model)  # an unknown name fails first, with suggestions
+    spec = parse_spec(model)
+    if spec.is_registry:
+        get_entry(model)  # an unknown name fails first, with suggestions
+    label_map = read_spec_label_map(args)  # a bad map fails before anything is loaded
     threads = set_threads(args.threads)
     # Stimuli before weights: a missing or broken data folder should fail before any download starts.
     stimuli = StimulusSet.load(
@@ -183,6 +259,8 @@ def evaluate_registered(
         device=args.device,
         offline=args.offline,
         progress=progress,
+        imagenet_head=label_map is None,
+        **spec_options(args),  # type: ignore[arg-type]
     )
     config = loaded.config.preprocess.for_stimuli(resize)
     options = dict(
@@ -194,6 +272,7 @@ def evaluate_registered(
         n_bootstrap=getattr(args, "bootstrap", 1000),
         seed=getattr(args, "seed", 0),
         channels_last=args.channels_last,
+        label_map=label_map,
     )
     evaluation = evaluate(loaded.model, config, stimuli, amp=args.amp, **options)
     facts: dict[str, object] = {
@@ -222,7 +301,14 @@ def _evaluate(args: argparse.Namespace):
         expected_for(args.model),
     )  # fmt: skip
     extra = {
-        "preprocessing": config.to_dict(),
+        "preprocessing": {
+            **config.to_dict(),
+            "sources": loaded.config.preprocess_sources,
+            "native_input_size": loaded.config.native_input_size,
+        },
+        "spec": args.model,
+        "checkpoint": loaded.config.checkpoint,
+        "label_map": None if getattr(args, "label_map", None) is None else str(args.label_map),
         "aggregation": args.aggregation,
         "images": len(evaluation.stimuli),
         "seconds": round(evaluation.timings["total"], 2),

@@ -12,12 +12,14 @@ from modelval.models.registry import (
     fetch_weights,
     get_entry,
     list_models,
-    load_model,
+    load_entry,
     register_model,
     resolve_checkpoint_dir,
     resolve_offline,
     weights_status,
 )
+from modelval.models.loader import entry_for_spec, load_model
+from modelval.models.specs import ModelSpec, is_spec, parse_spec
 from modelval.models.weights import WeightsStatus
 
 __all__ = [
@@ -25,11 +27,16 @@ __all__ = [
     "LoadedModel",
     "ModelConfig",
     "ModelEntry",
+    "ModelSpec",
     "WeightsStatus",
+    "entry_for_spec",
     "fetch_weights",
     "get_entry",
+    "is_spec",
     "list_models",
+    "load_entry",
     "load_model",
+    "parse_spec",
     "register_model",
     "resolve_checkpoint_dir",
     "resolve_offline",

@@ -128,3 +128,40 @@ def fetch_checkpoint(
         backoff=DOWNLOAD_BACKOFF_S if backoff is None else backoff,
         progress=progress,
     )
+
+
+def load_into(model: torch.nn.Module, path: str | os.PathLike[str]) -> torch.nn.Module:
+    """Load a checkpoint's state dict into ``model``, strictly; a mismatch lists the keys.
+
+    Accepts a bare state dict or one under ``state_dict`` / ``model`` (the common training-script
+    layouts), and drops ``nn.DataParallel``'s ``module.`` prefix when the model's keys have none.
+    """
+    payload = load_checkpoint(path)
+    if isinstance(payload, Mapping):
+        for key in ("state_dict", "model"):
+            if key in payload and isinstance(payload[key], Mapping):
+                payload = payload[key]
+                break
+    if not isinstance(payload, Mapping) or not all(isinstance(v, torch.Tensor) for v in payload.values()):
+        raise DataError(f"{path}: expected a state dict (names -> tensors), or one under 'state_dict' or 'model'")
+    state = dict(payload)
+    own = model.state_dict()
+    if not any(k.startswith("module.") for k in own):
+        state = strip_prefix(state)
+    missing = sorted(set(own) - set(state))
+    unexpected = sorted(set(state) - set(own))
+    if missing or unexpected:
+
+        def listing(keys: list[str]) -> str:
+            return ", ".join(keys[:10]) + (f" ... ({len(keys)} in all)" if len(keys) > 10 else "") if keys else "none"
+
+        raise DataError(
+            f"{path} does not fit the model (strict loading): missing keys: {listing(missing)}; "
+            f"unexpected keys: {listing(unexpected)}"
+        )
+    shapes = [f"{k}: checkpoint {tuple(state[k].shape)} vs model {tuple(own[k].shape)}" for k in own
+              if tuple(state[k].shape) != tuple(own[k].shape)]  # fmt: skip
+    if shapes:
+        raise DataError(f"{path} does not fit the model: shape mismatches: {'; '.join(shapes[:10])}")
+    model.load_state_dict(state, strict=True)
+    return model

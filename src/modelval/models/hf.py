@@ -53,8 +53,16 @@ def processor_to_config(processor: Any) -> tuple[PreprocessConfig, list[str]]:
     return config, notes
 
 
-def load_processor(path_or_repo: str | Path, *, cache_dir: Path | None = None, local_files_only: bool = True):
+def load_processor(
+    path_or_repo: str | Path,
+    *,
+    cache_dir: Path | None = None,
+    local_files_only: bool = True,
+    revision: str | None = None,
+):
     """``AutoImageProcessor.from_pretrained`` (the real resolution from ``preprocessor_config.json``)."""
     from transformers import AutoImageProcessor
 
-    return AutoImageProcessor.from_pretrained(path_or_repo, cache_dir=cache_dir, local_files_only=local_files_only)
+    return AutoImageProcessor.from_pretrained(
+        path_or_repo, cache_dir=cache_dir, local_files_only=local_files_only, revision=revision
+    )

@@ -22,7 +22,7 @@ from modelval.download import resolve_offline
 from modelval.errors import ChecksumError, DownloadError, ModelvalError, WeightsNotAvailableError
 from modelval.models.weights import WeightsPart, WeightsStatus, ensure_parts, parts_status
 from modelval.paths import project_root
-from modelval.preprocessing import NORMALIZATION_CHOICES, Preprocess, PreprocessConfig
+from modelval.preprocessing import NORMALIZATION_CHOICES, Preprocess, PreprocessConfig, PreprocessOverrides
 from modelval.runtime import resolve_device
 
 CHECKPOINT_DIR_ENV = "MODELVAL_CHECKPOINT_DIR"
@@ -57,10 +57,16 @@ class ModelEntry:
     #: What must be present before ``build`` runs (files, hub code, HF repos); empty: bundled.
     weights: tuple[WeightsPart, ...] = field(default=(), compare=False)
     #: The preprocessing the source itself ships, read at load time when it can be (HF processor
-    #: configs in the cache); ``None`` keeps ``preprocess``.
-    resolve_preprocess: Callable[[LoadContext], PreprocessConfig] | None = field(
+    #: configs in the cache), optionally with where it was read; ``None`` keeps ``preprocess``.
+    resolve_preprocess: Callable[[LoadContext], PreprocessConfig | tuple[PreprocessConfig, str]] | None = field(
         default=None, repr=False, compare=False
     )
+    #: Where ``preprocess`` (mean, std, interpolation) comes from, for provenance in reports;
+    #: empty: "registry entry <name>".
+    preprocess_origin: str = ""
+    #: The resolution the source trains/evaluates at (timm input_size, a processor's crop); reported,
+    #: not applied: the stimuli are fed at 224 px unless ``--input-size`` says otherwise.
+    native_input_size: int | None = None
 
     @property
     def display_name(self) -> str:
@@ -77,6 +83,11 @@ class ModelConfig:
     preprocess: PreprocessConfig
     weights_url: str | None
     provenance: str
+    #: Where each overridable preprocessing value came from: source, override or default.
+    preprocess_sources: dict[str, str] = field(default_factory=dict)
+    spec: str = ""
+    native_input_size: int | None = None
+    checkpoint: str | None = None
 
     @property
     def mean(self) -> tuple[float, float, float]:
@@ -106,6 +117,10 @@ class ModelConfig:
             **self.preprocess.to_dict(),
             "weights_url": self.weights_url,
             "provenance": self.provenance,
+            "preprocess_sources": dict(self.preprocess_sources),
+            "spec": self.spec or self.name,
+            "native_input_size": self.native_input_size,
+            "checkpoint": self.checkpoint,
         }
 
 
@@ -169,14 +184,36 @@ def load_model(
     offline: bool | None = None,
     progress: bool = True,
 ) -> LoadedModel:
-    """Build a registered model in eval mode with its preprocessing.
+    """Build a registered model in eval mode with its preprocessing (see :func:`load_entry`)."""
+    return load_entry(
+        get_entry(name),
+        normalization=normalization,
+        checkpoint_dir=checkpoint_dir,
+        device=device,
+        offline=offline,
+        progress=progress,
+    )
+
+
+def load_entry(
+    entry: ModelEntry,
+    *,
+    normalization: str = "model",
+    overrides: PreprocessOverrides | None = None,
+    checkpoint: str | os.PathLike[str] | None = None,
+    checkpoint_dir: str | os.PathLike[str] | None = None,
+    device: str | torch.device = "cpu",
+    offline: bool | None = None,
+    progress: bool = True,
+) -> LoadedModel:
+    """Build an entry (registered or made from a spec) in eval mode with its preprocessing.
 
     ``normalization="model"`` keeps the entry's own mean/std; ``"imagenet"`` or ``"half"``
     (0.5/0.5) force another one, so every model can run under the correct and the wrong one.
+    ``overrides`` replace single values; ``checkpoint`` loads a state dict into the built module.
     """
     if normalization not in NORMALIZATION_CHOICES:
         raise ModelvalError(f"normalization must be one of {', '.join(NORMALIZATION_CHOICES)}, got {normalization!r}")
-    entry = get_entry(name)
     context = LoadContext(
         checkpoint_dir=resolve_checkpoint_dir(checkpoint_dir),
         offline=resolve_offline(offline),
@@ -185,9 +222,23 @@ def load_model(
     )
     paths = ensure_parts(entry.name, entry.weights, context.checkpoint_dir, offline=context.offline, progress=progress)
     context = dataclasses.replace(context, weight_paths=tuple(paths))
-    model = entry.build(context).to(context.device).eval()
+    model = entry.build(context)
+    if checkpoint is not None:
+        from modelval.models.checkpoints import load_into
+
+        load_into(model, checkpoint)
+    model = model.to(context.device).eval()
+    origin = entry.preprocess_origin or f"registry entry {entry.name}"
     own = entry.resolve_preprocess(context) if entry.resolve_preprocess else entry.preprocess
+    if isinstance(own, tuple):  # (config, where it was read from)
+        own, origin = own
+    sources = {"mean": origin, "std": origin, "interpolation": origin}
+    sources["input_size"] = "default (the stimuli are fed as published, 224 px)"
     preprocess = own.with_normalization(normalization)
+    if normalization != "model":
+        sources["mean"] = sources["std"] = f"--normalization {normalization}"
+    if overrides is not None:
+        preprocess, sources = overrides.apply(preprocess, sources)
     config = ModelConfig(
         name=entry.name,
         source=entry.source,
@@ -195,6 +246,10 @@ def load_model(
         preprocess=preprocess,
         weights_url=entry.weights_url,
         provenance=entry.provenance,
+        preprocess_sources=sources,
+        spec=entry.name,
+        native_input_size=entry.native_input_size,
+        checkpoint=str(checkpoint) if checkpoint is not None else None,
     )
     return LoadedModel(entry=entry, model=model, preprocess=Preprocess(preprocess), config=config)
 

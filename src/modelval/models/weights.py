@@ -123,14 +123,15 @@ class HFRepo:
     files: tuple[str, ...] = ("config.json",)
     weight_files: tuple[str, ...] = ("model.safetensors", "pytorch_model.bin")
     optional_files: tuple[str, ...] = ()
+    revision: str | None = None  # a branch, tag or commit; None: main
 
     def url(self) -> str:
-        return f"https://huggingface.co/{self.repo_id}"
+        return f"https://huggingface.co/{self.repo_id}" + (f"/tree/{self.revision}" if self.revision else "")
 
     def cached_file(self, name: str) -> Path | None:
         from huggingface_hub import try_to_load_from_cache
 
-        found = try_to_load_from_cache(self.repo_id, name, cache_dir=hf_cache_dir())
+        found = try_to_load_from_cache(self.repo_id, name, cache_dir=hf_cache_dir(), revision=self.revision)
         return Path(found) if isinstance(found, str) else None
 
     def weights_path(self) -> Path | None:
@@ -153,13 +154,17 @@ class HFRepo:
         try:
             for name in (*self.files, *self.optional_files):
                 try:
-                    hf_hub_download(self.repo_id, name, cache_dir=cache, force_download=force)
+                    hf_hub_download(self.repo_id, name, cache_dir=cache, force_download=force, revision=self.revision)
                 except EntryNotFoundError:
                     if name in self.files:
                         raise
             for name in self.weight_files:
                 try:
-                    return Path(hf_hub_download(self.repo_id, name, cache_dir=cache, force_download=force))
+                    return Path(
+                        hf_hub_download(
+                            self.repo_id, name, cache_dir=cache, force_download=force, revision=self.revision
+                        )
+                    )
                 except EntryNotFoundError:
                     continue
         except Exception as error:  # huggingface_hub/httpx errors have no common base worth naming

@@ -1,0 +1,83 @@
+"""Loading any spec: a registry entry, or an entry made for the spec's source (one code path for both)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import torch
+
+from modelval.errors import ModelvalError
+from modelval.models import sources
+from modelval.models.registry import LoadedModel, ModelEntry, get_entry, load_entry
+from modelval.models.specs import ModelSpec, parse_spec
+from modelval.preprocessing import PreprocessOverrides
+
+
+def entry_for_spec(
+    spec: str | ModelSpec,
+    *,
+    checkpoint: str | os.PathLike[str] | None = None,
+    trust_repo: bool = False,
+    imagenet_head: bool = True,
+    base_dir: Path | None = None,
+) -> ModelEntry:
+    """The :class:`ModelEntry` a spec stands for (a registry entry, or one built for this source)."""
+    parsed = spec if isinstance(spec, ModelSpec) else parse_spec(spec)
+    if checkpoint is not None and parsed.kind in ("torchscript", "export"):
+        raise ModelvalError(
+            f"{parsed.text}: --checkpoint does not apply to a {parsed.kind} file, which holds its weights"
+        )
+    if parsed.is_registry:
+        return get_entry(parsed.target)
+    if parsed.kind == "timm":
+        return sources.timm_entry(parsed, pretrained=checkpoint is None)
+    if parsed.kind == "hf":
+        return sources.hf_entry(parsed, imagenet_head=imagenet_head)
+    if parsed.kind == "torchvision":
+        return sources.torchvision_entry(parsed, pretrained=checkpoint is None)
+    if parsed.kind == "hub":
+        return sources.hub_entry(parsed, trust_repo=trust_repo)
+    if parsed.kind == "factory":
+        return sources.factory_entry(parsed, base_dir=base_dir)
+    if parsed.kind == "torchscript":
+        return sources.torchscript_entry(parsed, base_dir=base_dir)
+    return sources.export_entry(parsed, base_dir=base_dir)
+
+
+def load_model(
+    spec: str,
+    *,
+    normalization: str = "model",
+    overrides: PreprocessOverrides | None = None,
+    checkpoint: str | os.PathLike[str] | None = None,
+    trust_repo: bool = False,
+    imagenet_head: bool = True,
+    checkpoint_dir: str | os.PathLike[str] | None = None,
+    device: str | torch.device = "cpu",
+    offline: bool | None = None,
+    progress: bool = True,
+    base_dir: Path | None = None,
+) -> LoadedModel:
+    """Load a registry entry or any spec in eval mode, with its resolved preprocessing.
+
+    ``overrides`` replace the source's mean, std, interpolation or input size (the config records
+    where each value came from); ``checkpoint`` loads a state dict (``weights_only=True``, strict)
+    into the built module; ``imagenet_head=False`` (a label map is given) skips the ImageNet-1k
+    check of HF configs. ``base_dir`` resolves relative file paths (the models file's folder).
+    """
+    if checkpoint is not None and base_dir is not None:
+        checkpoint = base_dir / Path(checkpoint).expanduser()
+    entry = entry_for_spec(
+        spec, checkpoint=checkpoint, trust_repo=trust_repo, imagenet_head=imagenet_head, base_dir=base_dir
+    )
+    return load_entry(
+        entry,
+        normalization=normalization,
+        overrides=overrides,
+        checkpoint=checkpoint,
+        checkpoint_dir=checkpoint_dir,
+        device=device,
+        offline=offline,
+        progress=progress,
+    )

@@ -1,0 +1,405 @@
+"""One :class:`ModelEntry` per spec source, each loading through that source's own loader.
+
+Preprocessing is read from the source itself where it ships one: timm's ``pretrained_cfg``, the HF
+repository's ``preprocessor_config.json``, torchvision's ``weights.transforms()``, or the
+``PreprocessConfig`` a factory returns. Elsewhere (torch.hub entries, TorchScript, exported
+programs, factories that return a bare module) it is ImageNet's, and the provenance says "default".
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import importlib
+import importlib.util
+import inspect
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from modelval.errors import DataError, DownloadError, ModelvalError
+from modelval.models.registry import LoadContext, ModelEntry
+from modelval.models.specs import ModelSpec
+from modelval.models.weights import HFRepo, HubCode, hf_cache_dir, torch_hub_dir
+from modelval.preprocessing import PreprocessConfig
+
+DEFAULT_ORIGIN = "default (ImageNet mean/std, bilinear: the source ships no preprocessing)"
+
+
+def _entry(spec: ModelSpec, source: str, build: Callable[[LoadContext], nn.Module], **fields: Any) -> ModelEntry:
+    fields.setdefault("preprocess", PreprocessConfig())
+    fields.setdefault("preprocess_origin", DEFAULT_ORIGIN)
+    return ModelEntry(
+        name=spec.text, family="user", variant=spec.kind, source=source, build=build, label=spec.text, **fields
+    )
+
+
+# --- timm --------------------------------------------------------------------------------------
+
+
+def timm_entry(spec: ModelSpec, *, pretrained: bool = True) -> ModelEntry:
+    """``timm:<name>[.<tag>]``: timm's pretrained loader, weights from the HF Hub cache."""
+    import timm
+
+    from modelval.models.deit import timm_preprocess
+
+    name = spec.target
+    if not timm.is_model(name.split(".")[0]):
+        close = difflib.get_close_matches(name.split(".")[0], timm.list_models(), n=3)
+        hint = f" Did you mean {', '.join(close)}?" if close else ""
+        raise ModelvalError(f"timm {timm.__version__} has no model {name!r}.{hint}")
+    cfg = timm.models.get_pretrained_cfg(name)
+    if pretrained and cfg is None:
+        tags = timm.list_pretrained(f"{name.split('.')[0]}*")
+        raise ModelvalError(
+            f"timm {timm.__version__} has no pretrained weights {name!r}; pretrained tags: {', '.join(tags) or 'none'}"
+        )
+    parts: tuple[Any, ...] = ()
+    if pretrained and cfg is not None and cfg.hf_hub_id:
+        parts = (HFRepo(cfg.hf_hub_id, files=(), weight_files=("model.safetensors", "pytorch_model.bin")),)
+
+    def build(context: LoadContext) -> nn.Module:
+        overlay = {"file": str(context.weight_paths[0])} if parts else None
+        return timm.create_model(name, pretrained=pretrained, pretrained_cfg_overlay=overlay)
+
+    native = cfg.input_size[-1] if cfg is not None and cfg.input_size else None
+    return _entry(
+        spec,
+        "timm",
+        build,
+        preprocess=timm_preprocess(name) if cfg is not None else PreprocessConfig(),
+        preprocess_origin=f"timm pretrained_cfg of {name}" if cfg is not None else DEFAULT_ORIGIN,
+        native_input_size=native,
+        weights=parts,
+        weights_url=parts[0].url() if parts else (cfg.url if cfg is not None else None),
+        provenance=f"timm.create_model({name!r}, pretrained={pretrained})",
+    )
+
+
+# --- HuggingFace -------------------------------------------------------------------------------
+
+#: An HF config passes as ImageNet-1k when this share of its 1000 labels match torchvision's names.
+IMAGENET_LABEL_AGREEMENT = 0.9
+
+
+def check_imagenet_id2label(id2label: dict[int, str], repo: str) -> None:
+    """Refuse an HF classifier whose labels are not ImageNet-1k (it needs a label map)."""
+    from torchvision.models._meta import _IMAGENET_CATEGORIES
+
+    if len(id2label) != len(_IMAGENET_CATEGORIES):
+        raise ModelvalError(
+            f"{repo}: the head has {len(id2label)} labels (config.id2label), not ImageNet-1k's 1000: pass "
+            "--label-map FILE.json mapping each of the 16 categories to its output indices"
+        )
+
+    def first_name(label: str) -> str:
+        return label.split(",")[0].strip().lower().replace("_", " ")
+
+    agree = sum(
+        first_name(str(id2label.get(i, id2label.get(str(i), "")))) == first_name(name)  # type: ignore[call-overload]
+        for i, name in enumerate(_IMAGENET_CATEGORIES)
+    )
+    if agree < IMAGENET_LABEL_AGREEMENT * len(_IMAGENET_CATEGORIES):
+        raise ModelvalError(
+            f"{repo}: config.id2label has 1000 labels but only {agree} match ImageNet-1k's class names in order; "
+            "the head is not ImageNet-1k: pass --label-map FILE.json for its classes"
+        )
+
+
+def hf_entry(spec: ModelSpec, *, imagenet_head: bool = True) -> ModelEntry:
+    """``hf:<repo_id>[@<revision>]``: AutoModelForImageClassification with the repository's processor."""
+    repo_id, revision = spec.target, spec.detail
+    repo = HFRepo(repo_id, optional_files=("preprocessor_config.json",), revision=revision)
+
+    def build(context: LoadContext) -> nn.Module:
+        from transformers import AutoConfig
+
+        from modelval.models.convert import load_hf_image_classifier
+        from modelval.models.deit import LogitsOf
+
+        options = dict(cache_dir=hf_cache_dir(), local_files_only=True, revision=revision)
+        if imagenet_head:
+            config = AutoConfig.from_pretrained(repo_id, **options)
+            check_imagenet_id2label(dict(config.id2label), repo_id)
+        return LogitsOf(load_hf_image_classifier(repo_id, **options))
+
+    def resolve(context: LoadContext) -> tuple[PreprocessConfig, str]:
+        from modelval.models.hf import load_processor, processor_to_config
+
+        if repo.cached_file("preprocessor_config.json") is None:
+            return PreprocessConfig(), f"{DEFAULT_ORIGIN}: {repo_id} has no preprocessor_config.json"
+        config, _ = processor_to_config(load_processor(repo_id, cache_dir=hf_cache_dir(), revision=revision))
+        return config, f"{repo_id} preprocessor_config.json (AutoImageProcessor)"
+
+    return _entry(
+        spec,
+        "huggingface",
+        build,
+        resolve_preprocess=resolve,
+        weights=(repo,),
+        weights_url=repo.url(),
+        provenance=f"transformers AutoModelForImageClassification {repo_id}" + (f"@{revision}" if revision else ""),
+    )
+
+
+# --- torchvision -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TorchvisionWeights:
+    """A torchvision weights file where ``load_state_dict_from_url`` caches it ($TORCH_HOME/hub/checkpoints)."""
+
+    source_url: str
+
+    @property
+    def path(self) -> Path:
+        return torch_hub_dir() / "checkpoints" / Path(self.source_url).name
+
+    def url(self) -> str:
+        return self.source_url
+
+    def locate(self, checkpoint_dir: Path) -> Path | None:
+        return self.path if self.path.is_file() else None
+
+    def expected(self, checkpoint_dir: Path) -> str:
+        return f"file {self.path} (TORCH_HOME)"
+
+    def fetch(self, checkpoint_dir: Path, *, progress: bool = True, force: bool = False) -> Path:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            # torch.hub writes a temporary file and checks the hash prefix of the name before moving it.
+            torch.hub.download_url_to_file(self.source_url, str(self.path), hash_prefix=_hash_prefix(self.path.name),
+                                           progress=progress)  # fmt: skip
+        except (OSError, RuntimeError) as error:
+            raise DownloadError(f"could not download {self.source_url}: {error}") from None
+        return self.path
+
+
+def _hash_prefix(file_name: str) -> str | None:
+    found = torch.hub.HASH_REGEX.search(file_name)
+    return found.group(1) if found else None
+
+
+def torchvision_weights(builder: str, weights: str | None) -> Any:
+    import torchvision
+
+    available = torchvision.models.list_models()
+    if builder not in available:
+        close = difflib.get_close_matches(builder, available, n=3)
+        hint = f" Did you mean {', '.join(close)}?" if close else ""
+        raise ModelvalError(f"torchvision {torchvision.__version__} has no model builder {builder!r}.{hint}")
+    enum = torchvision.models.get_model_weights(builder)
+    name = weights or "DEFAULT"
+    try:
+        return enum[name]
+    except KeyError:
+        names = ", ".join(w.name for w in enum)
+        raise ModelvalError(f"torchvision:{builder}: no weights {name!r}; {enum.__name__} has {names}") from None
+
+
+def torchvision_entry(spec: ModelSpec, *, pretrained: bool = True) -> ModelEntry:
+    """``torchvision:<builder>[.<WEIGHTS>]``: ``get_model(builder, weights=...)``, ``weights.transforms()``."""
+    import torchvision
+
+    weights = torchvision_weights(spec.target, spec.detail)
+    transform = weights.transforms()
+    preprocess = PreprocessConfig(
+        mean=tuple(transform.mean),
+        std=tuple(transform.std),
+        interpolation=transform.interpolation.value,
+        resize=int(transform.resize_size[0]),
+        crop=int(transform.crop_size[0]),
+    )
+    part = TorchvisionWeights(weights.url)
+
+    def build(context: LoadContext) -> nn.Module:
+        # The real path: get_model -> weights.get_state_dict -> load_state_dict_from_url (cached file).
+        return torchvision.models.get_model(spec.target, weights=weights if pretrained else None)
+
+    return _entry(
+        spec,
+        "torchvision",
+        build,
+        preprocess=preprocess,
+        preprocess_origin=f"torchvision {weights} .transforms()",
+        native_input_size=int(transform.crop_size[0]),
+        weights=(part,) if pretrained else (),
+        weights_url=weights.url,
+        provenance=f"torchvision.models.get_model({spec.target!r}, weights={weights})",
+    )
+
+
+# --- torch.hub ---------------------------------------------------------------------------------
+
+
+def hub_entry(spec: ModelSpec, *, trust_repo: bool = False) -> ModelEntry:
+    """``hub:<owner>/<repo>[:<ref>]/<entry>``: ``torch.hub.load``, only with explicit trust."""
+    github = f"{spec.target}:{spec.detail or 'main'}"
+    if not trust_repo:
+        raise ModelvalError(
+            f"{spec.text}: torch.hub runs the Python code of github.com/{spec.target} (its hubconf.py and what it "
+            "imports) inside this process. Pass --trust-repo (trust_repo = true in the models file) if you trust "
+            "that repository"
+        )
+    code = HubCode(spec.target, spec.detail or "main")
+    entrypoint = spec.entry or ""
+
+    def build(context: LoadContext) -> nn.Module:
+        from modelval.models.hub import load_hub_model
+
+        repo_dir = context.weight_paths[0]
+        try:
+            return load_hub_model(repo_dir, entrypoint, pretrained=True)
+        except TypeError as error:
+            if "pretrained" not in str(error):
+                raise
+            return load_hub_model(repo_dir, entrypoint)  # an entry without the pretrained convention
+        except RuntimeError as error:
+            if "Cannot find callable" in str(error):
+                raise ModelvalError(f"{spec.text}: {github} has no entry point {entrypoint!r}: {error}") from None
+            raise
+
+    return _entry(
+        spec,
+        "torch.hub",
+        build,
+        weights=(code,),
+        weights_url=code.url(),
+        provenance=f"torch.hub.load({github!r}, {entrypoint!r}, pretrained=True)",
+    )
+
+
+# --- the user's own code and files ------------------------------------------------------------
+
+
+def _resolve_file(target: str, base_dir: Path | None) -> Path:
+    path = Path(target).expanduser()
+    if not path.is_absolute() and base_dir is not None:
+        path = base_dir / path
+    if not path.is_file():
+        raise DataError(f"model file not found: {path}")
+    return path
+
+
+def _import_factory(spec: ModelSpec, base_dir: Path | None) -> Callable[..., Any]:
+    if spec.target.endswith(".py"):
+        path = _resolve_file(spec.target, base_dir).resolve()
+        name = f"modelval_user_{hashlib.sha1(str(path).encode()).hexdigest()[:12]}"
+        module = sys.modules.get(name)
+        if module is None:
+            loader_spec = importlib.util.spec_from_file_location(name, path)
+            if loader_spec is None or loader_spec.loader is None:
+                raise DataError(f"{path} cannot be imported as a Python module")
+            module = importlib.util.module_from_spec(loader_spec)
+            sys.modules[name] = module
+            try:
+                loader_spec.loader.exec_module(module)
+            except BaseException:
+                del sys.modules[name]
+                raise
+    else:
+        try:
+            module = importlib.import_module(spec.target)
+        except ModuleNotFoundError as error:
+            raise ModelvalError(f"{spec.text}: cannot import {spec.target!r}: {error}") from None
+    factory = getattr(module, spec.detail or "", None)
+    if not callable(factory):
+        names = sorted(n for n, v in vars(module).items() if callable(v) and not n.startswith("_"))
+        raise ModelvalError(f"{spec.text}: {spec.target} has no callable {spec.detail!r}; it has {', '.join(names)}")
+    return factory
+
+
+def factory_entry(spec: ModelSpec, *, base_dir: Path | None = None) -> ModelEntry:
+    """``<module.path>:<callable>`` / ``<file.py>:<callable>``: an ``nn.Module`` or ``(module, PreprocessConfig)``."""
+    factory = _import_factory(spec, base_dir)
+    made: dict[str, Any] = {}
+
+    def produce() -> tuple[nn.Module, PreprocessConfig | None]:
+        if "value" not in made:
+            made["value"] = _unpack_factory_result(spec, factory())
+        return made["value"]
+
+    def build(context: LoadContext) -> nn.Module:
+        return produce()[0]
+
+    def resolve(context: LoadContext) -> tuple[PreprocessConfig, str]:
+        shipped = produce()[1]
+        if shipped is None:
+            return PreprocessConfig(), f"{DEFAULT_ORIGIN}: {spec.detail}() returned a bare module"
+        return shipped, f"the PreprocessConfig {spec.detail}() returned"
+
+    where = inspect.getsourcefile(factory) or spec.target
+    return _entry(
+        spec,
+        "factory",
+        build,
+        resolve_preprocess=resolve,
+        provenance=f"{spec.detail}() from {where}",
+    )
+
+
+def _unpack_factory_result(spec: ModelSpec, result: object) -> tuple[nn.Module, PreprocessConfig | None]:
+    if isinstance(result, nn.Module):
+        return result, None
+    if (
+        isinstance(result, tuple)
+        and len(result) == 2
+        and isinstance(result[0], nn.Module)
+        and isinstance(result[1], PreprocessConfig)
+    ):
+        return result[0], result[1]
+    raise ModelvalError(
+        f"{spec.text} returned {type(result).__name__}; a factory returns an nn.Module or "
+        "(nn.Module, modelval.PreprocessConfig)"
+    )
+
+
+def torchscript_entry(spec: ModelSpec, *, base_dir: Path | None = None) -> ModelEntry:
+    """``torchscript:<file>``: ``torch.jit.load`` (no Python code of the model's runs)."""
+    path = _resolve_file(spec.target, base_dir)
+
+    def build(context: LoadContext) -> nn.Module:
+        try:
+            return torch.jit.load(str(path), map_location="cpu")
+        except (RuntimeError, ValueError) as error:
+            raise DataError(f"{path}: not a loadable TorchScript file: {str(error).splitlines()[0]}") from None
+
+    return _entry(spec, "torchscript", build, provenance=f"torch.jit.load({str(path)!r})")
+
+
+class ExportedModule(nn.Module):
+    """An exported program's module behind a plain ``nn.Module``: ``eval()`` must not reach it.
+
+    ``ExportedProgram.module()`` refuses ``train()``/``eval()`` (the graph is already specialised);
+    the program is kept outside the module tree so ``.eval()`` here is a no-op for it.
+    """
+
+    def __init__(self, program: nn.Module) -> None:
+        super().__init__()
+        self.__dict__["program"] = program
+
+    def forward(self, inputs: torch.Tensor) -> torch.Tensor:
+        return self.__dict__["program"](inputs)
+
+    def to(self, *args: Any, **kwargs: Any) -> ExportedModule:
+        self.__dict__["program"] = self.__dict__["program"].to(*args, **kwargs)
+        return self
+
+
+def export_entry(spec: ModelSpec, *, base_dir: Path | None = None) -> ModelEntry:
+    """``export:<file.pt2>``: ``torch.export.load(file).module()``."""
+    path = _resolve_file(spec.target, base_dir)
+
+    def build(context: LoadContext) -> nn.Module:
+        try:
+            program = torch.export.load(str(path))
+        except Exception as error:  # torch.export raises many kinds on a bad archive
+            raise DataError(f"{path}: not a loadable torch.export file: {str(error).splitlines()[0]}") from None
+        return ExportedModule(program.module())
+
+    return _entry(spec, "torch.export", build, provenance=f"torch.export.load({str(path)!r}).module()")

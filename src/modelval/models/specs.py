@@ -1,0 +1,107 @@
+"""Model specs: any model a researcher has, named on the command line, in pytest or in a models file.
+
+A bare name is a registry entry (``modelval models``). A prefix selects a source, each loaded through
+that source's own loader (see :mod:`modelval.models.sources`)::
+
+    timm:<name>[.<tag>]                 timm.create_model(..., pretrained=True); preprocessing: pretrained_cfg
+    hf:<repo_id>[@<revision>]           AutoModelForImageClassification + AutoImageProcessor
+    torchvision:<builder>[.<WEIGHTS>]   the weights enum; preprocessing: weights.transforms()
+    hub:<owner>/<repo>[:<ref>]/<entry>  torch.hub (runs the repository's code: needs trust_repo)
+    <module.path>:<callable>            the user's factory: nn.Module or (nn.Module, PreprocessConfig)
+    <file.py>:<callable>                the same, from a file
+    torchscript:<file>                  torch.jit.load
+    export:<file.pt2>                   torch.export.load
+
+This module is the syntax; :mod:`modelval.models.loader` turns a spec into a
+:class:`~modelval.models.registry.ModelEntry` (its weights parts, builder and preprocessing as
+data), so registry entries and specs share one loading path, one offline policy and one set of
+error messages.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from modelval.errors import ModelvalError
+
+#: The prefixes of :func:`parse_spec`, in the order the docs list them.
+SOURCES: tuple[str, ...] = ("timm", "hf", "torchvision", "hub", "torchscript", "export")
+
+_MODULE_PATH = re.compile(r"^[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*$")
+_IDENTIFIER = re.compile(r"^[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*$")
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A parsed spec: ``kind`` is "registry", one of :data:`SOURCES`, or "factory"."""
+
+    text: str
+    kind: str
+    target: str  # registry name, timm name, HF repo id, builder, "owner/repo", module or file path
+    detail: str | None = None  # timm tag (in target), HF revision, torchvision weights, hub ref/entry, callable
+    entry: str | None = None  # hub entry point
+
+    @property
+    def is_registry(self) -> bool:
+        return self.kind == "registry"
+
+
+def parse_spec(text: str) -> ModelSpec:
+    """Parse a model spec; a malformed one is a :class:`ModelvalError` that shows the accepted forms."""
+    text = text.strip()
+    if not text:
+        raise ModelvalError("empty model spec; give a registry name or one of " + _FORMS)
+    prefix, sep, rest = text.partition(":")
+    if not sep:
+        return ModelSpec(text, "registry", text)
+    if prefix in SOURCES:
+        if not rest:
+            raise ModelvalError(f"model spec {text!r} names no model after {prefix!r}; the forms are {_FORMS}")
+        return _parse_source(text, prefix, rest)
+    # <module.path>:<callable> or <file.py>:<callable>; the last colon separates the callable (a
+    # Windows drive letter "C:\\..." keeps its colon).
+    location, _, function = text.rpartition(":")
+    if not _IDENTIFIER.match(function):
+        raise ModelvalError(f"model spec {text!r}: {function!r} is not a callable name; the forms are {_FORMS}")
+    if location.endswith(".py"):
+        return ModelSpec(text, "factory", location, function)
+    if _MODULE_PATH.match(location):
+        return ModelSpec(text, "factory", location, function)
+    raise ModelvalError(
+        f"model spec {text!r}: unknown source {prefix!r}; use one of {', '.join(p + ':' for p in SOURCES)}, "
+        f"<module.path>:<callable> or <file.py>:<callable>"
+    )
+
+
+_FORMS = (
+    "timm:<name>[.<tag>], hf:<repo_id>[@<revision>], torchvision:<builder>[.<WEIGHTS>], "
+    "hub:<owner>/<repo>[:<ref>]/<entry>, <module.path>:<callable>, <file.py>:<callable>, "
+    "torchscript:<file>, export:<file.pt2>"
+)
+
+
+def _parse_source(text: str, prefix: str, rest: str) -> ModelSpec:
+    if prefix == "timm":
+        return ModelSpec(text, "timm", rest)
+    if prefix == "hf":
+        repo, _, revision = rest.partition("@")
+        if repo.count("/") != 1 or not all(repo.split("/")):
+            raise ModelvalError(f"model spec {text!r}: an HF repository is <owner>/<name>, got {repo!r}")
+        return ModelSpec(text, "hf", repo, revision or None)
+    if prefix == "torchvision":
+        builder, _, weights = rest.partition(".")
+        return ModelSpec(text, "torchvision", builder, weights or None)
+    if prefix == "hub":
+        location, _, entry = rest.rpartition("/")
+        owner, _, repo_ref = location.partition("/")
+        repo, _, ref = repo_ref.partition(":")
+        if not (owner and repo and entry):
+            raise ModelvalError(f"model spec {text!r}: a torch.hub spec is hub:<owner>/<repo>[:<ref>]/<entry>")
+        return ModelSpec(text, "hub", f"{owner}/{repo}", ref or None, entry)
+    return ModelSpec(text, prefix, rest)  # torchscript:, export:
+
+
+def is_spec(text: str) -> bool:
+    """True for anything but a bare registry name."""
+    return not parse_spec(text).is_registry
