@@ -175,3 +175,80 @@ DEIT_IMAGENET_PROCESSOR = {  # facebook/deit-base-distilled-patch16-224
     "resample": 3,
     "size": 256,
 }
+
+
+# --- Random-init models in the exact cache layouts of timm, transformers, torchvision and torch.hub ---
+
+
+def write_timm_random(cache: Path, name: str, work: Path, seed: int = 0) -> nn.Module:
+    """timm's ``name`` with random weights, as ``timm/<name>`` model.safetensors in the HF cache."""
+    import timm
+    from safetensors.torch import save_file
+
+    torch.manual_seed(seed)
+    model = timm.create_model(name, pretrained=False).eval()
+    work.mkdir(parents=True, exist_ok=True)
+    file = work / f"{name}.safetensors"
+    save_file({k: v.contiguous() for k, v in model.state_dict().items()}, file)
+    hub_id = timm.models.get_pretrained_cfg(name).hf_hub_id
+    write_hf_cache_repo(cache, hub_id, {"model.safetensors": file})
+    return model
+
+
+def imagenet_id2label() -> dict[str, str]:
+    """ImageNet-1k labels in the style of HF configs ("tench, Tinca tinca")."""
+    from torchvision.models._meta import _IMAGENET_CATEGORIES
+
+    return {str(i): f"{name}, synonym" for i, name in enumerate(_IMAGENET_CATEGORIES)}
+
+
+def write_hf_random_vit(cache: Path, repo_id: str, work: Path, *, processor: dict | None, num_labels: int = 1000):
+    """A tiny random ViTForImageClassification saved by transformers, laid out in the HF cache."""
+    from transformers import ViTConfig, ViTForImageClassification
+
+    torch.manual_seed(0)
+    id2label = imagenet_id2label() if num_labels == 1000 else {str(i): f"class {i}" for i in range(num_labels)}
+    config = ViTConfig(
+        hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64, image_size=224,
+        patch_size=32, num_labels=num_labels, id2label=id2label, label2id={v: int(k) for k, v in id2label.items()},
+    )  # fmt: skip
+    folder = work / "hf-vit"
+    ViTForImageClassification(config).eval().save_pretrained(folder)
+    files: dict[str, Path | str | dict] = {
+        "config.json": folder / "config.json",
+        "model.safetensors": folder / "model.safetensors",
+    }
+    if processor is not None:
+        files["preprocessor_config.json"] = processor
+    return write_hf_cache_repo(cache, repo_id, files)
+
+
+def write_torchvision_random(torch_home: Path, builder: str, weights: str = "DEFAULT", seed: int = 0) -> Path:
+    """A random-init state dict where torchvision's weights enum caches its file ($TORCH_HOME/hub/checkpoints)."""
+    import torchvision
+
+    enum = torchvision.models.get_model_weights(builder)[weights]
+    torch.manual_seed(seed)
+    model = torchvision.models.get_model(builder, weights=None)
+    target = torch_home / "hub" / "checkpoints" / Path(enum.url).name
+    target.parent.mkdir(parents=True, exist_ok=True)
+    torch.save(model.state_dict(), target)
+    return target
+
+
+HUB_TINY = """
+dependencies = ["torch", "torchvision"]
+import torch, torchvision
+
+def tiny(pretrained=False):
+    torch.manual_seed(0)
+    return torchvision.models.mobilenet_v3_small(weights=None)
+"""
+
+
+def write_hub_repo(torch_home: Path, owner: str = "someone", repo: str = "tinynets", ref: str = "main") -> Path:
+    """A torch.hub checkout of a repository whose ``tiny`` entry builds a random MobileNetV3-Small."""
+    directory = torch_home / "hub" / f"{owner}_{repo}_{ref}"
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "hubconf.py").write_text(HUB_TINY)
+    return directory

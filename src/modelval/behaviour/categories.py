@@ -83,11 +83,12 @@ class LabelMap:
             raise DataError(
                 f"label map {where}: unknown categories {', '.join(hints)}; the 16 names are: {', '.join(CATEGORIES)}"
             )
-        missing = [name for name in CATEGORIES if name not in self.indices]
-        if missing:
-            raise DataError(f"label map {where}: no entry for {', '.join(missing)}; map each of the 16 categories")
+        if not self.indices:
+            raise DataError(f"label map {where} maps no category; map at least one of: {', '.join(CATEGORIES)}")
         owner: dict[int, str] = {}
         for name in CATEGORIES:
+            if name not in self.indices:
+                continue  # a head without this category: it can never be the model's decision
             values = self.indices[name]
             if len(values) == 0:
                 raise DataError(f"label map {where}: {name!r} maps to no output; give it at least one index")
@@ -100,7 +101,12 @@ class LabelMap:
                         "the categories' sets must be disjoint"
                     )
                 owner[value] = name
-        object.__setattr__(self, "indices", {name: tuple(self.indices[name]) for name in CATEGORIES})
+        object.__setattr__(self, "indices", {name: tuple(self.indices.get(name, ())) for name in CATEGORIES})
+
+    @property
+    def unmapped(self) -> tuple[str, ...]:
+        """Categories the head has no output for (never decided)."""
+        return tuple(name for name in CATEGORIES if not self.indices[name])
 
     @property
     def is_imagenet(self) -> bool:
@@ -108,7 +114,7 @@ class LabelMap:
 
     @property
     def largest_index(self) -> int:
-        return max(max(values) for values in self.indices.values())
+        return max(max(values) for values in self.indices.values() if values)
 
     def check_outputs(self, outputs: int) -> None:
         """Raise a clear error when a head with ``outputs`` logits cannot be read with this map."""
@@ -127,7 +133,11 @@ class LabelMap:
             )
 
     def to_dict(self) -> dict[str, object]:
-        return {"origin": self.origin, "indices": {name: list(values) for name, values in self.indices.items()}}
+        return {
+            "origin": self.origin,
+            "indices": {name: list(values) for name, values in self.indices.items() if values},
+            "unmapped": list(self.unmapped),
+        }
 
 
 IMAGENET_LABEL_MAP = LabelMap(IMAGENET_INDICES)
@@ -146,12 +156,14 @@ def aggregation_matrix(
     matrix = torch.zeros(outputs, len(CATEGORIES), dtype=torch.float64)
     for column, name in enumerate(CATEGORIES):
         rows = list(indices[name])
+        if not rows:
+            continue  # an unmapped category scores 0: below every mapped one, never the decision
         matrix[rows, column] = 1.0 / len(rows) if aggregation == "mean" else 1.0
     return matrix.to(dtype)
 
 
 def _all_indices_padded(indices: Mapping[str, Sequence[int]]) -> tuple[torch.Tensor, torch.Tensor]:
-    width = max(len(v) for v in indices.values())
+    width = max(1, max(len(v) for v in indices.values()))
     index = torch.zeros(len(CATEGORIES), width, dtype=torch.long)
     valid = torch.zeros(len(CATEGORIES), width, dtype=torch.bool)
     for row, name in enumerate(CATEGORIES):

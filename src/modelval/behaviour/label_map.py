@@ -2,11 +2,13 @@
 
 An ImageNet-1k classifier uses the reference toolbox's table (:data:`IMAGENET_INDICES`). A head that
 is not 1000-way (a 10-way fine-tune, a 16-way classifier) needs a *label map*: a JSON object mapping
-every one of the 16 category names to a non-empty list of output indices, the lists disjoint::
+category names to non-empty lists of output indices, the lists disjoint::
 
     {"airplane": [0], "bear": [1], "bicycle": [2, 3], ...}
 
-The indices are checked against the head's size when the first batch comes out of the model.
+A category the head has no output for is left out: it scores 0 and is never the decision (a 10-way
+head can answer 10 of the 16 categories at most); the result lists the unmapped ones. The indices are
+checked against the head's size when the first batch comes out of the model.
 """
 
 from __future__ import annotations
