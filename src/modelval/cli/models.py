@@ -27,7 +27,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Download what a model needs: checkpoint files into the checkpoint cache (verified against "
         "the SHA-256 prefix in their names), torch.hub code into $TORCH_HOME/hub, HF files into $HF_HOME.",
     )
-    fetch.add_argument("names", nargs="*", metavar="NAME", help="registered model names")
+    fetch.add_argument("names", nargs="*", metavar="NAME", help="registered model names or specs (timm:..., hf:...)")
+    fetch.add_argument("--trust-repo", action="store_true", help="allow hub: specs to run the repository's code")
     fetch.add_argument("--all", action="store_true", help="every registered model")
     fetch.add_argument("--force", action="store_true", help="download again even when cached")
     fetch.add_argument("--checkpoint-dir", help="weight cache (default: $MODELVAL_CHECKPOINT_DIR or checkpoints/)")
@@ -82,15 +83,16 @@ def run_models(args: argparse.Namespace) -> int:
 
 
 def run_fetch(args: argparse.Namespace) -> int:
-    from modelval.models import fetch_weights, get_entry, list_models
+    from modelval.models import entry_for_spec, fetch_weights, list_models
 
     if not args.all and not args.names:
         args._parser.error("name one or more models, or pass --all")
-    names = [e.name for e in list_models()] if args.all else [get_entry(n).name for n in args.names]
+    entries = list_models() if args.all else [entry_for_spec(n, trust_repo=args.trust_repo) for n in args.names]
+    names = [e.name for e in entries]
     failures = []
-    for name in names:
+    for name, entry in zip(names, entries, strict=True):
         try:
-            paths = fetch_weights(name, args.checkpoint_dir, force=args.force, progress=sys.stderr.isatty())
+            paths = fetch_weights(entry, args.checkpoint_dir, force=args.force, progress=sys.stderr.isatty())
         except ModelvalError as error:
             failures.append(f"{name}: {error}")
             print(f"FAILED  {name}", file=sys.stderr)

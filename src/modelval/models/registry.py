@@ -265,10 +265,14 @@ def weights_status(name: str, checkpoint_dir: str | os.PathLike[str] | None = No
 
 
 def fetch_weights(
-    name: str, checkpoint_dir: str | os.PathLike[str] | None = None, *, force: bool = False, progress: bool = True
+    name: str | ModelEntry,
+    checkpoint_dir: str | os.PathLike[str] | None = None,
+    *,
+    force: bool = False,
+    progress: bool = True,
 ) -> list[Path]:
-    """Download (or re-download with ``force``) everything ``name`` needs; return the local paths."""
-    entry = get_entry(name)
+    """Download (or re-download with ``force``) everything an entry needs; return the local paths."""
+    entry = name if isinstance(name, ModelEntry) else get_entry(name)
     directory = resolve_checkpoint_dir(checkpoint_dir)
     paths = []
     for part in entry.weights:

@@ -27,8 +27,10 @@ from modelval.evaluation import Evaluation, StimulusSet, decision_flips, evaluat
 from modelval.models import ModelEntry, list_models, load_model
 from modelval.paths import fixtures_dir
 from modelval.validation.diagnosis import check_calculation, check_preprocessing, check_sources, diagnose
-from modelval.validation.expected import deit_policy, expected_for
+from modelval.validation.expected import ExpectedShapeBias, deit_policy, expected_for
+from modelval.validation.models_file import UserModel
 from modelval.validation.reports import ReportRow, format_per_category
+from modelval.validation.sanity import VERDICT, sanity_check
 
 FAMILY_ALIASES = {"resnet": ("resnet50",), "deit": ("deit",), "efficientnet": ("efficientnet",)}
 #: Decisions allowed to flip against a committed baseline. Float differences between CPUs/BLAS builds
@@ -46,17 +48,30 @@ def wrong_normalization(entry: ModelEntry) -> str:
 
 @dataclass(frozen=True)
 class ValidationCase:
-    model: str
+    model: str  # a registry name, or the id of a model in the user's models file
     family: str
     variant: str
     source: str
-    role: str  # "correct" or "wrong"
-    normalization: str  # "model", "imagenet" or "half"
+    role: str  # "correct", "wrong", or "forced" (a models file's explicit imagenet/half case)
+    normalization: str  # "model", "imagenet", "half", or "wrong" (resolved once the model is loaded)
+    user: UserModel | None = None
 
     @property
     def id(self) -> str:
         norm = "model-norm" if self.normalization == "model" else f"{self.normalization}-norm"
+        if self.user is not None:
+            return f"{self.user.id}-{norm}"
         return f"{self.family}-{self.variant}-{self.source}-{self.role}-{norm}"
+
+
+def build_user_cases(models: Iterable[UserModel]) -> list[ValidationCase]:
+    """The cases of a models file: each model under each of its ``normalizations``."""
+    roles = {"model": "correct", "wrong": "wrong", "imagenet": "forced", "half": "forced"}
+    cases = []
+    for user in models:
+        for normalization in user.normalizations:
+            cases.append(ValidationCase(user.id, "user", user.id, user.spec, roles[normalization], normalization, user))
+    return cases
 
 
 def build_cases(family: str = "all", entries: Iterable[ModelEntry] | None = None) -> list[ValidationCase]:
@@ -89,8 +104,54 @@ class ValidationRunner:
     batch_size: int = 32
     evaluations: dict[tuple[str, str], Evaluation] = field(default_factory=dict)
     rows: list[ReportRow] = field(default_factory=list)
+    #: The user's models (models file), by id; their entries once loaded.
+    user_models: dict[str, UserModel] = field(default_factory=dict)
+    user_entries: dict[str, ModelEntry] = field(default_factory=dict)
+
+    def add_user_models(self, models: Iterable[UserModel]) -> None:
+        for user in models:
+            self.user_models[user.id] = user
+
+    def resolve_normalization(self, model: str, normalization: str) -> str:
+        """ "wrong" -> the other common normalization of the model's own (loaded) one."""
+        if normalization != "wrong":
+            return normalization
+        own = self.evaluate(model, "model").config
+        return "imagenet" if own.normalization_name != "imagenet" else "half"
+
+    def _evaluate_user(self, user: UserModel, normalization: str) -> Evaluation:
+        import dataclasses
+
+        from modelval.behaviour.label_map import read_label_map
+
+        label_map = read_label_map(user.label_map) if user.label_map is not None else None
+        overrides = user.overrides
+        if normalization != "model":  # a forced normalization replaces the file's mean/std too
+            overrides = dataclasses.replace(overrides, mean=None, std=None)
+        loaded = load_model(
+            user.spec, normalization=normalization, overrides=overrides, checkpoint=user.checkpoint,
+            trust_repo=user.trust_repo, imagenet_head=label_map is None, base_dir=user.base_dir,
+            checkpoint_dir=self.checkpoint_dir, device=self.device, progress=False,
+        )  # fmt: skip
+        self.user_entries[user.id] = loaded.entry
+        return evaluate(
+            loaded.model,
+            loaded.config.preprocess.for_stimuli(None),
+            self.stimuli,
+            model_name=user.id,
+            batch_size=self.batch_size,
+            device=self.device,
+            progress=False,
+            label_map=label_map,
+        )
 
     def evaluate(self, model: str, normalization: str = "model") -> Evaluation:
+        if model in self.user_models:
+            normalization = self.resolve_normalization(model, normalization)
+            key = (model, normalization)
+            if key not in self.evaluations:
+                self.evaluations[key] = self._evaluate_user(self.user_models[model], normalization)
+            return self.evaluations[key]
         key = (model, normalization)
         if key not in self.evaluations:
             loaded = load_model(
@@ -113,6 +174,8 @@ class ValidationRunner:
     ) -> Judgement:
         from modelval.models import get_entry
 
+        if case.user is not None:
+            return self._run_user(case, case.user)
         entry = get_entry(case.model)
         evaluation = self.evaluate(case.model, case.normalization)
         expected = expected_for(case.model)
@@ -129,6 +192,45 @@ class ValidationRunner:
             ReportRow(
                 case.model, entry.display_name, case.source, label, evaluation.result, expected, judgement.verdict
             )
+        )
+        return judgement
+
+    def _run_user(self, case: ValidationCase, user: UserModel) -> Judgement:
+        evaluation = self.evaluate(case.model, case.normalization)
+        normalization = self.resolve_normalization(case.model, case.normalization)
+        entry = self.user_entries[user.id]
+        expected = ExpectedShapeBias(
+            model=user.id, label=user.label, value=user.expected, tolerance=user.tolerance, source=user.source,
+            baseline=str(user.baseline) if user.baseline else None,
+        )  # fmt: skip
+        sanity = sanity_check(evaluation.result)
+        if case.role in ("wrong", "forced"):
+            judgement = self._judge_wrong(case, evaluation)
+            if case.role == "forced":
+                judgement = Judgement(True, judgement.verdict.replace("DETECTED", "FINDING"), judgement.message)
+        elif not sanity.passed:
+            judgement = Judgement(False, VERDICT, f"{user.label} ({user.spec}): {sanity.message()}")
+        elif user.expected is not None and user.tolerance is not None:
+            measured = evaluation.result.shape_bias
+            difference = measured - user.expected
+            if abs(difference) <= user.tolerance:
+                judgement = Judgement(True, "PASS", "")
+            else:
+                judgement = Judgement(
+                    False,
+                    "FAIL",
+                    f"{user.label} ({user.spec}): shape bias {measured * 100:.2f}% vs expected "
+                    f"{user.expected * 100:.2f}% +- {user.tolerance * 100:.1f} pp ({user.source or user.origin}); "
+                    f"difference {difference * 100:+.2f} pp\n"
+                    f"preprocessing: {evaluation.config.describe()}\n\n{format_per_category(evaluation.result)}",
+                )
+        elif user.baseline is not None:
+            judgement = self._judge_baseline(entry, evaluation, user.baseline)
+        else:
+            judgement = Judgement(True, "FINDING (no expected value)", "")
+        label = f"{normalization} ({evaluation.config.normalization_name})"
+        self.rows.append(
+            ReportRow(user.id, user.label, entry.source, label, evaluation.result, expected, judgement.verdict)
         )
         return judgement
 

@@ -1,0 +1,89 @@
+"""``modelval validate``: run the user's models file with the verdicts of the pytest validation matrix."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from modelval import jsonio
+from modelval.cli._args import batch_size, device_name
+from modelval.errors import ModelvalError
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "validate",
+        help="validate the models of modelval.toml (or [tool.modelval] in pyproject.toml)",
+        description="Evaluates every model of the models file under each of its normalization cases and "
+        "prints the validation table, with the verdicts of the pytest suite. Exit status 1 when a case fails.",
+    )
+    parser.add_argument("--config", type=Path, help="models file (default: ./modelval.toml, else ./pyproject.toml)")
+    parser.add_argument("--data-root", help="cue-conflict folder (default: $MODELVAL_DATA_ROOT or the user cache)")
+    parser.add_argument("--device", type=device_name, default="auto", help="auto|cpu|cuda[:N]|mps (default: auto)")
+    parser.add_argument("--batch-size", type=batch_size, default=32)
+    parser.add_argument("--checkpoint-dir", help="weight cache (default: $MODELVAL_CHECKPOINT_DIR or checkpoints/)")
+    parser.add_argument("--json", action="store_true", help='print {"cases": [...]} instead of the table')
+    parser.add_argument("--report-dir", type=Path, help="write JSON/CSV/Markdown reports and plots there")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from modelval.datasets.fetch import ensure_stimuli
+    from modelval.evaluation import StimulusSet
+    from modelval.runtime import resolve_device
+    from modelval.validation.models_file import find_models_file, read_models_file
+    from modelval.validation.reports import format_breakdown, format_comparison, write_validation_reports
+    from modelval.validation.runner import ValidationRunner, build_user_cases
+
+    path = args.config or find_models_file()
+    if path is None:
+        raise ModelvalError(
+            f"no models file: write modelval.toml (or [tool.modelval] in pyproject.toml) in {Path.cwd()}, "
+            "or pass --config FILE; see docs/zoo.md"
+        )
+    models = read_models_file(path)
+    progress = sys.stderr.isatty()
+    stimuli = StimulusSet.load(ensure_stimuli(args.data_root, progress=progress), progress=progress)
+    runner = ValidationRunner(
+        stimuli=stimuli,
+        device=str(resolve_device(args.device)),
+        checkpoint_dir=Path(args.checkpoint_dir) if args.checkpoint_dir else None,
+        batch_size=args.batch_size,
+    )
+    runner.add_user_models(models)
+    cases = build_user_cases(models)
+    judgements = []
+    for case in cases:
+        if progress:
+            print(f"validating {case.id} ...", file=sys.stderr)
+        judgements.append(runner.run(case))
+    failed = [(case, j) for case, j in zip(cases, judgements, strict=True) if not j.passed]
+    if args.report_dir:
+        write_validation_reports(runner.rows, runner.evaluations, args.report_dir)
+    if args.json:
+        rows = []
+        for case, row in zip(cases, runner.rows, strict=True):
+            rows.append(
+                {
+                    "label": row.label,
+                    "spec": case.user.spec if case.user else case.model,
+                    "normalization": row.normalization,
+                    "shape_bias": row.result.shape_bias,
+                    "expected": row.expected.value if row.expected else None,
+                    "difference": row.difference,
+                    "verdict": row.final_verdict,
+                }
+            )
+        print(jsonio.dumps({"models_file": str(path), "cases": rows}, indent=2))
+    else:
+        print(f"models file: {path}")
+        print(format_comparison(runner.rows))
+        print()
+        print(format_breakdown(runner.rows))
+        for case, judgement in failed:
+            print(f"\nFAILED {case.id}: {judgement.message}")
+    if failed:
+        print(f"modelval: {len(failed)} of {len(cases)} cases failed", file=sys.stderr)
+        return 1
+    return 0
