@@ -11,17 +11,16 @@ Select families with --family resnet|deit|efficientnet|all.
 
 import pytest
 
+from modelval.validation.pytest_plugin import case_param, user_cases
 from modelval.validation.runner import build_cases, cross_source_tolerance
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "case" in metafunc.fixturenames:
-        cases = build_cases(metafunc.config.getoption("--family"))
-        params = [
-            pytest.param(case, id=case.id, marks=[] if case.source == "pypi" else [pytest.mark.weights])
-            for case in cases
-        ]
-        metafunc.parametrize("case", params)
+        # The built-in entries, then the models file's (a modelval.toml at the rootdir, or --models-file).
+        family = metafunc.config.getoption("--family")
+        cases = (build_cases(family) if family != "none" else []) + user_cases(metafunc.config)
+        metafunc.parametrize("case", [case_param(case) for case in cases])
     if "deit_variant" in metafunc.fixturenames:
         from modelval.models import list_models
 
@@ -32,7 +31,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 @pytest.mark.slow
 def test_shape_bias(case, validation_runner, require_weights):
-    require_weights(case.model)
+    if case.user is None:
+        require_weights(case.model)
     judgement = validation_runner.run(case)
     assert judgement.passed, judgement.message
 
