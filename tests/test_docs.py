@@ -27,7 +27,7 @@ MAX_README_LINES = 300
 
 FENCE = re.compile(r"^```[^\n]*\n(.*?)^```", re.M | re.S)
 OPTION = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
-MODULE_PATH = re.compile(r"\bmodelval(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
+MODULE_PATH = re.compile(r"\bmodelval(?:\.(?!toml\b)[A-Za-z_][A-Za-z0-9_]*)+")  # modelval.toml is a file
 TEST_PATH = re.compile(r"\btests/[\w/]+\.py\b")
 
 
