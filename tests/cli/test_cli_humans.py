@@ -213,27 +213,3 @@ def test_bundled_model_error_consistency_through_the_cli(bundled_evaluations, re
     assert low < payload["error_consistency"] < high
     direct = compare_with_humans(read_trials(path), load_human_panel(reference_dir, "cue-conflict"))
     assert payload["error_consistency"] == pytest.approx(direct.error_consistency)
-
-
-@pytest.mark.slow
-def test_humans_runs_the_bundled_model(data_root, reference_dir, bundled_evaluations, capsys):
-    argv = [
-        "humans",
-        "--model",
-        "efficientnet_lite0",
-        "--dataset",
-        "cue-conflict",
-        "--data-root",
-        str(data_root),
-        "--device",
-        "cpu",
-        "--no-progress",
-        "--reference-dir",
-        str(reference_dir),
-        "--json",
-    ]
-    payload = _json(argv, capsys)
-    fixture = bundled_evaluations("model").decisions
-    accuracy = sum(d.response == d.shape for d in fixture) / len(fixture)
-    assert payload["observer"] == "efficientnet_lite0"
-    assert payload["accuracy"] == pytest.approx(accuracy)  # the CLI runs the same pipeline as the fixture

@@ -99,11 +99,15 @@ def test_audit_json_and_measure_without_weights(capsys, isolated_caches, data_ro
 
 
 @pytest.mark.slow
-def test_measured_effect_of_normalization_on_the_bundled_model(stimulus_set, bundled_model):
+def test_measured_effect_of_normalization_on_the_bundled_model(stimulus_set, bundled_evaluations):
     from modelval.validation.audit import measure_normalizations
 
-    # The session's decoded stimuli (shared with the other full-set tests); the CLI calls the same function.
-    measured = {m.normalization: m for m in measure_normalizations("efficientnet_lite0", stimulus_set)}
+    # The session's evaluations of the bundled model (the validation matrix computes the same two); the
+    # CLI calls the same function, which evaluates them itself.
+    measured = measure_normalizations(
+        "efficientnet_lite0", stimulus_set, evaluated=lambda normalization: bundled_evaluations(normalization).result
+    )
+    measured = {m.normalization: m for m in measured}
     assert set(measured) == {"model (half)", "imagenet"}  # "half" is the model's own: measured once
     own, imagenet = measured["model (half)"], measured["imagenet"]
     # The lead's independent measurement of the same model on the same 1280 stimuli.

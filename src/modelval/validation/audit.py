@@ -23,6 +23,7 @@ import numpy as np
 import torch
 from PIL import Image
 
+from modelval.behaviour.shape_bias import ShapeBiasResult
 from modelval.models.registry import ModelEntry, get_entry, list_models
 from modelval.preprocessing import (
     NORMALIZATION_CHOICES,
@@ -316,8 +317,13 @@ def measure_normalizations(
     device: str = "cpu",
     batch_size: int = 32,
     progress: bool = False,
+    evaluated: Callable[[str], ShapeBiasResult] | None = None,
 ) -> list[NormalizationMeasurement]:
-    """Shape bias and cue-conflict accuracy of the real model under each normalization (no resize)."""
+    """Shape bias and cue-conflict accuracy of the real model under each normalization (no resize).
+
+    ``evaluated(normalization)``, when given, supplies results already computed on the same stimuli
+    (a test session's validation runner) instead of evaluating again.
+    """
     from modelval.evaluation import evaluate
     from modelval.models import load_model
 
@@ -328,16 +334,19 @@ def measure_normalizations(
         if (config.mean, config.std) in seen:
             continue
         seen.add((config.mean, config.std))
-        result = evaluate(
-            loaded.model,
-            config,
-            stimuli,
-            model_name=entry_name,
-            device=device,
-            batch_size=batch_size,
-            progress=progress,
-            n_bootstrap=0,
-        ).result
+        if evaluated is not None:
+            result = evaluated(normalization)
+        else:
+            result = evaluate(
+                loaded.model,
+                config,
+                stimuli,
+                model_name=entry_name,
+                device=device,
+                batch_size=batch_size,
+                progress=progress,
+                n_bootstrap=0,
+            ).result
         measured.append(
             NormalizationMeasurement(
                 entry_name,
