@@ -287,3 +287,15 @@ def test_label_map_index_out_of_range_names_the_head_size(ten_way, tmp_path, few
     mapper = CategoryMapper("mean", read_label_map(tmp_path / "map.json"))
     with pytest.raises(ModelvalError, match=r"out of range for a head with 10 outputs \(valid: 0 to 9\): dog: \[12\]"):
         mapper(torch.softmax(torch.randn(2, 10), dim=1))
+
+
+def test_hf_spec_uses_the_shipped_processor_and_the_audit_flags_deit(isolated_caches, tmp_path):
+    from weights_helpers import random_deit, write_hf_deit
+
+    write_hf_deit(isolated_caches["hf"], random_deit("tiny"), "tiny", VIT_HALF_PROCESSOR, tmp_path)
+    loaded = load_model("hf:facebook/deit-tiny-patch16-224", offline=True)
+    assert loaded.config.preprocess.mean == (0.5, 0.5, 0.5)  # what the repository ships
+    assert "preprocessor_config.json" in loaded.config.preprocess_sources["mean"]
+    (note,) = loaded.config.audit_notes
+    assert "registry entry deit_tiny_hf evaluates these weights with mean=(0.485, 0.456, 0.406)" in note
+    assert "modelval audit-preprocessing --model deit_tiny_hf" in note

@@ -193,7 +193,10 @@ def run(args: argparse.Namespace) -> int:
             print(format_preprocessing(preprocessing))
         print(format_report([row]))
         for name, value in extra.items():
-            if name not in ("preprocessing", "sanity", "verdict", "spec") and value is not None:
+            if name == "audit":
+                for note in value:  # type: ignore[attr-defined]
+                    print(f"audit: {note}")
+            elif name not in ("preprocessing", "sanity", "verdict", "spec") and value is not None:
                 print(f"{name}: {value}")
         print(sanity.message())
     if gate:
@@ -308,6 +311,7 @@ def _evaluate(args: argparse.Namespace):
         },
         "spec": args.model,
         "checkpoint": loaded.config.checkpoint,
+        "audit": list(loaded.config.audit_notes),
         "label_map": None if getattr(args, "label_map", None) is None else str(args.label_map),
         "aggregation": args.aggregation,
         "images": len(evaluation.stimuli),

@@ -12,6 +12,7 @@ from __future__ import annotations
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -26,6 +27,12 @@ def hf_vit_config(variant: str, *, num_labels: int = 1000):
     from transformers import ViTConfig
 
     hidden, heads = DEIT_DIMENSIONS[variant]
+    labels: dict[str, Any] = {}
+    if num_labels == 1000:  # the ImageNet-1k names, as the Hub's facebook/deit-* configs carry them
+        from torchvision.models._meta import _IMAGENET_CATEGORIES
+
+        id2label = dict(enumerate(_IMAGENET_CATEGORIES))
+        labels = {"id2label": id2label, "label2id": {name: i for i, name in id2label.items()}}
     return ViTConfig(  # type: ignore[call-arg]  # num_labels etc. pass through **kwargs to PretrainedConfig
         hidden_size=hidden,
         num_hidden_layers=12,
@@ -37,6 +44,7 @@ def hf_vit_config(variant: str, *, num_labels: int = 1000):
         patch_size=16,
         qkv_bias=True,
         num_labels=num_labels,
+        **labels,
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 
@@ -11,7 +12,7 @@ from modelval.errors import ModelvalError
 from modelval.models import sources
 from modelval.models.registry import LoadedModel, ModelEntry, get_entry, load_entry
 from modelval.models.specs import ModelSpec, parse_spec
-from modelval.preprocessing import PreprocessOverrides
+from modelval.preprocessing import PreprocessConfig, PreprocessOverrides
 
 
 def entry_for_spec(
@@ -71,7 +72,7 @@ def load_model(
     entry = entry_for_spec(
         spec, checkpoint=checkpoint, trust_repo=trust_repo, imagenet_head=imagenet_head, base_dir=base_dir
     )
-    return load_entry(
+    loaded = load_entry(
         entry,
         normalization=normalization,
         overrides=overrides,
@@ -81,3 +82,28 @@ def load_model(
         offline=offline,
         progress=progress,
     )
+    notes = registry_notes(entry, loaded.config.preprocess) if normalization == "model" else ()
+    if notes:
+        loaded.config = dataclasses.replace(loaded.config, audit_notes=notes)
+    return loaded
+
+
+def registry_notes(entry: ModelEntry, resolved: PreprocessConfig) -> tuple[str, ...]:
+    """Where a registry entry of the same weights (same HF repository) prescribes another normalization."""
+    from modelval.models.registry import list_models
+    from modelval.models.weights import HFRepo
+
+    if entry.source != "huggingface" or not entry.weights:
+        return ()
+    repo_id = entry.weights[0].repo_id  # type: ignore[attr-defined]
+    notes = []
+    for known in list_models():
+        if not any(isinstance(part, HFRepo) and part.repo_id == repo_id for part in known.weights):
+            continue
+        if (known.preprocess.mean, known.preprocess.std) != (resolved.mean, resolved.std):
+            notes.append(
+                f"{repo_id} ships mean={resolved.mean} std={resolved.std}, but the registry entry {known.name} "
+                f"evaluates these weights with mean={known.preprocess.mean} std={known.preprocess.std} "
+                f"({known.provenance.split(';')[0]}); see `modelval audit-preprocessing --model {known.name}`"
+            )
+    return tuple(notes)

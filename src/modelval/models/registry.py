@@ -88,6 +88,9 @@ class ModelConfig:
     spec: str = ""
     native_input_size: int | None = None
     checkpoint: str | None = None
+    #: Where the registry knows better than the source (e.g. an HF repository shipping a processor
+    #: config that is not the one the weights were trained with).
+    audit_notes: tuple[str, ...] = ()
 
     @property
     def mean(self) -> tuple[float, float, float]:
@@ -121,6 +124,7 @@ class ModelConfig:
             "spec": self.spec or self.name,
             "native_input_size": self.native_input_size,
             "checkpoint": self.checkpoint,
+            "audit_notes": list(self.audit_notes),
         }
 
 

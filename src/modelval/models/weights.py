@@ -14,6 +14,7 @@ weights are missing, so tests can skip (or fail in strict mode) with the same te
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -208,6 +209,19 @@ def ensure_parts(
     status = parts_status(name, parts, checkpoint_dir)
     if not status.available and offline:
         raise WeightsNotAvailableError(f"{status.message} (offline mode: nothing is downloaded)")
+    if status.available:
+        return _located(name, parts, checkpoint_dir, status.message, progress)
+    # Two processes (pytest-xdist workers, parallel jobs) that miss the same weights: one downloads,
+    # the other waits, then finds them. Each part's own download is atomic too (temp file, rename).
+    from filelock import FileLock
+
+    checkpoint_dir.mkdir(parents=True, exist_ok=True)
+    lock = checkpoint_dir / f".{hashlib.sha1(name.encode()).hexdigest()[:16]}.lock"
+    with FileLock(str(lock), timeout=3600):
+        return _located(name, parts, checkpoint_dir, status.message, progress)
+
+
+def _located(name: str, parts: Sequence[WeightsPart], checkpoint_dir: Path, message: str, progress: bool) -> list[Path]:
     paths = []
     for part in parts:
         path = part.locate(checkpoint_dir)
@@ -215,7 +229,7 @@ def ensure_parts(
             try:
                 path = part.fetch(checkpoint_dir, progress=progress)
             except (DownloadError, ChecksumError) as error:
-                raise WeightsNotAvailableError(f"{status.message}. The download failed: {error}") from None
+                raise WeightsNotAvailableError(f"{message}. The download failed: {error}") from None
         elif isinstance(part, UrlCheckpoint):
             try:
                 verify_checkpoint(path)
