@@ -157,3 +157,21 @@ def test_metrics(tmp_path, capsys):
     (tmp_path / "w3.json").write_text("[1, 1, 1]")
     assert main(["metrics", str(path), "--class-weights", str(tmp_path / "w3.json")]) == 2
     assert "class 3 found but there are only 3 classes" in capsys.readouterr().err
+
+
+def test_temperature_nll_is_the_exact_log_softmax_not_floored_probabilities(tmp_path, capsys):
+    """Logits so confident that the true class's softmax underflows to 0: a 1e-300 floor would report
+    about 690.8; the log-softmax NLL is the logit gap itself (torch's cross_entropy agrees)."""
+    import torch
+
+    z = np.array([[800.0, 0.0], [0.0, 800.0], [5.0, 0.0], [0.0, 5.0]])
+    y = np.array([1, 1, 0, 1])
+    for name in ("val", "test"):
+        np.savez(tmp_path / f"{name}.npz", logits=z, labels=y)
+    assert (
+        main(["temperature", "--val", str(tmp_path / "val.npz"), "--test", str(tmp_path / "test.npz"), "--json"]) == 0
+    )
+    before = json.loads(capsys.readouterr().out)["before"]["nll"]
+    expected = torch.nn.functional.cross_entropy(torch.tensor(z), torch.tensor(y)).item()
+    assert before == pytest.approx(expected, rel=1e-12)
+    assert before > 200 and abs(before - (690.78 + 2 * 0.0067 + 5.0067) / 4) > 1

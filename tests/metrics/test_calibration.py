@@ -320,3 +320,27 @@ class TestLargeInputFastPath:
             assert np.array_equal(bins.counts, counts)
             hits = np.bincount(idx, weights=correct.astype(np.float64), minlength=counts.size)
             np.testing.assert_array_equal(bins.accuracy[counts > 0], (hits / counts)[counts > 0])
+
+
+def test_bfloat16_is_a_clear_error_not_a_type_error():
+    import torch
+
+    from modelval.errors import InputValidationError
+    from modelval.metrics.calibration import expected_calibration_error
+
+    conf = torch.tensor([0.9, 0.6, 0.7], dtype=torch.bfloat16)
+    with pytest.raises(InputValidationError, match=r"confidences is a torch.bfloat16 tensor.*confidences\.float\(\)"):
+        expected_calibration_error(conf, [1, 0, 1])
+    assert expected_calibration_error(conf.float(), [1, 0, 1]) >= 0
+
+
+def test_probability_rows_that_do_not_sum_to_one_are_refused():
+    from modelval.errors import InputValidationError
+    from modelval.metrics.calibration import top1_confidences
+
+    sigmoid_scores = np.array([[0.9, 0.8, 0.1], [0.2, 0.3, 0.5]])  # multilabel: row 0 sums to 1.8
+    with pytest.raises(InputValidationError, match=r"1 of 2 probability rows do not sum to 1 \(row 0 sums to 1\.8"):
+        top1_confidences(sigmoid_scores, [0, 2])
+    softmax_rows = np.array([[0.7, 0.2, 0.1 + 5e-4], [0.2, 0.3, 0.5]])  # within the stated tolerance
+    confidences, correct = top1_confidences(softmax_rows, [0, 2])
+    assert confidences.tolist() == [0.7, 0.5] and correct.tolist() == [1.0, 1.0]

@@ -35,10 +35,20 @@ Convention = Literal["default", "torchmetrics"]
 CONVENTIONS: tuple[str, ...] = ("default", "torchmetrics")
 
 
+#: How far a probability row may sum from 1 (float32 softmax outputs sum to 1 within ~1e-6).
+ROW_SUM_TOLERANCE = 1e-3
+
+
 def _as_numpy(values: Any, name: str) -> np.ndarray:
     # torch tensors (also on GPU or with grad) and lists become plain numpy arrays.
     if hasattr(values, "detach"):
-        values = values.detach().cpu().numpy()
+        values = values.detach().cpu()
+        if str(getattr(values, "dtype", "")) in ("torch.bfloat16", "torch.float8_e4m3fn", "torch.float8_e5m2"):
+            raise InputValidationError(
+                f"{name} is a {values.dtype} tensor, which numpy cannot hold; convert it first with "
+                f"{name}.float() (its 8-bit mantissa already rounds confidences to about 0.4%)"
+            )
+        values = values.numpy()
     try:
         return np.asarray(values)
     except (TypeError, ValueError) as error:
@@ -117,6 +127,15 @@ def top1_confidences(probs: Any, labels: Any) -> tuple[np.ndarray, np.ndarray]:
     if np.isnan(p).any() or (p < 0).any() or (p > 1).any():
         raise InputValidationError(
             "probs must be probabilities in [0, 1] without NaN; for logits use softmax(logits) first"
+        )
+    sums = p.sum(axis=1)
+    off = np.abs(sums - 1.0) > ROW_SUM_TOLERANCE
+    if off.any():
+        row = int(np.argmax(off))
+        raise InputValidationError(
+            f"{int(off.sum())} of {len(p)} probability rows do not sum to 1 (row {row} sums to {sums[row]:.6g}; "
+            f"tolerance {ROW_SUM_TOLERANCE}): these look like sigmoid or multilabel scores. Top-label calibration "
+            "needs a softmax over the classes: pass softmax(logits), or the logits themselves"
         )
     pred = p.argmax(axis=1)
     return p.max(axis=1), (pred == y).astype(np.float64)
