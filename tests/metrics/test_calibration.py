@@ -344,3 +344,17 @@ def test_probability_rows_that_do_not_sum_to_one_are_refused():
     softmax_rows = np.array([[0.7, 0.2, 0.1 + 5e-4], [0.2, 0.3, 0.5]])  # within the stated tolerance
     confidences, correct = top1_confidences(softmax_rows, [0, 2])
     assert confidences.tolist() == [0.7, 0.5] and correct.tolist() == [1.0, 1.0]
+
+
+def test_matches_torchmetrics_run_in_float64_not_its_float32_accumulation():
+    """docs/metrics.md: modelval sums in float64, so it equals torchmetrics given float64 input."""
+    import torch
+
+    rng = np.random.default_rng(0)
+    conf = rng.uniform(0, 1, 200_000)
+    correct = (rng.uniform(0, 1, conf.size) < conf**1.3).astype(np.int64)
+    ours = expected_calibration_error(conf, correct, 15, convention="torchmetrics")
+    float64 = binary_calibration_error(torch.tensor(conf), torch.tensor(correct), n_bins=15).item()
+    float32 = binary_calibration_error(torch.tensor(conf, dtype=torch.float32), torch.tensor(correct), n_bins=15).item()
+    assert abs(ours - float64) < 1e-9  # summation order only (measured 1.7e-11)
+    assert abs(ours - float32) < 1e-6  # float32 accumulation: close, not equal
