@@ -8,6 +8,7 @@ import torch
 
 from modelval.behaviour.categories import CATEGORIES
 from modelval.behaviour.decisions import by_stimulus, read_decisions
+from modelval.errors import ModelvalError
 from modelval.evaluation import StimulusSet, category_probabilities, decisions_from_probabilities, evaluate
 from modelval.validation.runner import MAX_BASELINE_FLIPS
 
@@ -100,7 +101,7 @@ def bundled_config():
 
 
 def test_non_imagenet_models_get_a_clear_error(stimulus_set):
-    with pytest.raises(ValueError, match=r"1000-class ImageNet classifier"):
+    with pytest.raises(ModelvalError, match=r"head has 10 outputs, not ImageNet-1k's 1000: pass --label-map"):
         category_probabilities(lambda x: torch.zeros(len(x), 10), stimulus_set.images[:2], bundled_config())
     with pytest.raises(TypeError, match="expected a logits tensor"):
         category_probabilities(lambda x: "nope", stimulus_set.images[:2], bundled_config())

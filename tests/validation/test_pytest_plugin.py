@@ -2,7 +2,7 @@
 
 The project gets nothing from this repository but ``pip install modelval``: the plugin comes in
 through its ``pytest11`` entry point. Its models file lists the three bundled EfficientNet-Lite
-models (two of them through specs); the stimuli are 5 per category, so both runs stay short.
+models (two of them through specs); the stimuli are 3 per category, so both runs stay short.
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ def user_project(pytester: pytest.Pytester, data_root: Path, bundled_model) -> t
     subset = pytester.path / "stimuli"
     for category in sorted(p for p in data_root.iterdir() if p.is_dir()):
         (subset / category.name).mkdir(parents=True)
-        for image in sorted(category.glob("*.png"))[:5]:
+        for image in sorted(category.glob("*.png"))[:3]:
             (subset / category.name / image.name).symlink_to(image)
     (pytester.path / "weights").mkdir()
     torch.save(bundled_model.model.state_dict(), pytester.path / "weights" / "lite0.pt")
