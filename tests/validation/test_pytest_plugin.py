@@ -149,3 +149,24 @@ def test_pyproject_tool_table_and_relative_paths(tmp_path):
     with pytest.raises(Exception, match=r"\[tool\.modelval\.models\.net\]: 'bogus'"):
         read_models_file(tmp_path / "pyproject.toml")
     shutil.rmtree(tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("requested", "worker", "gpus", "device"),
+    [
+        ("cuda", "gw0", 4, "cuda:0"),
+        ("cuda", "gw5", 4, "cuda:1"),
+        ("auto", "gw1", 2, "cuda:1"),
+        ("cuda", "gw3", 1, "cuda"),  # one GPU: every worker shares it
+        ("cpu", "gw1", 4, "cpu"),  # an explicit CPU run stays on the CPU
+        ("cuda", None, 4, "cuda"),  # not under xdist
+    ],
+)
+def test_each_xdist_worker_gets_its_own_gpu(requested, worker, gpus, device, monkeypatch):
+    import torch
+
+    from modelval.validation.pytest_plugin import worker_device
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: gpus > 0)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: gpus)
+    assert worker_device(requested, worker) == device

@@ -25,6 +25,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--checkpoint-dir", help="weight cache (default: $MODELVAL_CHECKPOINT_DIR or checkpoints/)")
     parser.add_argument("--json", action="store_true", help='print {"cases": [...]} instead of the table')
     parser.add_argument("--report-dir", type=Path, help="write JSON/CSV/Markdown reports and plots there")
+    parser.add_argument(
+        "--allow-modified-stimuli",
+        action="store_true",
+        help="evaluate a stimulus folder other than the published 1280 (a subset, for a quick check)",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -44,7 +49,11 @@ def run(args: argparse.Namespace) -> int:
         )
     models = read_models_file(path)
     progress = sys.stderr.isatty()
-    stimuli = StimulusSet.load(ensure_stimuli(args.data_root, progress=progress), progress=progress)
+    root = ensure_stimuli(args.data_root, progress=progress)
+    if args.allow_modified_stimuli:
+        stimuli = StimulusSet.load(root, progress=progress, expected_count=None, verify=True, allow_modified=True)
+    else:
+        stimuli = StimulusSet.load(root, progress=progress)
     runner = ValidationRunner(
         stimuli=stimuli,
         device=str(resolve_device(args.device)),

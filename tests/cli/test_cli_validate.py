@@ -1,0 +1,74 @@
+"""``modelval validate``: a models file's cases, the table or JSON, and the exit status."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from modelval.cli import main
+
+MODELS = """
+[models.lite0]
+label = "EfficientNet-Lite0"
+spec = "efficientnet_lite0"
+normalizations = ["model"]
+
+[models.random]
+label = "an untrained network"
+spec = "nets.py:untrained"
+normalizations = ["model"]
+"""
+
+NETS = """
+import torch
+
+def untrained():
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.AdaptiveAvgPool2d(8), torch.nn.Flatten(), torch.nn.Linear(192, 1000))
+"""
+
+
+@pytest.fixture
+def subset(data_root: Path, tmp_path: Path) -> Path:
+    folder = tmp_path / "stimuli"
+    for category in sorted(p for p in data_root.iterdir() if p.is_dir()):
+        (folder / category.name).mkdir(parents=True)
+        for image in sorted(category.glob("*.png"))[:4]:
+            (folder / category.name / image.name).symlink_to(image)
+    return folder
+
+
+def test_validate_reports_every_case_and_fails_on_a_broken_model(subset, tmp_path, capsys):
+    (tmp_path / "modelval.toml").write_text(MODELS)
+    (tmp_path / "nets.py").write_text(NETS)
+    argv = ["validate", "--config", str(tmp_path / "modelval.toml"), "--data-root", str(subset)]
+    argv += ["--allow-modified-stimuli", "--device", "cpu"]
+    assert main([*argv, "--json"]) == 1  # the untrained network fails the sanity gate
+    payload = json.loads(capsys.readouterr().out)
+    cases = {case["label"]: case for case in payload["cases"]}
+    assert set(cases["EfficientNet-Lite0"]) == {
+        "label", "spec", "normalization", "shape_bias", "expected", "difference", "verdict",
+    }  # fmt: skip
+    assert cases["EfficientNet-Lite0"]["verdict"] == "FINDING (no expected value)"
+    assert cases["an untrained network"]["verdict"] == "NOT A WORKING CLASSIFIER"
+    assert cases["an untrained network"]["spec"] == "nets.py:untrained"
+    # The same number as the library's evaluation of the same images (the same pipeline).
+    from modelval.evaluation import StimulusSet, evaluate
+    from modelval.models import load_model
+
+    loaded = load_model("efficientnet_lite0", progress=False)
+    images = StimulusSet.load(subset, expected_count=None, verify=False, progress=False)
+    direct = evaluate(loaded.model, loaded.config.preprocess.for_stimuli(None), images, progress=False)
+    assert cases["EfficientNet-Lite0"]["shape_bias"] == pytest.approx(direct.result.shape_bias)
+    assert main(argv) == 1
+    out = capsys.readouterr()
+    assert "NOT A WORKING CLASSIFIER" in out.out and "FAILED random-model-norm" in out.out
+    assert "1 of 2 cases failed" in out.err
+
+
+def test_validate_without_a_models_file_says_how_to_write_one(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(["validate"]) == 2
+    assert "no models file: write modelval.toml" in capsys.readouterr().err
