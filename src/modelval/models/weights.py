@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -215,8 +216,10 @@ def ensure_parts(
     # the other waits, then finds them. Each part's own download is atomic too (temp file, rename).
     from filelock import FileLock
 
-    checkpoint_dir.mkdir(parents=True, exist_ok=True)
-    lock = checkpoint_dir / f".{hashlib.sha1(name.encode()).hexdigest()[:16]}.lock"
+    # The lock lives outside the caches (their folders hold only what the user downloaded).
+    key = hashlib.sha1(f"{checkpoint_dir.resolve()}|{name}".encode()).hexdigest()[:16]
+    lock = Path(tempfile.gettempdir()) / "modelval-locks" / f"weights-{key}.lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(str(lock), timeout=3600):
         return _located(name, parts, checkpoint_dir, status.message, progress)
 
