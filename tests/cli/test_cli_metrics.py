@@ -157,3 +157,22 @@ def test_metrics(tmp_path, capsys):
     (tmp_path / "w3.json").write_text("[1, 1, 1]")
     assert main(["metrics", str(path), "--class-weights", str(tmp_path / "w3.json")]) == 2
     assert "class 3 found but there are only 3 classes" in capsys.readouterr().err
+
+
+def test_adaptive_ties_reported_in_ece_and_reliability_json(tmp_path, capsys):
+    """Defect 4: `ece --json` and `reliability --json` say how many bins were really used."""
+    rows = [{"label": 1, "pred": 1, "conf": 1.0}] * 60 + [
+        {"label": 1, "pred": i % 2, "conf": 0.3 + 0.005 * i} for i in range(40)
+    ]
+    path = write_jsonl(tmp_path / "p.jsonl", rows)
+    assert main(["ece", str(path), "--json", "--adaptive", "--bins", "10"]) == 0
+    (record,) = json.loads(capsys.readouterr().out)
+    assert (record["n_bins"], record["effective_bins"]) == (10, 5)
+    assert record["min_bin_count"] == 10
+    out = tmp_path / "rel.png"
+    assert main(["reliability", str(path), "--out", str(out), "--adaptive", "--bins", "10", "--json"]) == 0
+    rel = json.loads(capsys.readouterr().out)
+    assert (rel["effective_bins"], rel["min_bin_count"], len(rel["bins"])) == (5, 10, 5)
+    assert rel["ece"] == pytest.approx(record["ece"])
+    assert main(["reliability", str(path), "--out", str(out), "--adaptive", "--bins", "10"]) == 0
+    assert "5 of 10 bins non-empty" in capsys.readouterr().out

@@ -320,3 +320,55 @@ class TestLargeInputFastPath:
             assert np.array_equal(bins.counts, counts)
             hits = np.bincount(idx, weights=correct.astype(np.float64), minlength=counts.size)
             np.testing.assert_array_equal(bins.accuracy[counts > 0], (hits / counts)[counts > 0])
+
+
+class TestAdaptiveTies:
+    """Defect 4: tied confidences never split across equal-mass bins; empty bins dropped and reported."""
+
+    @staticmethod
+    def tied(n: int = 1000, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+        rng = np.random.default_rng(seed)
+        conf = np.where(np.arange(n) < 0.6 * n, 1.0, rng.uniform(0.2, 0.99, n))
+        correct = (rng.uniform(size=n) < conf).astype(int)
+        return conf, correct
+
+    def test_sixty_percent_at_one(self):
+        conf, correct = self.tied()
+        bins = reliability_bins(conf, correct, 10, adaptive=True)
+        assert bins.n_bins == 10
+        assert (bins.counts > 0).all() and len(bins.counts) == bins.effective_bins
+        assert bins.effective_bins == 5
+        assert bins.min_bin_count == int(bins.counts.min())
+        # every 1.0 is in one bin: the last one, which holds at least the 600 ties
+        ties_bin = bins.edges[:, 1] == 1.0
+        assert ties_bin.sum() == 1 and bins.counts[ties_bin][0] >= 600
+        assert bins.total == len(conf)
+        # the numbers themselves match scikit-learn's quantile calibration curve (it drops empty bins too)
+        prob_true, prob_pred = calibration_curve(correct, conf, n_bins=10, strategy="quantile")
+        np.testing.assert_allclose(bins.accuracy, prob_true, rtol=1e-12)
+        np.testing.assert_allclose(bins.confidence, prob_pred, rtol=1e-12)
+        ece = np.sum(bins.counts / len(conf) * np.abs(prob_true - prob_pred))
+        assert bins.ece == pytest.approx(ece, rel=1e-12)
+
+    @SETTINGS
+    @given(
+        values=st.lists(st.sampled_from([0.1, 0.5, 0.5, 0.9, 1.0, 1.0, 1.0]), min_size=1, max_size=60),
+        n_bins=st.integers(1, 12),
+    )
+    def test_property_ties_never_split(self, values, n_bins):
+        conf = np.array(values)
+        correct = np.arange(len(conf)) % 2
+        bins = reliability_bins(conf, correct, n_bins, adaptive=True)
+        assert (bins.counts > 0).all() and bins.total == len(conf)
+        assert 1 <= bins.effective_bins <= min(n_bins, len(set(values)))
+        # a tied value lies in exactly one bin: count the bins whose range (lo, hi] holds it
+        for v in set(values):
+            holders = [(lo < v <= hi) or (i == 0 and v == lo) for i, (lo, hi) in enumerate(bins.edges)]
+            assert sum(holders) == 1
+
+    def test_uniform_bins_report_effective_bins(self):
+        bins = reliability_bins(np.array([0.95, 0.96, 0.15]), np.array([1, 1, 0]), 10)
+        assert (bins.n_bins, bins.effective_bins, bins.min_bin_count) == (10, 2, 1)
+        assert len(bins.counts) == 10  # uniform bins keep their empty bins (NaN), as before
+        summary = bins.summary()
+        assert summary["effective_bins"] == 2 and summary["min_bin_count"] == 1 and summary["ece"] == bins.ece

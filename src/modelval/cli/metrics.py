@@ -45,6 +45,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     rel.add_argument("--convention", choices=CONVENTIONS, default="default")
     rel.add_argument("--adaptive", action="store_true")
     rel.add_argument("--strict", action="store_true")
+    rel.add_argument("--json", action="store_true", help="print ECE/MCE, effective_bins and the bins as JSON")
     rel.set_defaults(handler=_run_reliability)
 
     temp = subparsers.add_parser(
@@ -119,6 +120,10 @@ def _run_ece(args: argparse.Namespace) -> int:
         f"{evaluated} file(s) evaluated, {len(records) - evaluated} skipped; bins={args.bins} "
         f"({args.convention}{', adaptive' if args.adaptive else ''})"
     )
+    fewer = [r for r in records if r.effective_bins is not None and r.effective_bins < args.bins]
+    if fewer:
+        least = min(r.effective_bins or 0 for r in fewer)
+        print(f"{len(fewer)} file(s) have fewer non-empty bins than requested (as few as {least}; see --json)")
     return 0
 
 
@@ -136,8 +141,18 @@ def _run_reliability(args: argparse.Namespace) -> int:
     )
     out = figure_path(args.out, f"{args.path.stem}-reliability.png")
     reliability_diagram(bins, out, title=f"Reliability: {args.path.name}")
+    if args.json:
+        result: dict[str, Any] = {"path": str(args.path), "out": str(out), **bins.summary()}
+        result.update(rows_used=data.rows_used, rows_dropped=data.rows_dropped, bins=bins.as_records())
+        print(jsonio.dumps(result, indent=2))
+        return 0
     print(
         f"wrote {out}: ECE {bins.ece:.4f}, MCE {bins.mce:.4f}, {data.rows_used} rows used, {data.rows_dropped} dropped"
+    )
+    print(
+        f"{bins.effective_bins} of {bins.n_bins} bins non-empty"
+        f"{' (ties are kept in one bin, empty bins dropped)' if args.adaptive else ''}; "
+        f"smallest bin {bins.min_bin_count} examples"
     )
     return 0
 

@@ -19,6 +19,12 @@ result then has ``n_bins + 1`` bins; the extra one counts towards ECE, MCE and R
 
 Adaptive (equal-mass) bins use the edges of scikit-learn's ``calibration_curve(strategy="quantile")``:
 the ``k / n_bins`` percentiles of the confidences, with the same ``(lo, hi]`` rule.
+
+Ties in adaptive bins: tied confidences are never split across bins (a value's bin depends only on
+the value), and bins that end up empty are dropped. With 60% of the confidences at exactly 1.0, the
+percentiles 0.4 .. 1.0 all equal 1.0, so 10 requested bins leave about 5 non-empty ones; the result
+then has those bins only, and says so: ``effective_bins`` is the number of non-empty bins and
+``min_bin_count`` the smallest count among them (for every convention, uniform bins included).
 """
 
 from __future__ import annotations
@@ -137,6 +143,29 @@ class ReliabilityBins:
     @property
     def total(self) -> int:
         return int(self.counts.sum())
+
+    @property
+    def effective_bins(self) -> int:
+        """Number of non-empty bins (fewer than ``n_bins`` when bins are empty or, adaptive, ties merged)."""
+        return int(np.count_nonzero(self.counts))
+
+    @property
+    def min_bin_count(self) -> int:
+        """Smallest number of examples in a non-empty bin."""
+        return int(self.counts[self.counts > 0].min())
+
+    def summary(self) -> dict[str, float | int | str | bool]:
+        """ECE, MCE, RMS and how they were binned: the calibration fields of the JSON outputs."""
+        return {
+            "ece": self.ece,
+            "mce": self.mce,
+            "rms": self.rms,
+            "n_bins": self.n_bins,
+            "effective_bins": self.effective_bins,
+            "min_bin_count": self.min_bin_count,
+            "convention": self.convention,
+            "adaptive": self.adaptive,
+        }
 
     @property
     def gap(self) -> np.ndarray:
@@ -276,6 +305,10 @@ def reliability_bins(
     with np.errstate(invalid="ignore", divide="ignore"):
         accuracy = both[:, 1] / counts
         confidence = np.bincount(idx, weights=conf, minlength=size) / counts
+    if adaptive:
+        # Ties are never split (the bin depends on the value only); the empty bins they leave are dropped.
+        keep = counts > 0
+        edges, counts, accuracy, confidence = edges[keep], counts[keep], accuracy[keep], confidence[keep]
     return ReliabilityBins(
         edges=edges,
         counts=counts,
