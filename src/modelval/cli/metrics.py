@@ -158,8 +158,8 @@ def _run_reliability(args: argparse.Namespace) -> int:
 
 
 def _run_temperature(args: argparse.Namespace) -> int:
-    from modelval.metrics.calibration import expected_calibration_error
-    from modelval.metrics.temperature import fit_scaling, load_logits_file, softmax, temperature_sweep
+    from modelval.metrics.calibration import reliability_bins
+    from modelval.metrics.temperature import fit_scaling, load_logits_file, log_softmax, softmax, temperature_sweep
 
     val_z, val_y = load_logits_file(args.val)
     test_z, test_y = load_logits_file(args.test)
@@ -169,18 +169,24 @@ def _run_temperature(args: argparse.Namespace) -> int:
         raise DataError(f"--val has {val_z.shape[1]} classes but --test has {test_z.shape[1]}")
     scaler = fit_scaling(val_z, val_y, method=args.method)
 
-    def scores(probs: np.ndarray) -> dict[str, float]:
+    def scores(logits: np.ndarray) -> dict[str, float | int]:
+        # NLL from the exact log-softmax of the logits (as torch.nn.functional.cross_entropy), never from
+        # clipped probabilities: a true-class probability that underflows still gets its exact -log p.
+        log_probs = log_softmax(logits)
+        probs = softmax(logits)
         pred = probs.argmax(axis=1)
         correct = pred == test_y
-        nll = float(-np.log(np.clip(probs[np.arange(len(test_y)), test_y], 1e-300, None)).mean())
+        bins = reliability_bins(probs.max(axis=1), correct, args.bins)
         return {
-            "nll": nll,
-            "ece": expected_calibration_error(probs.max(axis=1), correct, args.bins),
+            "nll": float(-log_probs[np.arange(len(test_y)), test_y].mean()),
+            "ece": bins.ece,
+            "effective_bins": bins.effective_bins,
+            "min_bin_count": bins.min_bin_count,
             "accuracy": float(correct.mean()),
         }
 
-    before = scores(softmax(test_z))
-    after = scores(scaler.predict_proba(test_z))
+    before = scores(test_z)
+    after = scores(scaler.transform(test_z))
     sweep = temperature_sweep(test_z, test_y, args.sweep, n_bins=args.bins) if args.sweep else []
     result: dict[str, Any] = {
         "method": args.method,

@@ -55,7 +55,9 @@ def softmax(logits: np.ndarray) -> np.ndarray:
     return e / e.sum(axis=1, keepdims=True)
 
 
-def _log_softmax(logits: np.ndarray) -> np.ndarray:
+def log_softmax(logits: np.ndarray) -> np.ndarray:
+    """Exact row-wise log-softmax, ``z - logsumexp(z)`` (as ``torch.log_softmax``): no flooring of tiny
+    probabilities, so the NLL of a confidently wrong prediction is its full ``-log p``."""
     shifted = logits - logits.max(axis=1, keepdims=True)
     return shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
 
@@ -68,7 +70,7 @@ def negative_log_likelihood(logits: Any, labels: Any, temperature: float = 1.0) 
 
 
 def _nll(z: np.ndarray, y: np.ndarray) -> float:
-    return float(-_log_softmax(z)[np.arange(len(y)), y].mean())
+    return float(-log_softmax(z)[np.arange(len(y)), y].mean())
 
 
 def _check_temperature(temperature: float) -> None:
