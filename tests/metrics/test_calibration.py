@@ -372,3 +372,52 @@ class TestAdaptiveTies:
         assert len(bins.counts) == 10  # uniform bins keep their empty bins (NaN), as before
         summary = bins.summary()
         assert summary["effective_bins"] == 2 and summary["min_bin_count"] == 1 and summary["ece"] == bins.ece
+
+
+class TestInputValidationGaps:
+    """Defect 6: bfloat16 tensors and probability rows that are not distributions get clear errors."""
+
+    def test_bfloat16_tensor(self):
+        conf = torch.tensor([0.5, 0.9], dtype=torch.bfloat16)
+        with pytest.raises(InputValidationError, match=r"bfloat16.*confidences\.float\(\)"):
+            expected_calibration_error(conf, [1, 0], 4)
+        probs = torch.tensor([[0.5, 0.5], [0.25, 0.75]], dtype=torch.bfloat16)
+        with pytest.raises(InputValidationError, match=r"bfloat16.*probs\.float\(\)"):
+            top1_confidences(probs, torch.tensor([0, 1]))
+        # the suggested fix works and matches torchmetrics on the same (float32) values
+        conf32, correct = top1_confidences(probs.float(), torch.tensor([0, 1]))
+        ref = float(multiclass_calibration_error(probs.float(), torch.tensor([0, 1]), 2, n_bins=4))
+        assert expected_calibration_error(conf32, correct, 4, convention="torchmetrics") == pytest.approx(ref)
+
+    def test_bfloat16_in_the_other_metrics(self):
+        from modelval.metrics.classification import confusion_matrix
+        from modelval.metrics.temperature import fit_temperature
+
+        with pytest.raises(InputValidationError, match=r"logits\.float\(\)"):
+            fit_temperature(torch.zeros(4, 3, dtype=torch.bfloat16), torch.tensor([0, 1, 2, 0]))
+        with pytest.raises(InputValidationError, match="bfloat16"):
+            confusion_matrix(torch.tensor([0, 1], dtype=torch.bfloat16), torch.tensor([0, 1]), 2)
+
+    @pytest.mark.parametrize(
+        "probs",
+        [
+            torch.sigmoid(torch.tensor([[2.0, 1.0, -1.0], [0.5, 0.2, 0.1]])),  # sigmoid scores
+            torch.tensor([[1.0, 1.0, 0.0], [0.0, 1.0, 0.0]]),  # multilabel 0/1 targets as scores
+            torch.tensor([[0.5, 0.2, 0.1], [0.2, 0.3, 0.5]]),  # one row sums to 0.8
+        ],
+    )
+    def test_rows_must_sum_to_one(self, probs):
+        with pytest.raises(InputValidationError, match=r"sum to 1 \(within 0\.001\).*[Ss]igmoid or multilabel"):
+            top1_confidences(probs, torch.tensor([0, 1]))
+        metric = CalibrationError(4)
+        with pytest.raises(InputValidationError, match="multilabel"):
+            metric.update_probs(probs, torch.tensor([0, 1]))
+
+    def test_rounding_inside_the_tolerance_is_accepted(self):
+        probs = torch.softmax(torch.randn(64, 1000, generator=torch.Generator().manual_seed(0)) * 5, dim=1)
+        probs16 = probs.half().float()  # float16 rounding: rows off by up to a few 1e-4
+        labels = torch.zeros(64, dtype=torch.long)
+        conf, _ = top1_confidences(probs16, labels)
+        np.testing.assert_allclose(conf, probs16.max(dim=1).values.numpy())
+        edge = np.array([[0.5, 0.5 + 0.9e-3], [0.3, 0.7]])
+        top1_confidences(edge, np.array([0, 1]))

@@ -41,10 +41,21 @@ Convention = Literal["default", "torchmetrics"]
 CONVENTIONS: tuple[str, ...] = ("default", "torchmetrics")
 
 
+#: Largest accepted ``|sum(row) - 1|`` of a probability row (float32 softmax over 100k classes stays well inside).
+PROB_SUM_TOL = 1e-3
+
+
 def _as_numpy(values: Any, name: str) -> np.ndarray:
     # torch tensors (also on GPU or with grad) and lists become plain numpy arrays.
     if hasattr(values, "detach"):
-        values = values.detach().cpu().numpy()
+        try:
+            values = values.detach().cpu().numpy()
+        except TypeError as error:  # bfloat16 and other dtypes numpy has no equivalent for
+            dtype = getattr(values, "dtype", "?")
+            raise InputValidationError(
+                f"{name} is a tensor of dtype {dtype}, which numpy cannot represent; convert it first, "
+                f"e.g. {name}.float() (float32) or {name}.double() (float64)"
+            ) from error
     try:
         return np.asarray(values)
     except (TypeError, ValueError) as error:
@@ -112,6 +123,7 @@ def _validated_flags(corr: np.ndarray) -> np.ndarray:
 def top1_confidences(probs: Any, labels: Any) -> tuple[np.ndarray, np.ndarray]:
     """Top-1 confidence and correctness from an ``(N, C)`` matrix of probabilities.
 
+    Every row must sum to 1 within ``PROB_SUM_TOL`` (1e-3): sigmoid or multilabel scores are rejected.
     Ties go to the lowest class index (``numpy.argmax``, same as ``torch.max`` on CPU).
     """
     p = _as_numpy(probs, "probs").astype(np.float64)
@@ -123,6 +135,15 @@ def top1_confidences(probs: Any, labels: Any) -> tuple[np.ndarray, np.ndarray]:
     if np.isnan(p).any() or (p < 0).any() or (p > 1).any():
         raise InputValidationError(
             "probs must be probabilities in [0, 1] without NaN; for logits use softmax(logits) first"
+        )
+    off = np.abs(p.sum(axis=1) - 1.0) > PROB_SUM_TOL
+    if off.any():
+        row = int(np.flatnonzero(off)[0])
+        raise InputValidationError(
+            f"probs rows must sum to 1 (within {PROB_SUM_TOL:g}); {int(off.sum())} of {len(p)} row(s) do not, "
+            f"e.g. row {row} sums to {p[row].sum():.6g}. Sigmoid or multilabel scores are not one distribution "
+            "over the classes: for a single-label classifier apply softmax to the logits; multilabel scores "
+            "need a per-label (binary) calibration instead"
         )
     pred = p.argmax(axis=1)
     return p.max(axis=1), (pred == y).astype(np.float64)
