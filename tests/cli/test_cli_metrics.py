@@ -199,3 +199,16 @@ def test_temperature_nll_is_exact_log_softmax(tmp_path, capsys):
             after = torch.nn.functional.cross_entropy(zt / out["temperature"], yt).item()
             assert out["after"]["nll"] == pytest.approx(after, rel=1e-12)
         assert out["after"]["effective_bins"] >= 1 and out["before"]["min_bin_count"] >= 1
+
+
+def test_temperature_cli_reports_converged(tmp_path, capsys):
+    """Defect 7: a fit on its bound warns and `temperature --json` says converged: false."""
+    from modelval.metrics.temperature import ScalingFitWarning
+
+    y = np.arange(30) % 3
+    np.savez(tmp_path / "val.npz", logits=np.eye(3)[y] * 5.0, labels=y)
+    args = ["temperature", "--val", str(tmp_path / "val.npz"), "--test", str(tmp_path / "val.npz")]
+    with pytest.warns(ScalingFitWarning):
+        assert main([*args, "--json", "--sweep"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["converged"] is False and out["temperature"] == pytest.approx(1e-3, rel=1e-4)

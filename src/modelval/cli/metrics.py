@@ -191,6 +191,7 @@ def _run_temperature(args: argparse.Namespace) -> int:
     result: dict[str, Any] = {
         "method": args.method,
         "temperature": scaler.temperature if args.method == "temperature" else None,
+        "converged": scaler.converged,
         "n_bins": args.bins,
         "before": before,
         "after": after,
@@ -209,6 +210,8 @@ def _run_temperature(args: argparse.Namespace) -> int:
         print(f"fitted T = {result['temperature']:.4f} on {args.val} ({len(val_y)} examples)")
     else:
         print(f"fitted {args.method} scaling on {args.val} ({len(val_y)} examples)")
+    if not scaler.converged:
+        print("  warning: the fit did not converge (see the warning above); treat the scaled numbers with care")
     print(f"test ({len(test_y)} examples, {args.bins} bins):")
     print(f"  before: NLL {before['nll']:.4f}  ECE {before['ece']:.4f}  accuracy {before['accuracy']:.4f}")
     print(f"  after:  NLL {after['nll']:.4f}  ECE {after['ece']:.4f}  accuracy {after['accuracy']:.4f}")

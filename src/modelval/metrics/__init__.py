@@ -36,6 +36,7 @@ from modelval.metrics.imbalance import (
 )
 from modelval.metrics.temperature import (
     LogitScaler,
+    ScalingFitWarning,
     fit_scaling,
     fit_temperature,
     log_softmax,
@@ -54,6 +55,7 @@ __all__ = [
     "LogitScaler",
     "PredictionFile",
     "ReliabilityBins",
+    "ScalingFitWarning",
     "balanced_accuracy",
     "confidence_histogram",
     "confusion_matrix",
