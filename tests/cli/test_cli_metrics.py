@@ -175,3 +175,58 @@ def test_temperature_nll_is_the_exact_log_softmax_not_floored_probabilities(tmp_
     expected = torch.nn.functional.cross_entropy(torch.tensor(z), torch.tensor(y)).item()
     assert before == pytest.approx(expected, rel=1e-12)
     assert before > 200 and abs(before - (690.78 + 2 * 0.0067 + 5.0067) / 4) > 1
+
+
+def test_adaptive_ties_reported_in_ece_and_reliability_json(tmp_path, capsys):
+    """Defect 4: `ece --json` and `reliability --json` say how many bins were really used."""
+    rows = [{"label": 1, "pred": 1, "conf": 1.0}] * 60 + [
+        {"label": 1, "pred": i % 2, "conf": 0.3 + 0.005 * i} for i in range(40)
+    ]
+    path = write_jsonl(tmp_path / "p.jsonl", rows)
+    assert main(["ece", str(path), "--json", "--adaptive", "--bins", "10"]) == 0
+    (record,) = json.loads(capsys.readouterr().out)
+    assert (record["n_bins"], record["effective_bins"]) == (10, 5)
+    assert record["min_bin_count"] == 10
+    out = tmp_path / "rel.png"
+    assert main(["reliability", str(path), "--out", str(out), "--adaptive", "--bins", "10", "--json"]) == 0
+    rel = json.loads(capsys.readouterr().out)
+    assert (rel["effective_bins"], rel["min_bin_count"], len(rel["bins"])) == (5, 10, 5)
+    assert rel["ece"] == pytest.approx(record["ece"])
+    assert main(["reliability", str(path), "--out", str(out), "--adaptive", "--bins", "10"]) == 0
+    assert "5 of 10 bins non-empty" in capsys.readouterr().out
+
+
+def test_temperature_nll_is_exact_log_softmax(tmp_path, capsys):
+    """Defect 5: the NLL of a confidently wrong logit row is its full -log p, not -log(1e-300) = 690.8."""
+    import torch
+
+    z, y = overconfident(200, 0)
+    z[:3] = 0.0
+    z[:3, (y[:3] + 1) % 5] = 2000.0  # true-class probability exp(-2000): underflows to 0 in float64
+    np.savez(tmp_path / "val.npz", logits=overconfident(500, 1)[0], labels=overconfident(500, 1)[1])
+    np.savez(tmp_path / "test.npz", logits=z, labels=y)
+    args = ["temperature", "--val", str(tmp_path / "val.npz"), "--test", str(tmp_path / "test.npz"), "--json"]
+    for method in ("temperature", "vector"):
+        assert main([*args, "--method", method, "--sweep"]) == 0
+        out = json.loads(capsys.readouterr().out)
+        zt, yt = torch.as_tensor(z, dtype=torch.float64), torch.as_tensor(y)
+        expected = torch.nn.functional.cross_entropy(zt, yt).item()
+        assert out["before"]["nll"] == pytest.approx(expected, rel=1e-12)
+        assert out["before"]["nll"] > 3 * 2000 / 200  # the three rows alone contribute 30
+        if method == "temperature":
+            after = torch.nn.functional.cross_entropy(zt / out["temperature"], yt).item()
+            assert out["after"]["nll"] == pytest.approx(after, rel=1e-12)
+        assert out["after"]["effective_bins"] >= 1 and out["before"]["min_bin_count"] >= 1
+
+
+def test_temperature_cli_reports_converged(tmp_path, capsys):
+    """Defect 7: a fit on its bound warns and `temperature --json` says converged: false."""
+    from modelval.metrics.temperature import ScalingFitWarning
+
+    y = np.arange(30) % 3
+    np.savez(tmp_path / "val.npz", logits=np.eye(3)[y] * 5.0, labels=y)
+    args = ["temperature", "--val", str(tmp_path / "val.npz"), "--test", str(tmp_path / "val.npz")]
+    with pytest.warns(ScalingFitWarning):
+        assert main([*args, "--json", "--sweep"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["converged"] is False and out["temperature"] == pytest.approx(1e-3, rel=1e-4)

@@ -322,30 +322,6 @@ class TestLargeInputFastPath:
             np.testing.assert_array_equal(bins.accuracy[counts > 0], (hits / counts)[counts > 0])
 
 
-def test_bfloat16_is_a_clear_error_not_a_type_error():
-    import torch
-
-    from modelval.errors import InputValidationError
-    from modelval.metrics.calibration import expected_calibration_error
-
-    conf = torch.tensor([0.9, 0.6, 0.7], dtype=torch.bfloat16)
-    with pytest.raises(InputValidationError, match=r"confidences is a torch.bfloat16 tensor.*confidences\.float\(\)"):
-        expected_calibration_error(conf, [1, 0, 1])
-    assert expected_calibration_error(conf.float(), [1, 0, 1]) >= 0
-
-
-def test_probability_rows_that_do_not_sum_to_one_are_refused():
-    from modelval.errors import InputValidationError
-    from modelval.metrics.calibration import top1_confidences
-
-    sigmoid_scores = np.array([[0.9, 0.8, 0.1], [0.2, 0.3, 0.5]])  # multilabel: row 0 sums to 1.8
-    with pytest.raises(InputValidationError, match=r"1 of 2 probability rows do not sum to 1 \(row 0 sums to 1\.8"):
-        top1_confidences(sigmoid_scores, [0, 2])
-    softmax_rows = np.array([[0.7, 0.2, 0.1 + 5e-4], [0.2, 0.3, 0.5]])  # within the stated tolerance
-    confidences, correct = top1_confidences(softmax_rows, [0, 2])
-    assert confidences.tolist() == [0.7, 0.5] and correct.tolist() == [1.0, 1.0]
-
-
 def test_matches_torchmetrics_run_in_float64_not_its_float32_accumulation():
     """docs/metrics.md: modelval sums in float64, so it equals torchmetrics given float64 input."""
     import torch
@@ -358,3 +334,104 @@ def test_matches_torchmetrics_run_in_float64_not_its_float32_accumulation():
     float32 = binary_calibration_error(torch.tensor(conf, dtype=torch.float32), torch.tensor(correct), n_bins=15).item()
     assert abs(ours - float64) < 1e-9  # summation order only (measured 1.7e-11)
     assert abs(ours - float32) < 1e-6  # float32 accumulation: close, not equal
+
+
+class TestAdaptiveTies:
+    """Defect 4: tied confidences never split across equal-mass bins; empty bins dropped and reported."""
+
+    @staticmethod
+    def tied(n: int = 1000, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+        rng = np.random.default_rng(seed)
+        conf = np.where(np.arange(n) < 0.6 * n, 1.0, rng.uniform(0.2, 0.99, n))
+        correct = (rng.uniform(size=n) < conf).astype(int)
+        return conf, correct
+
+    def test_sixty_percent_at_one(self):
+        conf, correct = self.tied()
+        bins = reliability_bins(conf, correct, 10, adaptive=True)
+        assert bins.n_bins == 10
+        assert (bins.counts > 0).all() and len(bins.counts) == bins.effective_bins
+        assert bins.effective_bins == 5
+        assert bins.min_bin_count == int(bins.counts.min())
+        # every 1.0 is in one bin: the last one, which holds at least the 600 ties
+        ties_bin = bins.edges[:, 1] == 1.0
+        assert ties_bin.sum() == 1 and bins.counts[ties_bin][0] >= 600
+        assert bins.total == len(conf)
+        # the numbers themselves match scikit-learn's quantile calibration curve (it drops empty bins too)
+        prob_true, prob_pred = calibration_curve(correct, conf, n_bins=10, strategy="quantile")
+        np.testing.assert_allclose(bins.accuracy, prob_true, rtol=1e-12)
+        np.testing.assert_allclose(bins.confidence, prob_pred, rtol=1e-12)
+        ece = np.sum(bins.counts / len(conf) * np.abs(prob_true - prob_pred))
+        assert bins.ece == pytest.approx(ece, rel=1e-12)
+
+    @SETTINGS
+    @given(
+        values=st.lists(st.sampled_from([0.1, 0.5, 0.5, 0.9, 1.0, 1.0, 1.0]), min_size=1, max_size=60),
+        n_bins=st.integers(1, 12),
+    )
+    def test_property_ties_never_split(self, values, n_bins):
+        conf = np.array(values)
+        correct = np.arange(len(conf)) % 2
+        bins = reliability_bins(conf, correct, n_bins, adaptive=True)
+        assert (bins.counts > 0).all() and bins.total == len(conf)
+        assert 1 <= bins.effective_bins <= min(n_bins, len(set(values)))
+        # a tied value lies in exactly one bin: count the bins whose range (lo, hi] holds it
+        for v in set(values):
+            holders = [(lo < v <= hi) or (i == 0 and v == lo) for i, (lo, hi) in enumerate(bins.edges)]
+            assert sum(holders) == 1
+
+    def test_uniform_bins_report_effective_bins(self):
+        bins = reliability_bins(np.array([0.95, 0.96, 0.15]), np.array([1, 1, 0]), 10)
+        assert (bins.n_bins, bins.effective_bins, bins.min_bin_count) == (10, 2, 1)
+        assert len(bins.counts) == 10  # uniform bins keep their empty bins (NaN), as before
+        summary = bins.summary()
+        assert summary["effective_bins"] == 2 and summary["min_bin_count"] == 1 and summary["ece"] == bins.ece
+
+
+class TestInputValidationGaps:
+    """Defect 6: bfloat16 tensors and probability rows that are not distributions get clear errors."""
+
+    def test_bfloat16_tensor(self):
+        conf = torch.tensor([0.5, 0.9], dtype=torch.bfloat16)
+        with pytest.raises(InputValidationError, match=r"bfloat16.*confidences\.float\(\)"):
+            expected_calibration_error(conf, [1, 0], 4)
+        probs = torch.tensor([[0.5, 0.5], [0.25, 0.75]], dtype=torch.bfloat16)
+        with pytest.raises(InputValidationError, match=r"bfloat16.*probs\.float\(\)"):
+            top1_confidences(probs, torch.tensor([0, 1]))
+        # the suggested fix works and matches torchmetrics on the same (float32) values
+        conf32, correct = top1_confidences(probs.float(), torch.tensor([0, 1]))
+        ref = float(multiclass_calibration_error(probs.float(), torch.tensor([0, 1]), 2, n_bins=4))
+        assert expected_calibration_error(conf32, correct, 4, convention="torchmetrics") == pytest.approx(ref)
+
+    def test_bfloat16_in_the_other_metrics(self):
+        from modelval.metrics.classification import confusion_matrix
+        from modelval.metrics.temperature import fit_temperature
+
+        with pytest.raises(InputValidationError, match=r"logits\.float\(\)"):
+            fit_temperature(torch.zeros(4, 3, dtype=torch.bfloat16), torch.tensor([0, 1, 2, 0]))
+        with pytest.raises(InputValidationError, match="bfloat16"):
+            confusion_matrix(torch.tensor([0, 1], dtype=torch.bfloat16), torch.tensor([0, 1]), 2)
+
+    @pytest.mark.parametrize(
+        "probs",
+        [
+            torch.sigmoid(torch.tensor([[2.0, 1.0, -1.0], [0.5, 0.2, 0.1]])),  # sigmoid scores
+            torch.tensor([[1.0, 1.0, 0.0], [0.0, 1.0, 0.0]]),  # multilabel 0/1 targets as scores
+            torch.tensor([[0.5, 0.2, 0.1], [0.2, 0.3, 0.5]]),  # one row sums to 0.8
+        ],
+    )
+    def test_rows_must_sum_to_one(self, probs):
+        with pytest.raises(InputValidationError, match=r"sum to 1 \(within 0\.001\).*[Ss]igmoid or multilabel"):
+            top1_confidences(probs, torch.tensor([0, 1]))
+        metric = CalibrationError(4)
+        with pytest.raises(InputValidationError, match="multilabel"):
+            metric.update_probs(probs, torch.tensor([0, 1]))
+
+    def test_rounding_inside_the_tolerance_is_accepted(self):
+        probs = torch.softmax(torch.randn(64, 1000, generator=torch.Generator().manual_seed(0)) * 5, dim=1)
+        probs16 = probs.half().float()  # float16 rounding: rows off by up to a few 1e-4
+        labels = torch.zeros(64, dtype=torch.long)
+        conf, _ = top1_confidences(probs16, labels)
+        np.testing.assert_allclose(conf, probs16.max(dim=1).values.numpy())
+        edge = np.array([[0.5, 0.5 + 0.9e-3], [0.3, 0.7]])
+        top1_confidences(edge, np.array([0, 1]))

@@ -14,6 +14,7 @@ from scipy.optimize import minimize_scalar
 from modelval.errors import DataError, InputValidationError
 from modelval.metrics.calibration import expected_calibration_error
 from modelval.metrics.temperature import (
+    ScalingFitWarning,
     apply_temperature,
     fit_scaling,
     fit_temperature,
@@ -209,3 +210,39 @@ class TestLogitsFiles:
         np.savez(tmp_path / "d.npz", logits=np.zeros((2, 2)), labels=np.array([0, 5]))
         with pytest.raises(DataError, match="labels must lie in"):
             load_logits_file(tmp_path / "d.npz")
+
+
+class TestFitWarnings:
+    """Defect 7: a temperature on its search bound or an unconverged LBFGS fit warns and says converged=False."""
+
+    def test_separable_validation_set_hits_the_lower_bound(self):
+        y = np.arange(30) % 3
+        z = np.eye(3)[y] * 5.0  # every example right with a margin: the NLL falls as T -> 0
+        with pytest.warns(ScalingFitWarning, match="lower search bound"):
+            t = fit_temperature(z, y)
+        assert t == pytest.approx(1e-3, rel=1e-4)
+        with pytest.warns(ScalingFitWarning, match="perfectly separated"):
+            scaler = fit_scaling(z, y, "temperature")
+        assert scaler.converged is False
+
+    def test_uninformative_logits_hit_the_upper_bound(self):
+        y = np.arange(60) % 3
+        z = np.eye(3)[(y + 1) % 3] * 2.0  # always confidently wrong: the best is the uniform distribution
+        with pytest.warns(ScalingFitWarning, match="upper search bound"):
+            assert fit_temperature(z, y) == pytest.approx(1e3, rel=1e-4)
+
+    def test_interior_optimum_is_silent_and_converged(self, val_test, recwarn):
+        (z, y), _ = val_test
+        scaler = fit_scaling(z, y, "temperature")
+        assert scaler.converged is True
+        for method in ("vector", "matrix"):
+            assert fit_scaling(z, y, method).converged is True  # type: ignore[arg-type]
+        assert not [w for w in recwarn if issubclass(w.category, ScalingFitWarning)]
+
+    @pytest.mark.parametrize("method", ["vector", "matrix"])
+    def test_lbfgs_stopped_on_its_iteration_cap(self, val_test, method):
+        (z, y), _ = val_test
+        with pytest.warns(ScalingFitWarning, match=r"LBFGS did not converge.*max_iter=2"):
+            scaler = fit_scaling(z, y, method, max_iter=2)
+        assert scaler.converged is False
+        assert issubclass(ScalingFitWarning, UserWarning)

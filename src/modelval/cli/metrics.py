@@ -45,6 +45,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     rel.add_argument("--convention", choices=CONVENTIONS, default="default")
     rel.add_argument("--adaptive", action="store_true")
     rel.add_argument("--strict", action="store_true")
+    rel.add_argument("--json", action="store_true", help="print ECE/MCE, effective_bins and the bins as JSON")
     rel.set_defaults(handler=_run_reliability)
 
     temp = subparsers.add_parser(
@@ -119,6 +120,10 @@ def _run_ece(args: argparse.Namespace) -> int:
         f"{evaluated} file(s) evaluated, {len(records) - evaluated} skipped; bins={args.bins} "
         f"({args.convention}{', adaptive' if args.adaptive else ''})"
     )
+    fewer = [r for r in records if r.effective_bins is not None and r.effective_bins < args.bins]
+    if fewer:
+        least = min(r.effective_bins or 0 for r in fewer)
+        print(f"{len(fewer)} file(s) have fewer non-empty bins than requested (as few as {least}; see --json)")
     return 0
 
 
@@ -136,21 +141,25 @@ def _run_reliability(args: argparse.Namespace) -> int:
     )
     out = figure_path(args.out, f"{args.path.stem}-reliability.png")
     reliability_diagram(bins, out, title=f"Reliability: {args.path.name}")
+    if args.json:
+        result: dict[str, Any] = {"path": str(args.path), "out": str(out), **bins.summary()}
+        result.update(rows_used=data.rows_used, rows_dropped=data.rows_dropped, bins=bins.as_records())
+        print(jsonio.dumps(result, indent=2))
+        return 0
     print(
         f"wrote {out}: ECE {bins.ece:.4f}, MCE {bins.mce:.4f}, {data.rows_used} rows used, {data.rows_dropped} dropped"
+    )
+    print(
+        f"{bins.effective_bins} of {bins.n_bins} bins non-empty"
+        f"{' (ties are kept in one bin, empty bins dropped)' if args.adaptive else ''}; "
+        f"smallest bin {bins.min_bin_count} examples"
     )
     return 0
 
 
 def _run_temperature(args: argparse.Namespace) -> int:
-    from modelval.metrics.calibration import expected_calibration_error
-    from modelval.metrics.temperature import (
-        fit_scaling,
-        load_logits_file,
-        negative_log_likelihood,
-        softmax,
-        temperature_sweep,
-    )
+    from modelval.metrics.calibration import reliability_bins
+    from modelval.metrics.temperature import fit_scaling, load_logits_file, log_softmax, softmax, temperature_sweep
 
     val_z, val_y = load_logits_file(args.val)
     test_z, test_y = load_logits_file(args.test)
@@ -160,14 +169,19 @@ def _run_temperature(args: argparse.Namespace) -> int:
         raise DataError(f"--val has {val_z.shape[1]} classes but --test has {test_z.shape[1]}")
     scaler = fit_scaling(val_z, val_y, method=args.method)
 
-    def scores(logits: np.ndarray) -> dict[str, float]:
-        # NLL from the logits by the exact log-softmax (as the fit uses), never from floored probabilities.
+    def scores(logits: np.ndarray) -> dict[str, float | int]:
+        # NLL from the exact log-softmax of the logits (as torch.nn.functional.cross_entropy), never from
+        # clipped probabilities: a true-class probability that underflows still gets its exact -log p.
+        log_probs = log_softmax(logits)
         probs = softmax(logits)
         pred = probs.argmax(axis=1)
         correct = pred == test_y
+        bins = reliability_bins(probs.max(axis=1), correct, args.bins)
         return {
-            "nll": negative_log_likelihood(logits, test_y),
-            "ece": expected_calibration_error(probs.max(axis=1), correct, args.bins),
+            "nll": float(-log_probs[np.arange(len(test_y)), test_y].mean()),
+            "ece": bins.ece,
+            "effective_bins": bins.effective_bins,
+            "min_bin_count": bins.min_bin_count,
             "accuracy": float(correct.mean()),
         }
 
@@ -177,6 +191,7 @@ def _run_temperature(args: argparse.Namespace) -> int:
     result: dict[str, Any] = {
         "method": args.method,
         "temperature": scaler.temperature if args.method == "temperature" else None,
+        "converged": scaler.converged,
         "n_bins": args.bins,
         "before": before,
         "after": after,
@@ -195,6 +210,8 @@ def _run_temperature(args: argparse.Namespace) -> int:
         print(f"fitted T = {result['temperature']:.4f} on {args.val} ({len(val_y)} examples)")
     else:
         print(f"fitted {args.method} scaling on {args.val} ({len(val_y)} examples)")
+    if not scaler.converged:
+        print("  warning: the fit did not converge (see the warning above); treat the scaled numbers with care")
     print(f"test ({len(test_y)} examples, {args.bins} bins):")
     print(f"  before: NLL {before['nll']:.4f}  ECE {before['ece']:.4f}  accuracy {before['accuracy']:.4f}")
     print(f"  after:  NLL {after['nll']:.4f}  ECE {after['ece']:.4f}  accuracy {after['accuracy']:.4f}")

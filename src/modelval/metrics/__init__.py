@@ -34,7 +34,15 @@ from modelval.metrics.imbalance import (
     shot_accuracy,
     shot_groups,
 )
-from modelval.metrics.temperature import LogitScaler, fit_scaling, fit_temperature, softmax, temperature_sweep
+from modelval.metrics.temperature import (
+    LogitScaler,
+    ScalingFitWarning,
+    fit_scaling,
+    fit_temperature,
+    log_softmax,
+    softmax,
+    temperature_sweep,
+)
 
 _PLOTS = ("reliability_diagram", "confidence_histogram", "ece_vs_temperature")
 
@@ -47,6 +55,7 @@ __all__ = [
     "LogitScaler",
     "PredictionFile",
     "ReliabilityBins",
+    "ScalingFitWarning",
     "balanced_accuracy",
     "confidence_histogram",
     "confusion_matrix",
@@ -57,6 +66,7 @@ __all__ = [
     "fit_temperature",
     "load_class_weights",
     "load_train_counts",
+    "log_softmax",
     "maximum_calibration_error",
     "per_class_accuracy",
     "per_class_accuracy_from_confmat",

@@ -174,6 +174,8 @@ class EceRecord:
     rms: float | None = None
     accuracy: float | None = None
     n_bins: int = 4
+    effective_bins: int | None = None
+    min_bin_count: int | None = None
     convention: str = "default"
     adaptive: bool = False
     rows_used: int = 0
@@ -198,6 +200,8 @@ class EceRecord:
             rms=self.rms,
             accuracy=self.accuracy,
             n_bins=self.n_bins,
+            effective_bins=self.effective_bins,
+            min_bin_count=self.min_bin_count,
             convention=self.convention,
             adaptive=self.adaptive,
             rows_used=self.rows_used,
@@ -268,6 +272,7 @@ def evaluate_file(
     correct = (data.labels == data.preds).astype(np.float64)
     bins = reliability_bins(data.conf, correct, n_bins, adaptive=adaptive, convention=convention)
     record.ece, record.mce, record.rms = bins.ece, bins.mce, bins.rms
+    record.effective_bins, record.min_bin_count = bins.effective_bins, bins.min_bin_count
     record.accuracy = float(correct.mean())
     return record
 
@@ -349,6 +354,7 @@ def evaluate_paths(
 def _skip(record: EceRecord, reason: str) -> None:
     record.skipped, record.reason = True, reason
     record.ece = record.mce = record.rms = record.accuracy = None
+    record.effective_bins = record.min_bin_count = None
 
 
 def _sort_key(r: EceRecord) -> tuple[Any, ...]:

@@ -19,6 +19,12 @@ result then has ``n_bins + 1`` bins; the extra one counts towards ECE, MCE and R
 
 Adaptive (equal-mass) bins use the edges of scikit-learn's ``calibration_curve(strategy="quantile")``:
 the ``k / n_bins`` percentiles of the confidences, with the same ``(lo, hi]`` rule.
+
+Ties in adaptive bins: tied confidences are never split across bins (a value's bin depends only on
+the value), and bins that end up empty are dropped. With 60% of the confidences at exactly 1.0, the
+percentiles 0.4 .. 1.0 all equal 1.0, so 10 requested bins leave about 5 non-empty ones; the result
+then has those bins only, and says so: ``effective_bins`` is the number of non-empty bins and
+``min_bin_count`` the smallest count among them (for every convention, uniform bins included).
 """
 
 from __future__ import annotations
@@ -35,20 +41,21 @@ Convention = Literal["default", "torchmetrics"]
 CONVENTIONS: tuple[str, ...] = ("default", "torchmetrics")
 
 
-#: How far a probability row may sum from 1 (float32 softmax outputs sum to 1 within ~1e-6).
-ROW_SUM_TOLERANCE = 1e-3
+#: Largest accepted ``|sum(row) - 1|`` of a probability row (float32 softmax over 100k classes stays well inside).
+PROB_SUM_TOL = 1e-3
 
 
 def _as_numpy(values: Any, name: str) -> np.ndarray:
     # torch tensors (also on GPU or with grad) and lists become plain numpy arrays.
     if hasattr(values, "detach"):
-        values = values.detach().cpu()
-        if str(getattr(values, "dtype", "")) in ("torch.bfloat16", "torch.float8_e4m3fn", "torch.float8_e5m2"):
+        try:
+            values = values.detach().cpu().numpy()
+        except TypeError as error:  # bfloat16 and other dtypes numpy has no equivalent for
+            dtype = getattr(values, "dtype", "?")
             raise InputValidationError(
-                f"{name} is a {values.dtype} tensor, which numpy cannot hold; convert it first with "
-                f"{name}.float() (its 8-bit mantissa already rounds confidences to about 0.4%)"
-            )
-        values = values.numpy()
+                f"{name} is a tensor of dtype {dtype}, which numpy cannot represent; convert it first, "
+                f"e.g. {name}.float() (float32) or {name}.double() (float64)"
+            ) from error
     try:
         return np.asarray(values)
     except (TypeError, ValueError) as error:
@@ -116,6 +123,7 @@ def _validated_flags(corr: np.ndarray) -> np.ndarray:
 def top1_confidences(probs: Any, labels: Any) -> tuple[np.ndarray, np.ndarray]:
     """Top-1 confidence and correctness from an ``(N, C)`` matrix of probabilities.
 
+    Every row must sum to 1 within ``PROB_SUM_TOL`` (1e-3): sigmoid or multilabel scores are rejected.
     Ties go to the lowest class index (``numpy.argmax``, same as ``torch.max`` on CPU).
     """
     p = _as_numpy(probs, "probs").astype(np.float64)
@@ -128,14 +136,14 @@ def top1_confidences(probs: Any, labels: Any) -> tuple[np.ndarray, np.ndarray]:
         raise InputValidationError(
             "probs must be probabilities in [0, 1] without NaN; for logits use softmax(logits) first"
         )
-    sums = p.sum(axis=1)
-    off = np.abs(sums - 1.0) > ROW_SUM_TOLERANCE
+    off = np.abs(p.sum(axis=1) - 1.0) > PROB_SUM_TOL
     if off.any():
-        row = int(np.argmax(off))
+        row = int(np.flatnonzero(off)[0])
         raise InputValidationError(
-            f"{int(off.sum())} of {len(p)} probability rows do not sum to 1 (row {row} sums to {sums[row]:.6g}; "
-            f"tolerance {ROW_SUM_TOLERANCE}): these look like sigmoid or multilabel scores. Top-label calibration "
-            "needs a softmax over the classes: pass softmax(logits), or the logits themselves"
+            f"probs rows must sum to 1 (within {PROB_SUM_TOL:g}); {int(off.sum())} of {len(p)} row(s) do not, "
+            f"e.g. row {row} sums to {p[row].sum():.6g}. Sigmoid or multilabel scores are not one distribution "
+            "over the classes: for a single-label classifier apply softmax to the logits; multilabel scores "
+            "need a per-label (binary) calibration instead"
         )
     pred = p.argmax(axis=1)
     return p.max(axis=1), (pred == y).astype(np.float64)
@@ -156,6 +164,29 @@ class ReliabilityBins:
     @property
     def total(self) -> int:
         return int(self.counts.sum())
+
+    @property
+    def effective_bins(self) -> int:
+        """Number of non-empty bins (fewer than ``n_bins`` when bins are empty or, adaptive, ties merged)."""
+        return int(np.count_nonzero(self.counts))
+
+    @property
+    def min_bin_count(self) -> int:
+        """Smallest number of examples in a non-empty bin."""
+        return int(self.counts[self.counts > 0].min())
+
+    def summary(self) -> dict[str, float | int | str | bool]:
+        """ECE, MCE, RMS and how they were binned: the calibration fields of the JSON outputs."""
+        return {
+            "ece": self.ece,
+            "mce": self.mce,
+            "rms": self.rms,
+            "n_bins": self.n_bins,
+            "effective_bins": self.effective_bins,
+            "min_bin_count": self.min_bin_count,
+            "convention": self.convention,
+            "adaptive": self.adaptive,
+        }
 
     @property
     def gap(self) -> np.ndarray:
@@ -295,6 +326,10 @@ def reliability_bins(
     with np.errstate(invalid="ignore", divide="ignore"):
         accuracy = both[:, 1] / counts
         confidence = np.bincount(idx, weights=conf, minlength=size) / counts
+    if adaptive:
+        # Ties are never split (the bin depends on the value only); the empty bins they leave are dropped.
+        keep = counts > 0
+        edges, counts, accuracy, confidence = edges[keep], counts[keep], accuracy[keep], confidence[keep]
     return ReliabilityBins(
         edges=edges,
         counts=counts,

@@ -8,11 +8,17 @@ All three are fitted on held-out ``(N, C)`` logits by minimising the mean negati
   dependence on the thread count. ``argmax`` is unchanged because ``T > 0``.
 * Vector scaling learns ``softmax(w * z + b)`` and matrix scaling ``softmax(z W^T + b)`` with
   ``torch.optim.LBFGS`` in float64 from the identity. Both may change the predicted class.
+
+A fit that did not find an interior optimum says so: a temperature that ends on a bound of
+``[1e-3, 1e3]``, or an LBFGS run that stopped on its iteration or evaluation cap (or with a gradient
+still above ``GRAD_TOL``), issues a :class:`ScalingFitWarning` and the fitted
+:class:`LogitScaler` has ``converged=False`` (``modelval temperature --json`` reports ``converged``).
 """
 
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +30,32 @@ from modelval.errors import DataError, InputValidationError
 from modelval.metrics.calibration import _as_numpy, expected_calibration_error
 
 LOG_T_BOUNDS: tuple[float, float] = (math.log(1e-3), math.log(1e3))
+#: Largest absolute gradient entry of the mean NLL at which an LBFGS fit counts as converged.
+GRAD_TOL = 1e-5
+
+
+class ScalingFitWarning(UserWarning):
+    """A calibration fit did not reach an interior optimum (temperature on a bound, LBFGS not converged)."""
+
+
+def _at_bound(temperature: float) -> bool:
+    log_t = math.log(temperature)
+    return any(abs(log_t - bound) < 1e-4 for bound in LOG_T_BOUNDS)
+
+
+def _warn_temperature_bound(temperature: float) -> None:
+    side = "lower" if temperature < 1 else "upper"
+    hint = (
+        "the validation set is (nearly) perfectly separated, so the NLL keeps falling as T -> 0"
+        if side == "lower"
+        else "the logits carry (almost) no information about the labels, so the NLL keeps falling as T grows"
+    )
+    warnings.warn(
+        f"temperature scaling ended at the {side} search bound T = {temperature:.4g} (bounds 1e-3, 1e3): {hint}; "
+        "the fitted temperature is not an optimum. Check the labels and logits, or use a larger validation set",
+        ScalingFitWarning,
+        stacklevel=3,
+    )
 
 
 def validate_logits(logits: Any, labels: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -55,7 +87,9 @@ def softmax(logits: np.ndarray) -> np.ndarray:
     return e / e.sum(axis=1, keepdims=True)
 
 
-def _log_softmax(logits: np.ndarray) -> np.ndarray:
+def log_softmax(logits: np.ndarray) -> np.ndarray:
+    """Exact row-wise log-softmax, ``z - logsumexp(z)`` (as ``torch.log_softmax``): no flooring of tiny
+    probabilities, so the NLL of a confidently wrong prediction is its full ``-log p``."""
     shifted = logits - logits.max(axis=1, keepdims=True)
     return shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
 
@@ -68,7 +102,7 @@ def negative_log_likelihood(logits: Any, labels: Any, temperature: float = 1.0) 
 
 
 def _nll(z: np.ndarray, y: np.ndarray) -> float:
-    return float(-_log_softmax(z)[np.arange(len(y)), y].mean())
+    return float(-log_softmax(z)[np.arange(len(y)), y].mean())
 
 
 def _check_temperature(temperature: float) -> None:
@@ -89,7 +123,7 @@ def fit_temperature(logits: Any, labels: Any, *, tol: float = 1e-10) -> float:
     """The temperature ``T > 0`` minimising the NLL of ``softmax(logits / T)`` on held-out data.
 
     Bounded to ``[1e-3, 1e3]``; a result on a bound means the data ask for a more extreme value (e.g.
-    a perfectly separated validation set pushes ``T`` towards 0).
+    a perfectly separated validation set pushes ``T`` towards 0): this issues a :class:`ScalingFitWarning`.
     """
     z, y = validate_logits(logits, labels)
     zy = z[np.arange(len(y)), y]
@@ -130,7 +164,10 @@ def fit_temperature(logits: Any, labels: Any, *, tol: float = 1e-10) -> float:
         beta = new_beta
         if abs(step) < tol * max(1.0, beta):
             break
-    return float(1.0 / beta)
+    temperature = float(1.0 / beta)
+    if _at_bound(temperature):
+        _warn_temperature_bound(temperature)
+    return temperature
 
 
 @dataclass(frozen=True)
@@ -174,6 +211,7 @@ class LogitScaler:
     method: str
     weight: np.ndarray  # scalar 1/T, vector (C,) or matrix (C, C)
     bias: np.ndarray
+    converged: bool = True  # False: temperature on a search bound, or LBFGS stopped before convergence
 
     @property
     def temperature(self) -> float:
@@ -207,8 +245,12 @@ def fit_scaling(
     """Fit temperature, vector or matrix scaling on held-out logits by minimising the NLL."""
     z, y = validate_logits(logits, labels)
     if method == "temperature":
-        t = fit_temperature(z, y)
-        return LogitScaler("temperature", np.asarray(1.0 / t), np.asarray(0.0))
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", ScalingFitWarning)
+            t = fit_temperature(z, y)
+        for record in caught:  # re-issued here so that the warning points at the caller of fit_scaling
+            warnings.warn(record.message, record.category, stacklevel=2)
+        return LogitScaler("temperature", np.asarray(1.0 / t), np.asarray(0.0), converged=not _at_bound(t))
     if method not in ("vector", "matrix"):
         raise InputValidationError(f"method must be 'temperature', 'vector' or 'matrix', got {method!r}")
     import torch
@@ -238,7 +280,28 @@ def fit_scaling(
         return loss
 
     optimizer.step(closure)
-    return LogitScaler(method, w.detach().numpy().copy(), b.detach().numpy().copy())
+    state = optimizer.state[optimizer.param_groups[0]["params"][0]]
+    n_iter, func_evals = int(state.get("n_iter", 0)), int(state.get("func_evals", 0))
+    max_eval = optimizer.param_groups[0]["max_eval"]
+    loss = closure()
+    grads = [p.grad for p in (w, b) if p.grad is not None]
+    grad_max = max(float(g.abs().max()) for g in grads) if grads else math.inf
+    finite = math.isfinite(float(loss.detach())) and math.isfinite(grad_max)
+    converged = finite and n_iter < max_iter and func_evals < max_eval and grad_max <= GRAD_TOL
+    if not converged:
+        reason = (
+            "the loss or gradient is not finite"
+            if not finite
+            else f"it stopped after {n_iter} iterations and {func_evals} evaluations (max_iter={max_iter}) "
+            f"with the largest gradient entry {grad_max:.3g} > {GRAD_TOL:g}"
+        )
+        warnings.warn(
+            f"{method} scaling: LBFGS did not converge: {reason}. The result may not minimise the NLL; raise "
+            "max_iter, or use temperature scaling (a perfectly separable validation set has no finite optimum)",
+            ScalingFitWarning,
+            stacklevel=2,
+        )
+    return LogitScaler(method, w.detach().numpy().copy(), b.detach().numpy().copy(), converged=converged)
 
 
 def load_logits_file(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
