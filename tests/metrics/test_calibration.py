@@ -164,7 +164,7 @@ class TestAgainstTorchmetrics:
         n_bins=st.sampled_from([1, 2, 3, 4, 8, 10, 15]),
     )
     def test_property_torchmetrics_convention_is_exact(self, data, n_bins):
-        conf = np.array([c for c, _ in data], dtype=np.float32).astype(np.float64)
+        conf = np.array([c for c, _ in data], dtype=np.float32)  # float32 input: binned in float32
         correct = np.array([int(k) for _, k in data])
         for norm, fn in (
             ("l1", expected_calibration_error),
@@ -435,3 +435,48 @@ class TestInputValidationGaps:
         np.testing.assert_allclose(conf, probs16.max(dim=1).values.numpy())
         edge = np.array([[0.5, 0.5 + 0.9e-3], [0.3, 0.7]])
         top1_confidences(edge, np.array([0, 1]))
+
+
+class TestTorchmetricsPrecision:
+    """Defect 3: float64 input keeps float64 edges (torchmetrics' binary path); float32 is binned in float32."""
+
+    @staticmethod
+    def just_below_edges(n_bins: int) -> np.ndarray:
+        # float64 values a hair below each float64 edge: float32 rounding may lift them onto the edge
+        edges = np.linspace(0, 1, n_bins + 1)[1:-1]
+        return np.concatenate([np.nextafter(edges, 0), edges - 1e-10, edges, np.linspace(0.01, 0.99, 30)])
+
+    @pytest.mark.parametrize("n_bins", [3, 7, 10, 15])
+    def test_float64_matches_torchmetrics_run_in_float64(self, n_bins):
+        conf = self.just_below_edges(n_bins)
+        correct = np.arange(conf.size) % 3 == 0
+        ours = reliability_bins(conf, correct, n_bins, convention="torchmetrics")
+        for norm, value in (("l1", ours.ece), ("max", ours.mce), ("l2", ours.rms)):
+            ref = binary_calibration_error(
+                torch.tensor(conf, dtype=torch.float64), torch.tensor(correct, dtype=torch.long), n_bins, norm=norm
+            )
+            assert ref.dtype == torch.float64
+            assert value == pytest.approx(float(ref), rel=1e-12, abs=1e-15)
+
+    def test_float32_is_binned_as_torchmetrics_multiclass_path(self):
+        n_bins = 15
+        conf64 = self.just_below_edges(n_bins)
+        correct = np.arange(conf64.size) % 3 == 0
+        conf32 = conf64.astype(np.float32)
+        b64 = reliability_bins(conf64, correct, n_bins, convention="torchmetrics")
+        b32 = reliability_bins(conf32, correct, n_bins, convention="torchmetrics")
+        assert not np.array_equal(b64.counts, b32.counts)  # the precision really decides bins here
+        ref = binary_calibration_error(torch.tensor(conf32), torch.tensor(correct, dtype=torch.long), n_bins)
+        assert b32.ece == pytest.approx(float(ref), abs=2e-6)  # float32 accumulation in torchmetrics only
+        # top1_confidences keeps float32 probabilities in float32, as the multiclass path does
+        probs = torch.stack([torch.tensor(conf32), 1 - torch.tensor(conf32)], dim=1).double().float()
+        top, _ = top1_confidences(probs, torch.zeros(len(conf32), dtype=torch.long))
+        assert top.dtype == np.float32
+        metric = CalibrationError(n_bins, convention="torchmetrics")
+        metric.update(conf32, correct)
+        assert np.array_equal(metric.compute().counts, b32.counts)
+
+    def test_default_convention_float64_edges_for_float32_input(self):
+        # the default convention always uses float64 edges; a float32 0.3 (0.30000001...) is above 0.3
+        bins = reliability_bins(np.array([0.3], dtype=np.float32), [1], 10)
+        assert bins.counts[3] == 1

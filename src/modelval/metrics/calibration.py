@@ -12,10 +12,14 @@ confidence of exactly 0 goes into the first bin, so every value in [0, 1] lands 
 ``n_bins`` bins. This is the rule of the seed artifacts, of Guo et al.'s evaluation code and of
 scikit-learn's ``calibration_curve``. Bin edges are ``numpy.linspace(0, 1, n_bins + 1)`` in float64.
 
-``convention="torchmetrics"`` reproduces torchmetrics 1.x (``_binning_bucketize``): confidences are
-cast to float32, edges are ``torch.linspace(0, 1, n_bins + 1)`` in float32, bins are ``[lo, hi)`` and a
+``convention="torchmetrics"`` reproduces torchmetrics 1.x (``_binning_bucketize``): edges are
+``torch.linspace(0, 1, n_bins + 1)`` in the confidences' precision, bins are ``[lo, hi)`` and a
 confidence of exactly 1.0 falls into an extra, hidden bin ``[1, 1]`` (torchmetrics issue #3510). The
 result then has ``n_bins + 1`` bins; the extra one counts towards ECE, MCE and RMS as in torchmetrics.
+Precision: float64 confidences keep float64 edges (torchmetrics' binary path on float64 input);
+float32 and float16 confidences are binned in float32 (its multiclass path, which calls ``.float()``).
+Per-bin sums are always accumulated in float64, so the numbers equal torchmetrics run in float64, and
+differ from its float32 accumulation (``scatter_add_`` in float32) by float32 rounding only.
 
 Adaptive (equal-mass) bins use the edges of scikit-learn's ``calibration_curve(strategy="quantile")``:
 the ``k / n_bins`` percentiles of the confidences, with the same ``(lo, hi]`` rule.
@@ -60,6 +64,11 @@ def _as_numpy(values: Any, name: str) -> np.ndarray:
         return np.asarray(values)
     except (TypeError, ValueError) as error:
         raise InputValidationError(f"{name} could not be converted to an array: {error}") from error
+
+
+def _binning_dtype(conf: np.ndarray) -> type[np.floating[Any]]:
+    """float32 for float16/float32 confidences, float64 otherwise (float64 input keeps float64 edges)."""
+    return np.float32 if conf.dtype in (np.float16, np.float32) else np.float64
 
 
 def validate_confidences(confidences: Any, correct: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -124,9 +133,11 @@ def top1_confidences(probs: Any, labels: Any) -> tuple[np.ndarray, np.ndarray]:
     """Top-1 confidence and correctness from an ``(N, C)`` matrix of probabilities.
 
     Every row must sum to 1 within ``PROB_SUM_TOL`` (1e-3): sigmoid or multilabel scores are rejected.
+    The confidences keep float32 precision for float16/float32 input (float64 otherwise).
     Ties go to the lowest class index (``numpy.argmax``, same as ``torch.max`` on CPU).
     """
-    p = _as_numpy(probs, "probs").astype(np.float64)
+    given = _as_numpy(probs, "probs")
+    p = given.astype(np.float64)
     y = _as_numpy(labels, "labels")
     if p.ndim != 2:
         raise InputValidationError(f"probs must be (N, C), got shape {p.shape}")
@@ -146,7 +157,9 @@ def top1_confidences(probs: Any, labels: Any) -> tuple[np.ndarray, np.ndarray]:
             "need a per-label (binary) calibration instead"
         )
     pred = p.argmax(axis=1)
-    return p.max(axis=1), (pred == y).astype(np.float64)
+    # float32 probabilities keep float32 confidences, so convention="torchmetrics" bins them in float32.
+    dtype = _binning_dtype(given) if np.issubdtype(given.dtype, np.floating) else np.float64
+    return p.max(axis=1).astype(dtype), (pred == y).astype(np.float64)
 
 
 @dataclass(frozen=True)
@@ -278,12 +291,12 @@ def _bin_indices(conf: np.ndarray, n_bins: int, adaptive: bool, convention: str)
             raise InputValidationError(
                 "torchmetrics has no adaptive binning; use convention='default' with adaptive=True"
             )
-        import torch  # torch is a core dependency; its float32 linspace is what torchmetrics compares against
+        import torch  # torch is a core dependency; its linspace is what torchmetrics compares against
 
-        bounds = torch.linspace(0, 1, n_bins + 1, dtype=torch.float32).numpy()
-        conf32 = conf.astype(np.float32, copy=False)
+        torch_dtype = torch.float64 if conf.dtype == np.float64 else torch.float32
+        bounds = torch.linspace(0, 1, n_bins + 1, dtype=torch_dtype).numpy()
         # bucketize(right=True) - 1 == searchsorted(side="right") - 1: bins [lo, hi); 1.0 -> index n_bins
-        idx = _searchsorted_even(bounds, conf32, "right")
+        idx = _searchsorted_even(bounds, conf.astype(bounds.dtype, copy=False), "right")
         idx -= 1
         lows = bounds.astype(np.float64)
         edges = np.stack([lows, np.append(lows[1:], 1.0)], axis=1)
@@ -314,8 +327,8 @@ def reliability_bins(
     """Count, accuracy and mean confidence per confidence bin (see the module docstring for the edges)."""
     _check_n_bins(n_bins)
     conf, flags = _checked(confidences, correct)
-    # torchmetrics bins and averages the float32-rounded confidences; the default convention uses float64.
-    conf = conf.astype(np.float32 if convention == "torchmetrics" else np.float64, copy=False)
+    # torchmetrics bins float32 input in float32 and float64 input in float64; the default convention uses float64.
+    conf = conf.astype(_binning_dtype(conf) if convention == "torchmetrics" else np.float64, copy=False)
     idx, edges, size = _bin_indices(conf, int(n_bins), adaptive, convention)
     # One integer bincount gives per-bin counts of wrong (column 0) and right (column 1) predictions:
     # the same numbers as summing 0/1 weights, without converting 10 million flags to float64.
@@ -399,9 +412,10 @@ class CalibrationError:
         self._correct: list[np.ndarray] = []
 
     def update(self, confidences: Any, correct: Any) -> None:
-        conf, corr = validate_confidences(confidences, correct)
-        self._conf.append(conf.astype(np.float64))
-        self._correct.append(corr)
+        conf, flags = _checked(confidences, correct)
+        # float32 batches stay float32 (binned in float32 by convention="torchmetrics"); others become float64
+        self._conf.append(conf.astype(_binning_dtype(conf)))
+        self._correct.append(flags.astype(np.float64))
 
     def update_probs(self, probs: Any, labels: Any) -> None:
         self.update(*top1_confidences(probs, labels))
