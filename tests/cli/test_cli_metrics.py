@@ -230,3 +230,14 @@ def test_temperature_cli_reports_converged(tmp_path, capsys):
         assert main([*args, "--json", "--sweep"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["converged"] is False and out["temperature"] == pytest.approx(1e-3, rel=1e-4)
+
+
+def test_temperature_cli_odir(tmp_path, capsys):
+    for name, seed in (("val", 0), ("test", 1)):
+        z, y = overconfident(1000, seed)
+        np.savez(tmp_path / f"{name}.npz", logits=z, labels=y)
+    args = ["temperature", "--val", str(tmp_path / "val.npz"), "--test", str(tmp_path / "test.npz"), "--json"]
+    assert main([*args, "--method", "matrix", "--odir", "0.5", "0.1"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["odir"] == [0.5, 0.1] and out["converged"] is True and out["temperature"] is None
+    assert out["after"]["nll"] < out["before"]["nll"]

@@ -246,3 +246,70 @@ class TestFitWarnings:
             scaler = fit_scaling(z, y, method, max_iter=2)
         assert scaler.converged is False
         assert issubclass(ScalingFitWarning, UserWarning)
+
+
+class TestOdir:
+    """ODIR-regularised vector and matrix scaling (Kull et al. 2019), against scipy on the same objective."""
+
+    @staticmethod
+    def objective(params: np.ndarray, z: np.ndarray, y: np.ndarray, method: str, lam: float, mu: float) -> float:
+        from scipy.special import logsumexp
+
+        c = z.shape[1]
+        if method == "matrix":
+            w, b = params[: c * c].reshape(c, c), params[c * c :]
+            out = z @ w.T + b
+            off = w - np.diag(np.diag(w))
+            penalty = lam / (c * (c - 1)) * np.sum(off**2)
+        else:
+            w, b = params[:c], params[c:]
+            out = z * w + b
+            penalty = 0.0
+        nll = np.mean(logsumexp(out, axis=1) - out[np.arange(len(y)), y])
+        return float(nll + penalty + mu / c * np.sum(b**2))
+
+    @pytest.mark.parametrize(("method", "lam", "mu"), [("matrix", 0.5, 0.1), ("matrix", 5.0, 0.0), ("vector", 0, 2.0)])
+    def test_matches_scipy_minimum(self, method, lam, mu):
+        from scipy.optimize import minimize
+
+        z, y = overconfident_logits(300, n_classes=4, seed=3)
+        scaler = fit_scaling(z, y, method, odir=(lam, mu))
+        assert scaler.converged and scaler.odir == (lam, mu)
+        c = z.shape[1]
+        start = np.concatenate([np.eye(c).ravel() if method == "matrix" else np.ones(c), np.zeros(c)])
+        ref = minimize(self.objective, start, args=(z, y, method, lam, mu), method="BFGS", options={"gtol": 1e-9})
+        ours = np.concatenate([scaler.weight.ravel(), scaler.bias])
+        assert self.objective(ours, z, y, method, lam, mu) <= ref.fun + 1e-9
+        np.testing.assert_allclose(ours, ref.x, atol=1e-4)
+
+    def test_strong_off_diagonal_penalty_gives_a_diagonal_matrix(self):
+        z, y = overconfident_logits(500, n_classes=5, seed=4)
+        plain = fit_scaling(z, y, "matrix")
+        strong = fit_scaling(z, y, "matrix", odir=(1e3, 0.0))
+        assert strong.converged
+        off = ~np.eye(5, dtype=bool)
+        assert np.abs(strong.weight[off]).max() < 5e-3 < 0.1 < np.abs(plain.weight[off]).max()
+        vector = fit_scaling(z, y, "vector")
+        np.testing.assert_allclose(np.diag(strong.weight), vector.weight, atol=2e-3)
+
+    def test_separable_data_converges_with_odir(self):
+        y = np.arange(40) % 4
+        z = np.eye(4)[y] * 3.0 + np.random.default_rng(0).normal(size=(40, 4)) * 0.1
+        plain = fit_scaling(z, y, "matrix")  # no finite optimum: the weights grow until the loss is ~0
+        regularised = fit_scaling(z, y, "matrix", odir=(1.0, 1.0))
+        assert regularised.converged is True and np.isfinite(regularised.weight).all()
+        off = ~np.eye(4, dtype=bool)
+        assert np.abs(regularised.weight[off]).max() < np.abs(plain.weight[off]).max()
+
+    @pytest.mark.parametrize(
+        ("method", "odir", "match"),
+        [
+            ("temperature", (1.0, 1.0), "not to temperature"),
+            ("matrix", (-1.0, 0.0), ">= 0"),
+            ("vector", (1, np.nan), ">= 0"),
+        ],
+    )
+    def test_bad_odir(self, method, odir, match):
+        z, y = overconfident_logits(50, n_classes=3)
+        with pytest.raises(InputValidationError, match=match):
+            fit_scaling(z, y, method, odir=odir)

@@ -61,6 +61,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     temp.add_argument("--bins", type=bin_count, default=15)
     temp.add_argument("--method", choices=("temperature", "vector", "matrix"), default="temperature")
     temp.add_argument(
+        "--odir",
+        type=float,
+        nargs=2,
+        metavar=("LAMBDA", "MU"),
+        help="ODIR regularisation (Kull et al. 2019) of vector/matrix scaling: off-diagonal and intercept weights",
+    )
+    temp.add_argument(
         "--sweep",
         type=float,
         nargs="*",
@@ -167,7 +174,7 @@ def _run_temperature(args: argparse.Namespace) -> int:
         from modelval.errors import DataError
 
         raise DataError(f"--val has {val_z.shape[1]} classes but --test has {test_z.shape[1]}")
-    scaler = fit_scaling(val_z, val_y, method=args.method)
+    scaler = fit_scaling(val_z, val_y, method=args.method, odir=tuple(args.odir) if args.odir else None)
 
     def scores(logits: np.ndarray) -> dict[str, float | int]:
         # NLL from the exact log-softmax of the logits (as torch.nn.functional.cross_entropy), never from
@@ -192,6 +199,7 @@ def _run_temperature(args: argparse.Namespace) -> int:
         "method": args.method,
         "temperature": scaler.temperature if args.method == "temperature" else None,
         "converged": scaler.converged,
+        "odir": list(scaler.odir) if args.odir else None,
         "n_bins": args.bins,
         "before": before,
         "after": after,

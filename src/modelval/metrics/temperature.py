@@ -212,6 +212,7 @@ class LogitScaler:
     weight: np.ndarray  # scalar 1/T, vector (C,) or matrix (C, C)
     bias: np.ndarray
     converged: bool = True  # False: temperature on a search bound, or LBFGS stopped before convergence
+    odir: tuple[float, float] = (0.0, 0.0)  # ODIR (lambda, mu) of Kull et al. 2019; (0, 0): unregularised
 
     @property
     def temperature(self) -> float:
@@ -241,9 +242,25 @@ def fit_scaling(
     method: Literal["temperature", "vector", "matrix"] = "temperature",
     *,
     max_iter: int = 200,
+    odir: tuple[float, float] | None = None,
 ) -> LogitScaler:
-    """Fit temperature, vector or matrix scaling on held-out logits by minimising the NLL."""
+    """Fit temperature, vector or matrix scaling on held-out logits by minimising the NLL.
+
+    ``odir=(lam, mu)`` adds the ODIR penalty of Kull et al. 2019 (Dirichlet calibration, eq. 8) to the
+    mean NLL of vector or matrix scaling::
+
+        lam / (C (C - 1)) * sum_{i != j} W_ij^2  +  mu / C * sum_j b_j^2
+
+    (Off-Diagonal and Intercept Regularisation). Vector scaling has no off-diagonal weights, so only
+    ``mu`` acts there. ``lam`` and ``mu`` are chosen by the user (Kull et al. pick them by
+    cross-validation); ``None`` or ``(0, 0)`` is the unregularised fit.
+    """
     z, y = validate_logits(logits, labels)
+    lam, mu = (0.0, 0.0) if odir is None else (float(odir[0]), float(odir[1]))
+    if not (math.isfinite(lam) and math.isfinite(mu) and lam >= 0 and mu >= 0):
+        raise InputValidationError(f"odir must be two finite numbers >= 0 (lambda, mu), got {odir!r}")
+    if odir is not None and method == "temperature":
+        raise InputValidationError("odir regularisation applies to vector and matrix scaling, not to temperature")
     if method == "temperature":
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", ScalingFitWarning)
@@ -276,6 +293,11 @@ def fit_scaling(
         optimizer.zero_grad()
         out = zt * w + b if method == "vector" else zt @ w.T + b
         loss = torch.nn.functional.cross_entropy(out, yt)
+        if lam > 0 and method == "matrix":
+            off_diagonal = w - torch.diag(torch.diagonal(w))
+            loss = loss + lam / (n_classes * (n_classes - 1)) * (off_diagonal**2).sum()
+        if mu > 0:
+            loss = loss + mu / n_classes * (b**2).sum()
         loss.backward()
         return loss
 
@@ -301,7 +323,9 @@ def fit_scaling(
             ScalingFitWarning,
             stacklevel=2,
         )
-    return LogitScaler(method, w.detach().numpy().copy(), b.detach().numpy().copy(), converged=converged)
+    return LogitScaler(
+        method, w.detach().numpy().copy(), b.detach().numpy().copy(), converged=converged, odir=(lam, mu)
+    )
 
 
 def load_logits_file(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
