@@ -170,3 +170,21 @@ def test_each_xdist_worker_gets_its_own_gpu(requested, worker, gpus, device, mon
     monkeypatch.setattr(torch.cuda, "is_available", lambda: gpus > 0)
     monkeypatch.setattr(torch.cuda, "device_count", lambda: gpus)
     assert worker_device(requested, worker) == device
+
+
+def test_models_file_paths_resolve_once_from_a_relative_config(tmp_path, monkeypatch):
+    """`--config sub/modelval.toml`: the checkpoint is sub/w.pt, not sub/sub/w.pt."""
+    import torch
+
+    from modelval.models import load_model
+    from modelval.validation.models_file import read_models_file
+
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "nets.py").write_text("import torch\ndef net():\n    return torch.nn.Linear(3, 2)\n")
+    torch.save(torch.nn.Linear(3, 2).state_dict(), tmp_path / "sub" / "w.pt")
+    (tmp_path / "sub" / "modelval.toml").write_text('[models.m]\nspec = "nets.py:net"\ncheckpoint = "w.pt"\n')
+    monkeypatch.chdir(tmp_path)
+    (model,) = read_models_file(Path("sub/modelval.toml"))
+    assert model.checkpoint == Path("sub/w.pt")
+    loaded = load_model(model.spec, checkpoint=model.checkpoint, base_dir=model.base_dir, progress=False)
+    assert loaded.config.checkpoint == "sub/w.pt"

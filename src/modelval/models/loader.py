@@ -65,10 +65,9 @@ def load_model(
     ``overrides`` replace the source's mean, std, interpolation or input size (the config records
     where each value came from); ``checkpoint`` loads a state dict (``weights_only=True``, strict)
     into the built module; ``imagenet_head=False`` (a label map is given) skips the ImageNet-1k
-    check of HF configs. ``base_dir`` resolves relative file paths (the models file's folder).
+    check of HF configs. ``base_dir`` resolves the spec's relative file paths (the models file's folder);
+    ``checkpoint`` is taken as given (the models file resolves its own paths).
     """
-    if checkpoint is not None and base_dir is not None:
-        checkpoint = base_dir / Path(checkpoint).expanduser()
     entry = entry_for_spec(
         spec, checkpoint=checkpoint, trust_repo=trust_repo, imagenet_head=imagenet_head, base_dir=base_dir
     )
