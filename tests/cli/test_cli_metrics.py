@@ -241,3 +241,61 @@ def test_temperature_cli_odir(tmp_path, capsys):
     out = json.loads(capsys.readouterr().out)
     assert out["odir"] == [0.5, 0.1] and out["converged"] is True and out["temperature"] is None
     assert out["after"]["nll"] < out["before"]["nll"]
+
+
+def test_ece_intervals_and_seed_summary(tmp_path, capsys):
+    root = tmp_path / "preds"
+    rng = np.random.default_rng(0)
+    expected: dict[int, float] = {}
+    for seed in (1, 2, 3):
+        conf = rng.uniform(0.3, 1.0, 400)
+        right = rng.uniform(size=400) < conf - 0.1
+        rows = [{"label": 0, "pred": 0 if r else 1, "conf": float(c)} for c, r in zip(conf, right, strict=True)]
+        write_jsonl(root / f"preds-flood-lb25-set1-seed{seed}-v001" / "p.jsonl", rows)
+        from modelval.metrics.calibration import expected_calibration_error
+
+        expected[seed] = expected_calibration_error(conf, right, 4)
+    # An older version of seed 3 is superseded, also in the per-seed summary.
+    write_jsonl(root / "preds-flood-lb25-set1-seed3-v000" / "p.jsonl", good_rows())
+    seeds_csv = tmp_path / "seeds.csv"
+    argv = ["ece", str(root), "--json", "--bootstrap", "200", "--seeds-csv", str(seeds_csv)]
+    assert main(argv) == 0
+    out = json.loads(capsys.readouterr().out)
+    (used,) = [o for o in out if not o["skipped"]]
+    low, high = used["ece_ci95"]
+    assert low < used["ece"] < high and used["bootstrap"]["n_resamples"] == 200
+    assert set(used) >= {"mce_ci95", "rms_ci95", "accuracy_ci95"}
+    (row,) = list(csv.DictReader(seeds_csv.open()))
+    values = [expected[s] for s in (1, 2, 3)]
+    assert int(row["n_seeds"]) == 3
+    assert float(row["ece_mean"]) == pytest.approx(np.mean(values))
+    assert float(row["ece_sd"]) == pytest.approx(np.std(values, ddof=1))
+    assert [float(row[f"ece_seed{s}"]) for s in (1, 2, 3)] == pytest.approx(values)
+    assert main(["ece", str(root), "--bootstrap", "0", "--json"]) == 0
+    assert "ece_ci95" not in json.loads(capsys.readouterr().out)[0]
+    assert main(["ece", str(root), "--bootstrap", "100"]) == 0
+    assert "ECE 95% CI" in capsys.readouterr().out
+
+
+def test_reliability_has_wilson_bins_and_ece_interval(tmp_path, capsys):
+    path = write_jsonl(tmp_path / "p.jsonl", good_rows())
+    out = tmp_path / "rel.png"
+    assert main(["reliability", str(path), "--out", str(out), "--bins", "4", "--json", "--bootstrap", "100"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["ece_ci95"][0] <= result["ece"] <= result["ece_ci95"][1]
+    first = result["bins"][0]  # conf 0.0 and 0.25: 1 right of 2 -> Wilson (0.0945, 0.9055)
+    assert first["count"] == 2 and first["accuracy_ci95"] == pytest.approx([0.09453120573, 0.90546879427])
+
+
+def test_metrics_intervals(tmp_path, capsys):
+    y = np.repeat(np.arange(4), 50)
+    p = np.where(np.arange(200) % 3 == 0, (y + 1) % 4, y)
+    path = write_jsonl(tmp_path / "p.jsonl", [{"label": int(a), "pred": int(b)} for a, b in zip(y, p, strict=True)])
+    (tmp_path / "c.json").write_text(json.dumps([500, 100, 20, 5]))
+    argv = ["metrics", str(path), "--train-counts", str(tmp_path / "c.json"), "--json", "--stratify"]
+    assert main(argv) == 0
+    out = json.loads(capsys.readouterr().out)
+    for name in ("accuracy", "balanced_accuracy"):
+        assert out[f"{name}_ci95"][0] < out[name] < out[f"{name}_ci95"][1]
+    assert set(out["shot_accuracy_ci95"]) == {"many", "medium", "few"}
+    assert out["bootstrap"]["stratified"] is True and out["bootstrap"]["n_resamples"] == 1000

@@ -80,6 +80,27 @@ bootstrap_resamples = bounded_int(0, MAX_BOOTSTRAP, f"bootstrap resamples are 0 
 bin_count = bounded_int(1, MAX_BINS, f"the number of bins is 1 to {MAX_BINS}")
 
 
+def bin_count_or_auto(text: str) -> int | str:
+    """``--bins``: a bin count, or ``auto`` (the cube-root rule, resolved once the data's size is known)."""
+    return "auto" if text == "auto" else bin_count(text)
+
+
+def add_bootstrap_options(parser: argparse.ArgumentParser, *, stratify: bool = True) -> None:
+    """``--bootstrap N`` (default 1000, 0 = off), ``--seed`` and, where classes are known, ``--stratify``."""
+    parser.add_argument(
+        "--bootstrap",
+        type=bootstrap_resamples,
+        default=1000,
+        metavar="N",
+        help="bootstrap resamples for the 95%% percentile intervals (default 1000; 0 turns them off)",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default 0)")
+    if stratify:
+        parser.add_argument(
+            "--stratify", action="store_true", help="resample within each class (class counts stay fixed)"
+        )
+
+
 def channel_values(text: str) -> tuple[float, float, float]:
     """``--mean`` / ``--std``: three comma-separated numbers."""
     from modelval.preprocessing import parse_channel_values

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from modelval import jsonio
-from modelval.cli._args import bin_count
+from modelval.cli._args import add_bootstrap_options, bin_count
 from modelval.metrics.calibration import CONVENTIONS
 
 #: Without --num-classes, the class count comes from the data; past this it is more likely a broken
@@ -35,6 +35,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     ece.add_argument("--adaptive", action="store_true", help="equal-mass (quantile) bins instead of uniform")
     ece.add_argument("--strict", action="store_true", help="a malformed row is an error instead of dropped")
     ece.add_argument("--csv", type=Path, metavar="F", help="write the (event, label budget) x set table here")
+    ece.add_argument(
+        "--seeds-csv",
+        type=Path,
+        metavar="F",
+        help="write ECE mean and sd over seeds per (event, label budget, set), with each seed's value",
+    )
+    add_bootstrap_options(ece, stratify=False)
     ece.add_argument("--json", action="store_true", help="print a JSON list, one object per file")
     ece.set_defaults(handler=_run_ece)
 
@@ -45,6 +52,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     rel.add_argument("--convention", choices=CONVENTIONS, default="default")
     rel.add_argument("--adaptive", action="store_true")
     rel.add_argument("--strict", action="store_true")
+    add_bootstrap_options(rel)
     rel.add_argument("--json", action="store_true", help="print ECE/MCE, effective_bins and the bins as JSON")
     rel.set_defaults(handler=_run_reliability)
 
@@ -89,6 +97,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     met.add_argument("--many", type=int, default=100, help="many-shot: train count > MANY (default 100)")
     met.add_argument("--few", type=int, default=20, help="few-shot: train count < FEW (default 20)")
     met.add_argument("--strict", action="store_true")
+    add_bootstrap_options(met)
     met.add_argument("--json", action="store_true")
     met.set_defaults(handler=_run_metrics)
 
@@ -97,27 +106,48 @@ def _fmt(x: float | None, digits: int = 4) -> str:
     return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
 
 
-def _run_ece(args: argparse.Namespace) -> int:
-    from modelval.metrics.artifacts import evaluate_paths, summarize, write_summary_csv
+def _fmt_interval(interval: Any, digits: int = 4) -> str:
+    if interval is None:
+        return "-"
+    low, high = (interval.low, interval.high) if hasattr(interval, "low") else interval
+    return f"[{_fmt(low, digits)}, {_fmt(high, digits)}]"
 
-    records = evaluate_paths(
-        args.paths, n_bins=args.bins, convention=args.convention, adaptive=args.adaptive, strict=args.strict
+
+def _run_ece(args: argparse.Namespace) -> int:
+    from modelval.metrics.artifacts import (
+        evaluate_paths,
+        summarize,
+        summarize_seeds,
+        write_seed_summary_csv,
+        write_summary_csv,
     )
+
+    options: dict[str, Any] = dict(
+        n_bins=args.bins, convention=args.convention, adaptive=args.adaptive, strict=args.strict
+    )
+    records = evaluate_paths(args.paths, n_bootstrap=args.bootstrap, seed=args.seed, **options)
     if args.csv is not None:
         write_summary_csv(summarize(records), args.csv)
+    if args.seeds_csv is not None:
+        # Every seed's newest version, not only the winning seed of each set (no intervals needed here).
+        write_seed_summary_csv(summarize_seeds(evaluate_paths(args.paths, per_seed=True, **options)), args.seeds_csv)
     if args.json:
         print(jsonio.dumps([r.to_json() for r in records], indent=2))
         return 0
-    header = f"{'event':<24} {'lb':>4} {'set':>3} {'ver':>4} {'ECE':>7} {'MCE':>7} {'used':>6} {'drop':>5}  path"
-    print(header)
+    ci = bool(args.bootstrap)
+    ci_head = f" {'ECE 95% CI':>17}" if ci else ""
+    key_head = f"{'event':<24} {'lb':>4} {'set':>3} {'ver':>4}"
+    print(f"{key_head} {'ECE':>7}{ci_head} {'MCE':>7} {'used':>6} {'drop':>5}  path")
     for r in records:
         k = r.key
         event, lb, st, ver = (k.event, k.label_budget, k.set, k.version) if k else ("-", "-", "-", "-")
         cells = f"{event:<24} {lb!s:>4} {st!s:>3} {ver!s:>4}"
         if r.skipped:
-            print(f"{cells} {'skipped':>7} {'':>7} {r.rows_used:>6} {r.rows_dropped:>5}  {r.path}  ({r.reason})")
+            blank = f" {'':>17}" if ci else ""
+            print(f"{cells} {'skipped':>7}{blank} {'':>7} {r.rows_used:>6} {r.rows_dropped:>5}  {r.path}  ({r.reason})")
         else:
-            print(f"{cells} {_fmt(r.ece):>7} {_fmt(r.mce):>7} {r.rows_used:>6} {r.rows_dropped:>5}  {r.path}")
+            interval = f" {_fmt_interval(r.intervals.get('ece')):>17}" if ci else ""
+            print(f"{cells} {_fmt(r.ece):>7}{interval} {_fmt(r.mce):>7} {r.rows_used:>6} {r.rows_dropped:>5}  {r.path}")
     summary = summarize(records)
     if summary.rows:
         means = ", ".join(f"set{s} {summary.set_means[s]:.4f}" for s in summary.sets)
@@ -126,7 +156,10 @@ def _run_ece(args: argparse.Namespace) -> int:
     print(
         f"{evaluated} file(s) evaluated, {len(records) - evaluated} skipped; bins={args.bins} "
         f"({args.convention}{', adaptive' if args.adaptive else ''})"
+        + (f"; 95% intervals: percentile bootstrap, {args.bootstrap} resamples, seed {args.seed}" if ci else "")
     )
+    if args.seeds_csv is not None:
+        print(f"wrote the per-seed summary (mean, sd over seeds) to {args.seeds_csv}")
     fewer = [r for r in records if r.effective_bins is not None and r.effective_bins < args.bins]
     if fewer:
         least = min(r.effective_bins or 0 for r in fewer)
@@ -146,21 +179,48 @@ def _run_reliability(args: argparse.Namespace) -> int:
     bins = reliability_bins(
         data.conf, data.labels == data.preds, args.bins, adaptive=args.adaptive, convention=args.convention
     )
+    intervals = None
+    if args.bootstrap:
+        from modelval.metrics.bootstrap import bootstrap_json, calibration_intervals
+
+        intervals = calibration_intervals(
+            data.conf,
+            data.labels == data.preds,
+            args.bins,
+            labels=data.labels,
+            adaptive=args.adaptive,
+            convention=args.convention,
+            n_resamples=args.bootstrap,
+            seed=args.seed,
+            stratify=args.stratify,
+        )
     out = figure_path(args.out, f"{args.path.stem}-reliability.png")
-    reliability_diagram(bins, out, title=f"Reliability: {args.path.name}")
+    reliability_diagram(
+        bins,
+        out,
+        title=f"Reliability: {args.path.name}",
+        ece_interval=intervals["ece"].as_list() if intervals else None,
+    )
     if args.json:
         result: dict[str, Any] = {"path": str(args.path), "out": str(out), **bins.summary()}
+        if intervals:
+            result.update({f"{name}_ci95": iv.as_list() for name, iv in intervals.items()})
+            result["bootstrap"] = bootstrap_json(intervals)
         result.update(rows_used=data.rows_used, rows_dropped=data.rows_dropped, bins=bins.as_records())
         print(jsonio.dumps(result, indent=2))
         return 0
+    ece_ci = f" {_fmt_interval(intervals['ece'])}" if intervals else ""
     print(
-        f"wrote {out}: ECE {bins.ece:.4f}, MCE {bins.mce:.4f}, {data.rows_used} rows used, {data.rows_dropped} dropped"
+        f"wrote {out}: ECE {bins.ece:.4f}{ece_ci}, MCE {bins.mce:.4f}, {data.rows_used} rows used, "
+        f"{data.rows_dropped} dropped"
     )
     print(
         f"{bins.effective_bins} of {bins.n_bins} bins non-empty"
         f"{' (ties are kept in one bin, empty bins dropped)' if args.adaptive else ''}; "
-        f"smallest bin {bins.min_bin_count} examples"
+        f"smallest bin {bins.min_bin_count} examples; error bars: Wilson 95% intervals of each bin's accuracy"
     )
+    if intervals:
+        print(f"ECE interval: percentile bootstrap, {args.bootstrap} resamples, seed {args.seed}")
     return 0
 
 
@@ -275,6 +335,28 @@ def _run_metrics(args: argparse.Namespace) -> int:
         out["reweighted_accuracy"] = reweighted_accuracy(y, p, weights)
     if counts is not None:
         out["shot_accuracy"] = shot_accuracy(y, p, counts, many_threshold=args.many, few_threshold=args.few)
+    intervals: dict[str, Any] = {}
+    if args.bootstrap:
+        from modelval.metrics.bootstrap import accuracy_intervals, bootstrap_json
+
+        intervals = accuracy_intervals(
+            y,
+            p,
+            k,
+            class_weights=weights,
+            train_counts=counts,
+            many_threshold=args.many,
+            few_threshold=args.few,
+            n_resamples=args.bootstrap,
+            seed=args.seed,
+            stratify=args.stratify,
+        )
+        for name in ("accuracy", "balanced_accuracy", "reweighted_accuracy"):
+            if name in intervals:
+                out[f"{name}_ci95"] = intervals[name].as_list()
+        if counts is not None:
+            out["shot_accuracy_ci95"] = {g: intervals[f"shot_{g}"].as_list() for g in ("many", "medium", "few")}
+        out["bootstrap"] = bootstrap_json(intervals)
     for average in ("macro", "micro", "weighted"):
         prf = precision_recall_f1(y, p, average=average, num_classes=k, zero_division=0)
         out[average] = {"precision": prf.precision, "recall": prf.recall, "f1": prf.f1}
@@ -296,17 +378,27 @@ def _run_metrics(args: argparse.Namespace) -> int:
         print(jsonio.dumps(out, indent=2))
         return 0
     print(f"{args.path}: {data.rows_used} rows used, {data.rows_dropped} dropped, {k} classes")
-    print(f"  accuracy            {out['accuracy']:.4f}")
-    print(f"  balanced accuracy   {out['balanced_accuracy']:.4f}")
+
+    def ci(name: str) -> str:
+        return f"  95% CI {_fmt_interval(intervals[name])}" if name in intervals else ""
+
+    print(f"  accuracy            {out['accuracy']:.4f}{ci('accuracy')}")
+    print(f"  balanced accuracy   {out['balanced_accuracy']:.4f}{ci('balanced_accuracy')}")
     if "reweighted_accuracy" in out:
-        print(f"  reweighted accuracy {out['reweighted_accuracy']:.4f}")
+        print(f"  reweighted accuracy {out['reweighted_accuracy']:.4f}{ci('reweighted_accuracy')}")
     if "shot_accuracy" in out:
         s = out["shot_accuracy"]
         print(
             f"  many/medium/few     {_fmt(s['many'])} / {_fmt(s['medium'])} / {_fmt(s['few'])}"
             f"  (many > {args.many}, few < {args.few} training images)"
         )
+        if intervals:
+            shots = " / ".join(_fmt_interval(intervals[f"shot_{g}"]) for g in ("many", "medium", "few"))
+            print(f"  95% CI              {shots}")
     for average in ("macro", "micro", "weighted"):
         m = out[average]
         print(f"  {average:<8} P {m['precision']:.4f}  R {m['recall']:.4f}  F1 {m['f1']:.4f}")
+    if intervals:
+        how = "stratified by class, " if args.stratify else ""
+        print(f"  intervals: percentile bootstrap, {how}{args.bootstrap} resamples, seed {args.seed}")
     return 0

@@ -183,6 +183,9 @@ class EceRecord:
     drop_reasons: dict[str, int] = field(default_factory=dict)
     skipped: bool = False
     reason: str | None = None
+    #: Bootstrap 95% intervals (``ece``, ``mce``, ``rms``, ``accuracy`` -> [low, high]); empty when off.
+    intervals: dict[str, list[float]] = field(default_factory=dict)
+    bootstrap: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"path": str(self.path)}
@@ -209,6 +212,9 @@ class EceRecord:
             drop_reasons=dict(self.drop_reasons),
             skipped=self.skipped,
         )
+        if self.intervals:
+            out.update({f"{name}_ci95": interval for name, interval in self.intervals.items()})
+            out["bootstrap"] = self.bootstrap
         if self.reason is not None:
             out["reason"] = self.reason
         return out
@@ -252,8 +258,13 @@ def evaluate_file(
     adaptive: bool = False,
     strict: bool = False,
     key: ArtifactKey | None = None,
+    n_bootstrap: int = 0,
+    seed: int = 0,
 ) -> EceRecord:
-    """ECE, MCE and RMS of one prediction file (4 bins by default, as in seed 001)."""
+    """ECE, MCE and RMS of one prediction file (4 bins by default, as in seed 001).
+
+    ``n_bootstrap > 0`` adds their percentile bootstrap 95% intervals (:mod:`modelval.metrics.bootstrap`).
+    """
     data = read_predictions(path, strict=strict)
     record = EceRecord(
         path=Path(path),
@@ -274,6 +285,14 @@ def evaluate_file(
     record.ece, record.mce, record.rms = bins.ece, bins.mce, bins.rms
     record.effective_bins, record.min_bin_count = bins.effective_bins, bins.min_bin_count
     record.accuracy = float(correct.mean())
+    if n_bootstrap:
+        from modelval.metrics.bootstrap import bootstrap_json, calibration_intervals
+
+        intervals = calibration_intervals(
+            data.conf, correct, n_bins, adaptive=adaptive, convention=convention, n_resamples=n_bootstrap, seed=seed
+        )
+        record.intervals = {name: interval.as_list() for name, interval in intervals.items()}
+        record.bootstrap = bootstrap_json(intervals)
     return record
 
 
@@ -284,6 +303,9 @@ def evaluate_paths(
     convention: Convention = "default",
     adaptive: bool = False,
     strict: bool = False,
+    n_bootstrap: int = 0,
+    seed: int = 0,
+    per_seed: bool = False,
 ) -> list[EceRecord]:
     """Evaluate every prediction file under ``paths`` with the seed's de-duplication.
 
@@ -294,16 +316,23 @@ def evaluate_paths(
     reported as its duplicate. A winning folder with more than one eligible JSONL file is ambiguous
     and all its files are skipped with that reason. Files outside artifact folders are
     evaluated one by one. Records are sorted by event, numeric label budget, set, then path.
+
+    ``per_seed=True`` applies the same rule per (event, label budget, set, seed): each seed's newest
+    usable version is evaluated, which is what :func:`summarize_seeds` needs.
     """
     files = discover_prediction_files(paths)
+    options: dict[str, Any] = dict(
+        n_bins=n_bins, convention=convention, adaptive=adaptive, strict=strict, n_bootstrap=n_bootstrap, seed=seed
+    )
     records: list[EceRecord] = []
-    groups: dict[tuple[str, int, int], list[tuple[ArtifactKey, Path]]] = {}
+    groups: dict[tuple[str, int, int, int], list[tuple[ArtifactKey, Path]]] = {}
     for f in files:
         key = _artifact_key_for(f)
         if key is None:
-            records.append(evaluate_file(f, n_bins=n_bins, convention=convention, adaptive=adaptive, strict=strict))
+            records.append(evaluate_file(f, **options))
         else:
-            groups.setdefault((key.event, key.label_budget, key.set), []).append((key, f))
+            group = (key.event, key.label_budget, key.set, key.seed if per_seed else -1)
+            groups.setdefault(group, []).append((key, f))
     for members in groups.values():
         # Evaluate folders from newest to oldest; the first folder with an eligible file wins, so an
         # unusable newest version (no conf) does not hide an older usable one.
@@ -336,10 +365,7 @@ def evaluate_paths(
                     for f in sorted(by_folder[(key, folder)])
                 )
                 continue
-            folder_records = [
-                evaluate_file(f, n_bins=n_bins, convention=convention, adaptive=adaptive, strict=strict, key=key)
-                for f in sorted(by_folder[(key, folder)])
-            ]
+            folder_records = [evaluate_file(f, key=key, **options) for f in sorted(by_folder[(key, folder)])]
             usable = [r for r in folder_records if not r.skipped]
             if len(usable) > 1:
                 for r in usable:
@@ -355,6 +381,7 @@ def _skip(record: EceRecord, reason: str) -> None:
     record.skipped, record.reason = True, reason
     record.ece = record.mce = record.rms = record.accuracy = None
     record.effective_bins = record.min_bin_count = None
+    record.intervals, record.bootstrap = {}, None
 
 
 def _sort_key(r: EceRecord) -> tuple[Any, ...]:
@@ -396,6 +423,56 @@ def summarize(records: Sequence[EceRecord]) -> SummaryTable:
     set_means = {s: float(np.mean([row[f"ece_set{s}"] for row in rows if f"ece_set{s}" in row])) for s in sets}
     mean_of_sets = float(np.mean(list(set_means.values()))) if set_means else math.nan
     return SummaryTable(sets, rows, set_means, mean_of_sets)
+
+
+@dataclass(frozen=True)
+class SeedSummary:
+    """ECE over seeds for each (event, label budget, set): mean, sample sd and the per-seed values."""
+
+    seeds: list[int]
+    rows: list[dict[str, Any]]
+
+
+def summarize_seeds(records: Sequence[EceRecord]) -> SeedSummary:
+    """Mean and sd (``ddof=1``) of ECE over the seeds of each (event, label budget, set).
+
+    Give it the records of ``evaluate_paths(..., per_seed=True)``: one per seed. The sd of a single
+    seed is undefined (``None``, with the reason in the JSON/CSV), not 0.
+    """
+    used = [r for r in records if not r.skipped and r.key is not None and r.ece is not None]
+    seeds = sorted({r.key.seed for r in used})  # type: ignore[union-attr]
+    table: dict[tuple[str, int, int], dict[str, Any]] = {}
+    for r in used:
+        assert r.key is not None
+        row = table.setdefault(
+            (r.key.event, r.key.label_budget, r.key.set),
+            {"event": r.key.event, "label_budget": r.key.label_budget, "set": r.key.set},
+        )
+        row[f"ece_seed{r.key.seed}"] = r.ece
+    rows = [table[k] for k in sorted(table)]
+    for row in rows:
+        values = [row[f"ece_seed{s}"] for s in seeds if f"ece_seed{s}" in row]
+        row["n_seeds"] = len(values)
+        row["ece_mean"] = float(np.mean(values))
+        row["ece_sd"] = float(np.std(values, ddof=1)) if len(values) > 1 else None
+    return SeedSummary(seeds, rows)
+
+
+def write_seed_summary_csv(summary: SeedSummary, path: str | Path) -> Path:
+    """CSV: one row per (event, label budget, set): ``n_seeds``, ``ece_mean``, ``ece_sd``, then ``ece_seed<s>``.
+
+    An empty ``ece_sd`` means a single seed (sd undefined); an empty ``ece_seed<s>`` means no such seed.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    per_seed = [f"ece_seed{s}" for s in summary.seeds]
+    columns = ["event", "label_budget", "set", "n_seeds", "ece_mean", "ece_sd", *per_seed]
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=columns, restval="")
+        writer.writeheader()
+        for row in summary.rows:
+            writer.writerow({k: "" if row.get(k) is None else row.get(k, "") for k in columns})
+    return path
 
 
 def write_summary_csv(summary: SummaryTable, path: str | Path) -> Path:

@@ -40,6 +40,7 @@ from typing import Any, Literal
 import numpy as np
 
 from modelval.errors import InputValidationError
+from modelval.metrics.intervals import wilson_interval
 
 Convention = Literal["default", "torchmetrics"]
 CONVENTIONS: tuple[str, ...] = ("default", "torchmetrics")
@@ -225,23 +226,34 @@ class ReliabilityBins:
         nonempty = self.counts > 0
         return float(math.sqrt(np.sum(self.weights[nonempty] * self.gap[nonempty] ** 2)))
 
-    def as_records(self) -> list[dict[str, float | int | None]]:
-        """One JSON-friendly dict per bin (NaN for empty bins becomes None)."""
+    @property
+    def correct(self) -> np.ndarray:
+        """Number of right predictions per bin."""
+        return np.rint(np.nan_to_num(self.accuracy) * self.counts).astype(np.int64)
+
+    def accuracy_interval(self, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
+        """Wilson score interval of each bin's accuracy (NaN for empty bins)."""
+        return wilson_interval(self.correct, self.counts, level)
+
+    def as_records(self) -> list[dict[str, Any]]:
+        """One JSON-friendly dict per bin (NaN for empty bins becomes None), with its Wilson 95% interval."""
 
         def clean(x: float) -> float | None:
             return None if math.isnan(x) else float(x)
 
+        low, high = self.accuracy_interval()
         return [
             {
                 "lo": float(lo),
                 "hi": float(hi),
                 "count": int(c),
                 "accuracy": clean(a),
+                "accuracy_ci95": None if c == 0 else [float(wl), float(wh)],
                 "confidence": clean(m),
                 "gap": clean(g),
             }
-            for (lo, hi), c, a, m, g in zip(
-                self.edges, self.counts, self.accuracy, self.confidence, self.gap, strict=True
+            for (lo, hi), c, a, m, g, wl, wh in zip(
+                self.edges, self.counts, self.accuracy, self.confidence, self.gap, low, high, strict=True
             )
         ]
 

@@ -45,9 +45,15 @@ def _finite_bins(bins: ReliabilityBins) -> tuple[np.ndarray, np.ndarray, np.ndar
 
 
 def reliability_diagram(
-    bins: ReliabilityBins, path: str | Path, *, title: str = "Reliability diagram", histogram: bool = True
+    bins: ReliabilityBins,
+    path: str | Path,
+    *,
+    title: str = "Reliability diagram",
+    histogram: bool = True,
+    ece_interval: Sequence[float] | None = None,
 ) -> Path:
-    """Accuracy bars per bin, the gap to the mean confidence shaded, the diagonal, ECE/MCE annotated.
+    """Accuracy bars per bin with their Wilson 95% intervals, the gap to the mean confidence shaded,
+    the diagonal, ECE/MCE annotated (with ``ece_interval``, the ECE's bootstrap interval too).
 
     With ``histogram=True`` a second panel shows the share of examples per bin (the confidence
     histogram of Guo et al., Fig. 1, top row).
@@ -77,20 +83,35 @@ def reliability_diagram(
         edgecolor="tab:red",
         label="gap",
     )
+    low, high = bins.accuracy_interval()
+    centres = lo + width / 2
+    ax.errorbar(
+        centres[nonempty],
+        acc[nonempty],
+        yerr=np.vstack([acc - low, high - acc])[:, nonempty],
+        fmt="none",
+        ecolor="black",
+        elinewidth=1,
+        capsize=2,
+        label="95% Wilson interval",
+    )
     ax.plot([0, 1], [0, 1], linestyle="--", color="gray", label="perfect calibration")
     ax.set_xlim(0, 1)
     ax.set_ylim(0, 1)
     ax.set_ylabel("accuracy")
     ax.set_title(title)
+    ece_text = f"ECE = {bins.ece * 100:.2f}%"
+    if ece_interval is not None:
+        ece_text += f" [{ece_interval[0] * 100:.2f}, {ece_interval[1] * 100:.2f}]"
     ax.text(
         0.03,
-        0.74,  # below the legend, in the empty upper-left triangle above the diagonal
-        f"ECE = {bins.ece * 100:.2f}%\nMCE = {bins.mce * 100:.2f}%\nN = {bins.total}",
+        0.70,  # below the legend, in the empty upper-left triangle above the diagonal
+        f"{ece_text}\nMCE = {bins.mce * 100:.2f}%\nN = {bins.total}",
         transform=ax.transAxes,
         va="top",
         bbox={"facecolor": "lavender", "edgecolor": "gray"},
     )
-    ax.legend(loc="upper left")
+    ax.legend(loc="upper left", fontsize="small")
     if hax is not None:
         hax.bar(lo, counts / max(bins.total, 1), width=width, align="edge", color="tab:gray", edgecolor="black")
         hax.set_ylabel("share of examples")
