@@ -243,6 +243,19 @@ def test_isotonic_by_hand() -> None:
     assert cal.transform([]).shape == (0,)
 
 
+@pytest.mark.parametrize(
+    ("conf", "correct"),
+    [([0.7] * 5, [1, 0, 1, 1, 0]), ([0.3, 0.6], [1, 1]), ([0.3, 0.6], [1, 0]), ([0.0, 1.0, 1.0], [0, 1, 0])],
+)
+def test_isotonic_degenerate_fits_equal_sklearn(conf: list[float], correct: list[int]) -> None:
+    """One distinct confidence (a constant map), two points, a decreasing pair pooled, the extremes."""
+    probes = np.array([0.0, 0.3, 0.5, 0.7, 1.0])
+    ours = IsotonicCalibrator().fit(conf, correct)
+    ref = sklearn_isotonic.IsotonicRegression(out_of_bounds="clip", y_min=0, y_max=1).fit(conf, correct)
+    np.testing.assert_array_equal(ours.x_thresholds_, ref.X_thresholds_)
+    np.testing.assert_array_equal(ours(probes), ref.transform(probes))
+
+
 def test_pool_adjacent_violators() -> None:
     # scikit-learn's docstring example of isotonic_regression.
     fit = pool_adjacent_violators([5, 3, 1, 2, 8, 10, 7, 9, 6, 4])
