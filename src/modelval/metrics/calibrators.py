@@ -1,0 +1,424 @@
+"""Top-label calibrators: histogram binning and isotonic regression of the top-1 confidence.
+
+Both are fitted on held-out pairs ``(conf_i, correct_i)``: the top-1 confidence of a prediction and
+whether the top-1 class was right. They learn a map ``g`` from a confidence to an estimate of
+``P(correct | conf)`` and apply it to new top-1 confidences. The predicted class is never changed:
+:func:`calibrate_top_label` returns ``g(max_k p_k)`` together with the unchanged ``argmax_k p_k``
+(top-label calibration, Gupta & Ramdas 2022). The other classes' probabilities are not recalibrated.
+
+Histogram binning (Zadrozny & Elkan 2001), :class:`HistogramBinningCalibrator`
+    ``[0, 1]`` is cut into ``n_bins`` bins with edges ``numpy.linspace(0, 1, n_bins + 1)``, or, with
+    ``adaptive=True``, equal-mass bins whose edges are ``numpy.quantile(conf, linspace(0, 1, n_bins + 1))``
+    with the outer edges set to 0 and 1. A bin's calibrated value is the accuracy (fraction correct) of
+    the fit examples in it; an empty bin gets the midpoint of its edges, ``(lo + hi) / 2``, as in
+    netcal. New confidences are mapped to the value of their bin (a step function).
+
+    Matches ``netcal.binning.HistogramBinning(bins=n_bins)`` fitted on the 1-D top-1 confidences and
+    0/1 correctness (netcal 1.4.0). Bins, for new confidences (``transform``): ``(lo, hi]``, a
+    confidence of exactly 0 in the first bin (netcal's ``numpy.digitize(..., right=True) - 1``), the
+    same rule as :func:`modelval.metrics.calibration.reliability_bins`. Bins while fitting:
+
+    * ``convention="default"``: the same ``(lo, hi]`` rule, so a confidence lying exactly on an inner
+      edge is fitted and mapped in the same bin, and with uniform bins the fitted values of non-empty
+      bins equal ``reliability_bins(conf, correct, n_bins).accuracy``.
+    * ``convention="netcal"``: netcal's fit rule, bit for bit: ``scipy.stats.binned_statistic_dd``,
+      i.e. bins ``[lo, hi)``, on confidences first clipped to ``[eps, 1 - eps]`` (float64 machine
+      epsilon). A confidence exactly on an inner edge then counts towards the upper bin when fitting
+      but is mapped with the lower bin's value. Off the edges both conventions give identical results.
+
+    Equal-mass edges are computed as netcal computes them (on the clipped confidences) in both
+    conventions. Tied confidences can make edges repeat; the zero-width bins between them are empty
+    and get their edge as value (netcal instead raises scipy's "smallest edge difference is
+    numerically 0"). netcal has no ``transform`` for equal-mass bins; here it uses the same rule as
+    for uniform bins.
+
+Isotonic regression (Zadrozny & Elkan 2002), :class:`IsotonicCalibrator`
+    The non-decreasing function minimising ``sum_i (g(conf_i) - correct_i)^2``, found by
+    pool-adjacent-violators (:func:`pool_adjacent_violators`), evaluated between fitted points by
+    linear interpolation and clipped to the fitted range outside it. Matches
+    ``sklearn.isotonic.IsotonicRegression(out_of_bounds="clip", y_min=0, y_max=1)`` (scikit-learn 1.9)
+    and ``netcal.binning.IsotonicRegression`` (which calls it), including scikit-learn's treatment of
+    ties: confidences are sorted, and a confidence closer than ``numpy.finfo(float64).resolution``
+    (1e-15) to the first confidence of the current group of equal values joins that group; each group
+    becomes one point (its first confidence) with the group's accuracy and size as weight. The
+    thresholds kept are scikit-learn's (``X_thresholds_``, ``y_thresholds_``): the first and last
+    point and every point whose value differs from a neighbour's.
+
+Confidences are converted to float64 (netcal does the same for isotonic regression; scikit-learn
+would otherwise fit float32 input in float32).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import numpy as np
+
+from modelval.errors import InputValidationError
+from modelval.metrics.calibration import (
+    PROB_SUM_TOL,
+    _as_numpy,
+    _check_n_bins,
+    _check_range,
+    _checked,
+    top1_confidences,
+)
+
+HistogramConvention = Literal["default", "netcal"]
+HISTOGRAM_CONVENTIONS: tuple[str, ...] = ("default", "netcal")
+
+#: Fewest fit examples isotonic regression accepts (one example gives a constant 0 or 1 map).
+MIN_ISOTONIC_EXAMPLES = 2
+#: scikit-learn's ``_make_unique`` merges confidences closer than this (``numpy.finfo(float64).resolution``).
+TIE_RESOLUTION = float(np.finfo(np.float64).resolution)
+_EPS = float(np.finfo(np.float64).eps)
+
+
+def _fit_inputs(confidences: Any, correct: Any, minimum: int, what: str, hint: str) -> tuple[np.ndarray, np.ndarray]:
+    """Validated float64 confidences and bool flags, with at least ``minimum`` examples."""
+    conf, flags = _checked(confidences, correct)
+    if conf.size < minimum:
+        raise InputValidationError(f"{what} needs at least {minimum} fit examples, got {conf.size}; {hint}")
+    return conf.astype(np.float64), flags
+
+
+def _new_confidences(confidences: Any) -> np.ndarray:
+    """Validated 1-D float64 confidences in [0, 1] for ``transform`` (may be empty)."""
+    conf = _as_numpy(confidences, "confidences")
+    if conf.ndim != 1:
+        raise InputValidationError(
+            f"confidences must be 1-D (one top-1 confidence per example), got shape {conf.shape}; for an "
+            "(N, C) probability matrix use calibrate_top_label(calibrator, probs)"
+        )
+    if conf.size and (not np.issubdtype(conf.dtype, np.number) or np.issubdtype(conf.dtype, np.complexfloating)):
+        raise InputValidationError(f"confidences must be real numbers, got dtype {conf.dtype}")
+    if conf.size:
+        _check_range(conf)
+    return conf.astype(np.float64)
+
+
+# --------------------------------------------------------------------------------------------------
+# Histogram binning
+
+
+def histogram_bin_edges(
+    confidences: Any,
+    n_bins: int = 10,
+    *,
+    adaptive: bool = False,
+) -> np.ndarray:
+    """The ``n_bins + 1`` edges of histogram binning, as netcal's ``HistogramBinning`` computes them.
+
+    Uniform: ``numpy.linspace(0, 1, n_bins + 1)``. Adaptive (equal-mass): ``numpy.quantile`` of the
+    confidences clipped to ``[eps, 1 - eps]`` at ``linspace(0, 1, n_bins + 1)``, then the first edge
+    set to 0 and the last to 1. Edges may repeat when confidences are tied.
+    """
+    _check_n_bins(n_bins)
+    if not adaptive:
+        return np.linspace(0.0, 1.0, int(n_bins) + 1)
+    conf = _as_numpy(confidences, "confidences").astype(np.float64)
+    clipped = np.clip(conf, _EPS, 1.0 - _EPS)
+    edges = np.quantile(clipped, np.linspace(0.0, 1.0, int(n_bins) + 1))
+    edges[0], edges[-1] = 0.0, 1.0
+    return np.asarray(edges, dtype=np.float64)
+
+
+def _transform_bins(edges: np.ndarray, conf: np.ndarray) -> np.ndarray:
+    """Bin index with ``(lo, hi]`` bins and 0 in the first bin (netcal's ``digitize(right=True) - 1``)."""
+    n_bins = len(edges) - 1
+    idx = np.searchsorted(edges, conf, side="left") - 1
+    return np.clip(idx, 0, n_bins - 1)
+
+
+def _netcal_fit_bins(edges: np.ndarray, conf: np.ndarray) -> np.ndarray:
+    """Bin index of ``scipy.stats.binned_statistic_dd`` on ``clip(conf, eps, 1 - eps)``: ``[lo, hi)`` bins."""
+    n_bins = len(edges) - 1
+    clipped = np.clip(conf, _EPS, 1.0 - _EPS)
+    # digitize(x, edges) == searchsorted(edges, x, "right"); clipping keeps every value inside (0, 1).
+    idx = np.searchsorted(edges, clipped, side="right") - 1
+    return np.clip(idx, 0, n_bins - 1)
+
+
+def histogram_binning(
+    confidences: Any,
+    correct: Any,
+    n_bins: int = 10,
+    *,
+    adaptive: bool = False,
+    convention: HistogramConvention = "default",
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Fit top-label histogram binning: ``(edges, values, counts)``.
+
+    ``edges`` has ``n_bins + 1`` entries (see :func:`histogram_bin_edges`), ``values[m]`` is the
+    accuracy of the fit examples in bin ``m`` (the midpoint ``(lo + hi) / 2`` where the bin is empty, as
+    in netcal) and ``counts[m]`` their number. ``convention`` selects the bin rule while fitting (see the
+    module docstring); with ``"netcal"`` the values equal ``netcal.binning.HistogramBinning(n_bins,
+    equal_intervals=not adaptive).fit(conf, correct)._bin_map`` exactly.
+    """
+    _check_n_bins(n_bins)
+    if convention not in HISTOGRAM_CONVENTIONS:
+        raise InputValidationError(f"convention must be one of {HISTOGRAM_CONVENTIONS}, got {convention!r}")
+    conf, flags = _fit_inputs(
+        confidences,
+        correct,
+        int(n_bins),
+        f"histogram binning with n_bins={n_bins}",
+        "use fewer bins (n_bins <= number of examples) or a larger validation set",
+    )
+    edges = histogram_bin_edges(conf, int(n_bins), adaptive=adaptive)
+    idx = _netcal_fit_bins(edges, conf) if convention == "netcal" else _transform_bins(edges, conf)
+    counts = np.bincount(idx, minlength=int(n_bins))
+    hits = np.bincount(idx, weights=flags.astype(np.float64), minlength=int(n_bins))
+    values = 0.5 * (edges[:-1] + edges[1:])
+    filled = counts > 0
+    values[filled] = hits[filled] / counts[filled]
+    return edges, values, counts
+
+
+class HistogramBinningCalibrator:
+    """Top-label histogram binning (Zadrozny & Elkan 2001), matching ``netcal.binning.HistogramBinning``.
+
+    ``fit(confidences, correct)`` (or ``fit_probs(probs, labels)``) learns one accuracy per confidence
+    bin; ``transform(confidences)`` (also ``calibrator(confidences)``) maps each new confidence to the
+    value of its bin, ``(lo, hi]`` bins. See the module docstring for bins, empty bins and conventions.
+
+    Fitted attributes: ``edges_`` (``n_bins + 1``), ``values_`` and ``counts_`` (``n_bins`` each).
+    """
+
+    def __init__(
+        self,
+        n_bins: int = 10,
+        *,
+        adaptive: bool = False,
+        convention: HistogramConvention = "default",
+    ) -> None:
+        _check_n_bins(n_bins)
+        if convention not in HISTOGRAM_CONVENTIONS:
+            raise InputValidationError(f"convention must be one of {HISTOGRAM_CONVENTIONS}, got {convention!r}")
+        self.n_bins = int(n_bins)
+        self.adaptive = bool(adaptive)
+        self.convention: HistogramConvention = convention
+        self.edges_: np.ndarray | None = None
+        self.values_: np.ndarray | None = None
+        self.counts_: np.ndarray | None = None
+
+    def fit(self, confidences: Any, correct: Any) -> HistogramBinningCalibrator:
+        """Fit on held-out top-1 confidences in [0, 1] and 0/1 (or bool) correctness flags."""
+        self.edges_, self.values_, self.counts_ = histogram_binning(
+            confidences, correct, self.n_bins, adaptive=self.adaptive, convention=self.convention
+        )
+        return self
+
+    def fit_probs(self, probs: Any, labels: Any) -> HistogramBinningCalibrator:
+        """Fit on an ``(N, C)`` probability matrix and labels (its top-1 confidence and correctness)."""
+        return self.fit(*top1_confidences(probs, labels))
+
+    @property
+    def fitted(self) -> bool:
+        return self.values_ is not None
+
+    def transform(self, confidences: Any) -> np.ndarray:
+        """Calibrated confidences (float64): the fitted value of each confidence's ``(lo, hi]`` bin."""
+        if self.edges_ is None or self.values_ is None:
+            raise InputValidationError(
+                "HistogramBinningCalibrator is not fitted: call fit(confidences, correct) (or fit_probs) first"
+            )
+        conf = _new_confidences(confidences)
+        return self.values_[_transform_bins(self.edges_, conf)]
+
+    __call__ = transform
+
+    def __repr__(self) -> str:
+        state = "fitted" if self.fitted else "not fitted"
+        return (
+            f"HistogramBinningCalibrator(n_bins={self.n_bins}, adaptive={self.adaptive}, "
+            f"convention={self.convention!r}; {state})"
+        )
+
+
+# --------------------------------------------------------------------------------------------------
+# Isotonic regression
+
+
+def pool_adjacent_violators(values: Any, weights: Any = None) -> np.ndarray:
+    """Non-decreasing least-squares fit to ``values`` in the given order (pool-adjacent-violators).
+
+    Returns ``x`` minimising ``sum_i w_i (x_i - values_i)^2`` subject to ``x_0 <= x_1 <= ...``: the
+    same problem as ``scipy.optimize.isotonic_regression`` / ``sklearn.isotonic.isotonic_regression``
+    (increasing). Adjacent blocks are pooled while the left block's mean is ``>=`` the right one's;
+    each block keeps its exact weighted sum, so its mean is one division (scipy re-multiplies block
+    means, which can differ from this in the last bits). Weights must be finite and > 0.
+    """
+    y = _as_numpy(values, "values").astype(np.float64)
+    if y.ndim != 1:
+        raise InputValidationError(f"values must be 1-D, got shape {y.shape}")
+    w = np.ones_like(y) if weights is None else _as_numpy(weights, "weights").astype(np.float64)
+    if w.shape != y.shape:
+        raise InputValidationError(f"weights must have the shape of values {y.shape}, got {w.shape}")
+    if not (np.isfinite(y).all() and np.isfinite(w).all()):
+        raise InputValidationError("values and weights must be finite (no NaN or infinity)")
+    if (w <= 0).any():
+        raise InputValidationError("weights must be > 0; drop examples with zero weight first")
+    sums: list[float] = []  # per block: sum of w * y
+    totals: list[float] = []  # per block: sum of w
+    means: list[float] = []
+    sizes: list[int] = []
+    for s, t in zip((w * y).tolist(), w.tolist(), strict=True):
+        mean, size = s / t, 1
+        while means and means[-1] >= mean:
+            s += sums.pop()
+            t += totals.pop()
+            means.pop()
+            size += sizes.pop()
+            mean = s / t
+        sums.append(s)
+        totals.append(t)
+        means.append(mean)
+        sizes.append(size)
+    return np.repeat(np.asarray(means, dtype=np.float64), sizes)
+
+
+def _unique_groups(sorted_x: np.ndarray) -> np.ndarray:
+    """Start index of each group of (nearly) equal values, as scikit-learn's ``_make_unique``.
+
+    A value starts a new group when ``x - first_of_group >= TIE_RESOLUTION``; values closer than that
+    to the group's first value join it. Sorted input.
+    """
+    n = len(sorted_x)
+    if n == 0:
+        return np.zeros(0, dtype=np.intp)
+    gaps = np.diff(sorted_x)
+    if (gaps[gaps > 0] >= TIE_RESOLUTION).all():
+        # No near-ties: groups are runs of exactly equal values (x - first == x - previous inside a run).
+        return np.concatenate([[0], np.flatnonzero(gaps >= TIE_RESOLUTION) + 1]).astype(np.intp)
+    starts = [0]
+    first = float(sorted_x[0])
+    for i, x in enumerate(sorted_x.tolist()):
+        if x - first >= TIE_RESOLUTION:
+            starts.append(i)
+            first = x
+    return np.asarray(starts, dtype=np.intp)
+
+
+def isotonic_regression(confidences: Any, correct: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Fit top-label isotonic regression: the thresholds ``(x, y)`` of the monotone map.
+
+    The same thresholds as ``sklearn.isotonic.IsotonicRegression(out_of_bounds="clip", y_min=0,
+    y_max=1).fit(conf, correct)`` (``X_thresholds_``, ``y_thresholds_``); see the module docstring for
+    ties. The calibrated value of a confidence ``c`` is ``numpy.interp(clip(c, x[0], x[-1]), x, y)``.
+    """
+    conf, flags = _fit_inputs(
+        confidences, correct, MIN_ISOTONIC_EXAMPLES, "isotonic regression", "use a larger validation set"
+    )
+    order = np.argsort(conf, kind="stable")
+    x_sorted, hits_sorted = conf[order], flags[order].astype(np.float64)
+    starts = _unique_groups(x_sorted)
+    x = x_sorted[starts]
+    counts = np.diff(np.append(starts, len(x_sorted))).astype(np.float64)
+    hits = np.add.reduceat(hits_sorted, starts)  # integers: exact in float64
+    y = np.clip(pool_adjacent_violators(hits / counts, counts), 0.0, 1.0)
+    if len(y) > 2:  # scikit-learn's trim_duplicates: keep the ends of every constant run
+        keep = np.ones(len(y), dtype=bool)
+        keep[1:-1] = (y[1:-1] != y[:-2]) | (y[1:-1] != y[2:])
+        x, y = x[keep], y[keep]
+    return x, y
+
+
+class IsotonicCalibrator:
+    """Top-label isotonic regression, matching ``sklearn.isotonic.IsotonicRegression(out_of_bounds="clip",
+    y_min=0, y_max=1)`` and ``netcal.binning.IsotonicRegression`` on 1-D top-1 confidences.
+
+    ``fit(confidences, correct)`` (or ``fit_probs(probs, labels)``) fits the monotone map;
+    ``transform(confidences)`` (also ``calibrator(confidences)``) evaluates it: linear interpolation
+    between the fitted thresholds, constant (clipped) outside the fitted confidence range.
+
+    Fitted attributes: ``x_thresholds_`` and ``y_thresholds_`` (scikit-learn's ``X_thresholds_`` and
+    ``y_thresholds_``).
+    """
+
+    def __init__(self) -> None:
+        self.x_thresholds_: np.ndarray | None = None
+        self.y_thresholds_: np.ndarray | None = None
+
+    def fit(self, confidences: Any, correct: Any) -> IsotonicCalibrator:
+        """Fit on held-out top-1 confidences in [0, 1] and 0/1 (or bool) correctness flags."""
+        self.x_thresholds_, self.y_thresholds_ = isotonic_regression(confidences, correct)
+        return self
+
+    def fit_probs(self, probs: Any, labels: Any) -> IsotonicCalibrator:
+        """Fit on an ``(N, C)`` probability matrix and labels (its top-1 confidence and correctness)."""
+        return self.fit(*top1_confidences(probs, labels))
+
+    @property
+    def fitted(self) -> bool:
+        return self.x_thresholds_ is not None
+
+    def transform(self, confidences: Any) -> np.ndarray:
+        """Calibrated confidences (float64), as scikit-learn's ``transform`` with ``out_of_bounds="clip"``."""
+        if self.x_thresholds_ is None or self.y_thresholds_ is None:
+            raise InputValidationError(
+                "IsotonicCalibrator is not fitted: call fit(confidences, correct) (or fit_probs) first"
+            )
+        conf = _new_confidences(confidences)
+        x, y = self.x_thresholds_, self.y_thresholds_
+        return np.asarray(np.interp(np.clip(conf, x[0], x[-1]), x, y), dtype=np.float64)
+
+    __call__ = transform
+
+    def __repr__(self) -> str:
+        if self.x_thresholds_ is None:
+            return "IsotonicCalibrator(not fitted)"
+        return f"IsotonicCalibrator(fitted, {len(self.x_thresholds_)} thresholds)"
+
+
+# --------------------------------------------------------------------------------------------------
+# Applying a top-label calibrator to a probability matrix
+
+TopLabelCalibrator = HistogramBinningCalibrator | IsotonicCalibrator
+
+
+def _checked_probs(probs: Any) -> np.ndarray:
+    p = _as_numpy(probs, "probs")
+    if p.ndim != 2 or p.shape[1] < 1:
+        raise InputValidationError(
+            f"probs must be an (N, C) probability matrix, got shape {p.shape}; for 1-D top-1 confidences "
+            "call calibrator.transform(confidences)"
+        )
+    if not np.issubdtype(p.dtype, np.number) or np.issubdtype(p.dtype, np.complexfloating):
+        raise InputValidationError(f"probs must be real numbers, got dtype {p.dtype}")
+    p = p.astype(np.float64)
+    if p.shape[0] == 0:
+        return p
+    if np.isnan(p).any():
+        raise InputValidationError(f"probs contain {int(np.isnan(p).sum())} NaN value(s); drop or fix those rows")
+    if (p < 0).any() or (p > 1).any():
+        raise InputValidationError(
+            "probs must be probabilities in [0, 1]; for logits apply softmax(logits, axis=1) first"
+        )
+    off = np.abs(p.sum(axis=1) - 1.0) > PROB_SUM_TOL
+    if off.any():
+        row = int(np.flatnonzero(off)[0])
+        raise InputValidationError(
+            f"probs rows must sum to 1 (within {PROB_SUM_TOL:g}); {int(off.sum())} of {len(p)} row(s) do not, "
+            f"e.g. row {row} sums to {p[row].sum():.6g}; apply softmax to the logits"
+        )
+    return p
+
+
+def calibrate_top_label(calibrator: TopLabelCalibrator, probs: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Apply a fitted top-label calibrator to an ``(N, C)`` probability matrix.
+
+    Returns ``(confidence, prediction)``: the calibrated top-1 confidence ``g(max_k p_k)`` (float64) and
+    the unchanged predicted class ``argmax_k p_k`` (ties to the lowest index, as ``numpy.argmax``).
+    Only the top-1 confidence is calibrated; compare it with ``prediction == labels`` (e.g. in
+    :func:`~modelval.metrics.calibration.expected_calibration_error`).
+    """
+    if not callable(getattr(calibrator, "transform", None)):
+        raise InputValidationError(
+            "calibrator must be a fitted top-label calibrator with a transform(confidences) method "
+            f"(HistogramBinningCalibrator, IsotonicCalibrator), got {type(calibrator).__name__}"
+        )
+    p = _checked_probs(probs)
+    prediction = p.argmax(axis=1) if p.shape[0] else np.zeros(0, dtype=np.intp)
+    confidence = calibrator.transform(p.max(axis=1) if p.shape[0] else np.zeros(0))
+    return confidence, prediction
