@@ -22,6 +22,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "data",
     "models",
     "metrics",
+    "calibration",
     "accuracy",
     "humans",
     "sensitivity",

@@ -328,6 +328,42 @@ def fit_scaling(
     )
 
 
+def read_array_file(path: str | Path, what: str = "logits") -> dict[str, Any]:
+    """The named arrays of a ``.npz`` file, or the dict of tensors of a ``.pt``/``.pth`` file.
+
+    ``.pt`` files are loaded with ``weights_only=True``: no code in the file is executed. ``what`` names
+    the content in messages ("logits", "predictions").
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"{what} file not found: {path}")
+    suffix = path.suffix.lower()
+    try:
+        if suffix == ".npz":
+            with np.load(path, allow_pickle=False) as data:
+                return {k: data[k] for k in data.files}
+        if suffix in (".pt", ".pth"):
+            import torch
+
+            content = torch.load(path, map_location="cpu", weights_only=True)
+            if not isinstance(content, dict):
+                raise DataError(f"{path}: expected a dict of tensors, found {type(content).__name__}")
+            return content
+        raise DataError(
+            f"{path}: unsupported {what} file type {suffix!r}; use .npz (named arrays) or .pt (a dict of tensors)"
+        )
+    except DataError:
+        raise
+    except Exception as error:  # numpy/torch raise many types for corrupt files
+        if suffix in (".pt", ".pth") and "weights_only" in str(error):
+            # torch's message advises weights_only=False, i.e. running the file's code: never do that.
+            raise DataError(
+                f"{path}: could not read {what}: not a plain tensor file (loading it would run code, which "
+                "modelval never does); save a dict of tensors: torch.save({'logits': ..., 'labels': ...}, path)"
+            ) from None
+        raise DataError(f"{path}: could not read {what} ({type(error).__name__}: {error})") from None
+
+
 def load_logits_file(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
     """Read held-out logits and labels for ``modelval temperature``.
 
@@ -337,33 +373,7 @@ def load_logits_file(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
     * ``.pt`` / ``.pth``: a dict ``{"logits": Tensor, "labels": Tensor}`` saved with ``torch.save``
       (loaded with ``weights_only=True``, so no code in the file is executed).
     """
-    path = Path(path)
-    if not path.is_file():
-        raise DataError(f"logits file not found: {path}")
-    suffix = path.suffix.lower()
-    try:
-        if suffix == ".npz":
-            with np.load(path, allow_pickle=False) as data:
-                content = {k: data[k] for k in data.files}
-        elif suffix in (".pt", ".pth"):
-            import torch
-
-            content = torch.load(path, map_location="cpu", weights_only=True)
-        else:
-            raise DataError(
-                f"{path}: unsupported logits file type {suffix!r}; use .npz (arrays logits, labels) "
-                "or .pt (dict with logits, labels)"
-            )
-    except DataError:
-        raise
-    except Exception as error:  # numpy/torch raise many types for corrupt files
-        if suffix in (".pt", ".pth") and "weights_only" in str(error):
-            # torch's message advises weights_only=False, i.e. running the file's code: never do that.
-            raise DataError(
-                f"{path}: could not read logits: not a plain tensor file (loading it would run code, which "
-                "modelval never does); save a dict of tensors: torch.save({'logits': ..., 'labels': ...}, path)"
-            ) from None
-        raise DataError(f"{path}: could not read logits ({type(error).__name__}: {error})") from None
+    content = read_array_file(path)
     if not isinstance(content, dict) or not {"logits", "labels"} <= set(content):
         found = sorted(content) if isinstance(content, dict) else type(content).__name__
         raise DataError(f"{path}: expected entries 'logits' and 'labels', found {found}")
