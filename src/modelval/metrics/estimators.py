@@ -301,15 +301,15 @@ def _smece_with_width(f: np.ndarray, y: np.ndarray) -> tuple[float, float]:
             cache[sigma] = _smooth_ece_at(f, y, sigma)
         return cache[sigma]
 
-    def wide_enough(sigma: float) -> bool:
+    def below_fixed_point(sigma: float) -> bool:
         return sigma < SMECE_MIN_SIGMA or sigma < at(sigma)
 
     sigma = 1.0
-    if not wide_enough(sigma):
+    if not below_fixed_point(sigma):
         start, end = 1.0, 0.0
         for _ in range(_SEARCH_STEPS):
             mid = (start + end) / 2
-            if wide_enough(mid):
+            if below_fixed_point(mid):
                 end = mid
             else:
                 start = mid
@@ -329,7 +329,7 @@ def smooth_ece(confidences: Any, correct: Any) -> float:
         smECE_sigma = integral |r(t)| d(t) dt / integral d(t) dt,
 
     evaluated on a grid. The bandwidth is the fixed point ``sigma* = smECE_sigma*``, found by bisection
-    on (0, 1]; ``smooth_ece`` returns ``smECE_sigma*``.
+    on (0, 1] (the smallest width tried with ``sigma >= smECE_sigma``); ``smooth_ece`` returns ``smECE_sigma*``.
 
     Reproduces ``relplot.smECE(f, y)`` of the package ``relplot`` 1.0.x (Apple's reference code,
     default ``ReflectedGaussianKernel``, ``config.use_logit_scaling = False``) step by step: linear
