@@ -441,6 +441,8 @@ def test_bin_arguments_are_validated() -> None:
         ece_at_bin_counts(conf, correct, [10, 0])
     with pytest.raises(InputValidationError, match="bin_counts is empty"):
         ece_at_bin_counts(conf, correct, [])
+    with pytest.raises(InputValidationError, match="max_bins"):
+        ece_sweep(conf, correct, max_bins=0)
     with pytest.raises(InputValidationError, match="p must be"):
         ece_sweep(conf, correct, p=0.5)
     with pytest.raises(InputValidationError, match="n_points"):

@@ -199,7 +199,8 @@ def ece_sweep(
     if not (isinstance(p, (int, float, np.integer, np.floating)) and not isinstance(p, bool) and p >= 1):
         raise InputValidationError(f"p must be a number >= 1 (1 for the ECE, 2 for the L2 error), got {p!r}")
     limit = len(conf) if max_bins is None else max_bins
-    _check_n_bins(limit)
+    if isinstance(limit, bool) or not isinstance(limit, (int, np.integer)) or limit < 1:
+        raise InputValidationError(f"max_bins must be a positive integer or None (all examples), got {limit!r}")
     best = 1
     for b in range(2, int(limit) + 1):
         bins = reliability_bins(conf, flags, b, adaptive=adaptive)
