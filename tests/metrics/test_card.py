@@ -44,7 +44,10 @@ def check_against_references(card: dict, probs: np.ndarray, labels: np.ndarray) 
         brier_score_loss(labels, probs, labels=range(classes), scale_by_half=False), abs=1e-12
     )
     assert card["nll"] == pytest.approx(log_loss(labels, probs, labels=range(classes)), abs=1e-9)
-    debiased = calibration_ref.get_calibration_error(conf, correct.astype(int), debias=True)
+    # 1-D scores: the package calibrates P(correct) = the top-1 confidence, i.e. the top-label error.
+    debiased = calibration_ref.lower_bound_scaling_ce(
+        conf, correct.astype(int), p=2, debias=True, num_bins=card["n_bins"]
+    )
     assert card["debiased_l2"] == pytest.approx(debiased, abs=1e-9)
     assert card["smece"] == pytest.approx(relplot.smECE(conf, correct), abs=1e-6)
 
@@ -67,7 +70,8 @@ def test_card_on_real_model_outputs(bundled_evaluations):
     # EfficientNet-Lite0 on the 1280 cue-conflict stimuli: 16-class probabilities (mean aggregation,
     # renormalised to sum 1) against the shape category. Real, far-from-calibrated outputs.
     evaluation = bundled_evaluations()
-    probs = evaluation.category_probabilities / evaluation.category_probabilities.sum(axis=1, keepdims=True)
+    scores = evaluation.category_probabilities.astype(np.float64)  # float64: sklearn computes in the input's dtype
+    probs = scores / scores.sum(axis=1, keepdims=True)
     from modelval.behaviour.categories import CATEGORIES
 
     labels = np.array([CATEGORIES.index(s.shape) for s in evaluation.stimuli])

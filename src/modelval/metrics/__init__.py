@@ -7,7 +7,15 @@ wrappers, and input validation; it imports nothing of modelval but the shared gr
 
 from typing import Any
 
-from modelval.metrics.artifacts import ArtifactKey, PredictionFile, evaluate_paths, read_predictions, summarize
+from modelval.metrics.artifacts import (
+    ArtifactKey,
+    PredictionFile,
+    evaluate_paths,
+    read_predictions,
+    summarize,
+    summarize_seeds,
+)
+from modelval.metrics.bootstrap import BootstrapInterval, accuracy_intervals, calibration_intervals
 from modelval.metrics.calibration import (
     CONVENTIONS,
     CalibrationError,
@@ -18,12 +26,26 @@ from modelval.metrics.calibration import (
     rms_calibration_error,
     top1_confidences,
 )
+from modelval.metrics.calibrators import HistogramBinningCalibrator, IsotonicCalibrator, calibrate_top_label
+from modelval.metrics.card import calibration_card
 from modelval.metrics.classification import (
     AVERAGES,
     ClassificationReport,
     confusion_matrix,
     per_class_accuracy_from_confmat,
     precision_recall_f1,
+)
+from modelval.metrics.estimators import (
+    auto_n_bins,
+    brier_score,
+    classwise_calibration_error,
+    debiased_l2_calibration_error,
+    ece_at_bin_counts,
+    ece_by_group,
+    ece_sweep,
+    negative_log_likelihood,
+    smooth_ece,
+    smooth_reliability_curve,
 )
 from modelval.metrics.imbalance import (
     balanced_accuracy,
@@ -34,6 +56,7 @@ from modelval.metrics.imbalance import (
     shot_accuracy,
     shot_groups,
 )
+from modelval.metrics.intervals import wilson_interval
 from modelval.metrics.temperature import (
     LogitScaler,
     ScalingFitWarning,
@@ -50,15 +73,29 @@ __all__ = [
     "AVERAGES",
     "CONVENTIONS",
     "ArtifactKey",
+    "BootstrapInterval",
     "CalibrationError",
     "ClassificationReport",
+    "HistogramBinningCalibrator",
+    "IsotonicCalibrator",
     "LogitScaler",
     "PredictionFile",
     "ReliabilityBins",
     "ScalingFitWarning",
+    "accuracy_intervals",
+    "auto_n_bins",
     "balanced_accuracy",
+    "brier_score",
+    "calibrate_top_label",
+    "calibration_card",
+    "calibration_intervals",
+    "classwise_calibration_error",
     "confidence_histogram",
     "confusion_matrix",
+    "debiased_l2_calibration_error",
+    "ece_at_bin_counts",
+    "ece_by_group",
+    "ece_sweep",
     "ece_vs_temperature",
     "evaluate_paths",
     "expected_calibration_error",
@@ -68,6 +105,7 @@ __all__ = [
     "load_train_counts",
     "log_softmax",
     "maximum_calibration_error",
+    "negative_log_likelihood",
     "per_class_accuracy",
     "per_class_accuracy_from_confmat",
     "precision_recall_f1",
@@ -78,10 +116,14 @@ __all__ = [
     "rms_calibration_error",
     "shot_accuracy",
     "shot_groups",
+    "smooth_ece",
+    "smooth_reliability_curve",
     "softmax",
     "summarize",
+    "summarize_seeds",
     "temperature_sweep",
     "top1_confidences",
+    "wilson_interval",
 ]
 
 

@@ -36,6 +36,9 @@ from modelval.metrics.temperature import softmax
 #: Packages whose definitions the card's numbers match (see ``DEFINITIONS``); their versions are reported.
 REFERENCE_PACKAGES = ("torchmetrics", "scikit-learn", "uncertainty-calibration", "relplot", "netcal")
 
+#: Largest bin count the card's ECE sweep tries (one binning pass per count).
+SWEEP_MAX_BINS = 100
+
 DEFINITIONS: dict[str, str] = {
     "ece": "top-1 ECE, sum_m |B_m|/N |acc - conf| (Guo et al. 2017); convention 'default' = (lo, hi] bins as "
     "scikit-learn's calibration_curve, 'torchmetrics' = torchmetrics 1.x binning (float64 sums)",
@@ -105,7 +108,8 @@ def calibration_card(
     n = int(conf.shape[0])
     bins_used, rule = resolve_n_bins(n_bins, n)
     bins = reliability_bins(conf, correct, bins_used, convention=convention)
-    sweep = ece_sweep(conf, correct)
+    # Capped: on data that stay monotone the sweep would otherwise try every bin count up to n.
+    sweep = ece_sweep(conf, correct, max_bins=min(n, SWEEP_MAX_BINS))
     card: dict[str, Any] = {
         "n": n,
         "num_classes": int(p.shape[1]),
