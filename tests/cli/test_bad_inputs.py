@@ -125,7 +125,16 @@ def test_every_json_output_is_strict(capsys, bad_files, reference_dir, tmp_path)
     predictions.write_text("".join(json.dumps({"label": 0, "pred": 0, "conf": 0.9}) + "\n" for _ in range(5)))
     counts = tmp_path / "counts.json"
     counts.write_text(json.dumps([500, 500]))
+    import numpy as np
+
+    one_hot = tmp_path / "one_hot.npz"  # every prediction right at confidence 1: zero-width intervals, one bin
+    np.savez(one_hot, probs=np.eye(3)[[0, 1, 2, 0, 1, 2]], labels=np.array([0, 1, 2, 0, 1, 2]))
+    logits = tmp_path / "logits.npz"
+    np.savez(logits, logits=np.eye(3)[[0, 1, 2, 0, 1, 2]] * 5.0, labels=np.array([0, 1, 2, 0, 1, 2]))
     commands = [
+        ["calibration", str(one_hot), "--bins", "auto"],
+        ["reliability", str(predictions), "--out", str(tmp_path / "rel.png")],
+        ["temperature", "--val", str(logits), "--test", str(logits), "--method", "isotonic"],
         ["shape-bias", "--decisions", str(bad_files["all_na"]), "--model", "resnet50_in", "--no-sanity-gate"],
         ["accuracy", "--decisions", str(bad_files["all_na"])],
         ["humans", "--decisions", str(bad_files["all_na"]), "--reference-dir", str(reference_dir)],

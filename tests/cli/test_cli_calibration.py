@@ -87,3 +87,16 @@ def test_missing_truncated_and_unknown_files(tmp_path, capsys):
     assert "unsupported predictions file type '.csv'" in capsys.readouterr().err
     assert main(["calibration", str(tmp_path / "ok.npz"), "--bins", "zero"]) == 2
     assert "is not a whole number" in capsys.readouterr().err
+
+
+def test_card_plots(tmp_path, capsys):
+    from PIL import Image
+
+    z, y = logits_and_labels(n=500)
+    np.savez(tmp_path / "v.npz", logits=z, labels=y)
+    assert main(["calibration", str(tmp_path / "v.npz"), "--plot", str(tmp_path / "plots"), "--json"]) == 0
+    card = strict(capsys.readouterr().out)
+    assert [p.rsplit("/", 1)[-1] for p in card["plots"]] == ["reliability.png", "smooth-reliability.png"]
+    for path in card["plots"]:
+        with Image.open(path) as image:
+            assert image.format == "PNG" and image.height > 600

@@ -299,3 +299,46 @@ def test_metrics_intervals(tmp_path, capsys):
         assert out[f"{name}_ci95"][0] < out[name] < out[f"{name}_ci95"][1]
     assert set(out["shot_accuracy_ci95"]) == {"many", "medium", "few"}
     assert out["bootstrap"]["stratified"] is True and out["bootstrap"]["n_resamples"] == 1000
+
+
+@pytest.mark.parametrize("method", ["histogram", "isotonic"])
+def test_temperature_with_top_label_calibrators(tmp_path, capsys, method):
+    for name, seed in (("val", 0), ("test", 1)):
+        z, y = overconfident(3000, seed)
+        np.savez(tmp_path / f"{name}.npz", logits=z, labels=y)
+    args = ["temperature", "--val", str(tmp_path / "val.npz"), "--test", str(tmp_path / "test.npz"), "--method", method]
+    assert main([*args, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out, parse_constant=lambda c: pytest.fail(f"non-JSON constant {c}"))
+    assert out["after"]["ece"] < out["before"]["ece"] / 3
+    assert out["after"]["nll"] is None and "top-1 confidence" in out["after"]["null_reasons"]["nll"]
+    assert out["after"]["accuracy"] == out["before"]["accuracy"]
+    assert main(args) == 0
+    assert "fitted top-label" in capsys.readouterr().out
+
+
+def test_metrics_adds_calibration_and_ece_per_shot_group_when_rows_carry_conf(tmp_path, capsys):
+    from modelval.metrics.calibration import expected_calibration_error
+
+    rng = np.random.default_rng(2)
+    y = np.repeat(np.arange(4), 100)
+    conf = rng.uniform(0.25, 1.0, 400)
+    right = rng.uniform(size=400) < conf
+    p = np.where(right, y, (y + 1) % 4)
+    rows = [{"label": int(a), "pred": int(b), "conf": float(c)} for a, b, c in zip(y, p, conf, strict=True)]
+    path = write_jsonl(tmp_path / "p.jsonl", rows)
+    (tmp_path / "c.json").write_text(json.dumps([500, 100, 20, 5]))
+    argv = ["metrics", str(path), "--train-counts", str(tmp_path / "c.json"), "--json", "--bins", "10"]
+    assert main(argv) == 0
+    out = json.loads(capsys.readouterr().out, parse_constant=lambda c: pytest.fail(f"non-JSON constant {c}"))
+    assert out["ece"] == pytest.approx(expected_calibration_error(conf, right, 10))
+    assert out["ece_ci95"][0] < out["ece"] < out["ece_ci95"][1] and out["n_bins"] == 10
+    many, medium, few = (y == 0), (y == 1) | (y == 2), (y == 3)
+    for name, mask in (("many", many), ("medium", medium), ("few", few)):
+        assert out["ece_by_group"][name] == pytest.approx(expected_calibration_error(conf[mask], right[mask], 10))
+    assert main(argv[:-3]) == 0
+    assert "ECE many/medium/few" in capsys.readouterr().out
+    # Rows without conf: the calibration numbers are null, with the reason.
+    no_conf = write_jsonl(tmp_path / "n.jsonl", [{"label": 0, "pred": 0}, {"label": 1, "pred": 0}])
+    assert main(["metrics", str(no_conf), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["ece"] is None and "conf" in out["null_reasons"]["ece"]

@@ -30,6 +30,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     card.add_argument("--convention", choices=CONVENTIONS, default="default")
     add_bootstrap_options(card)
+    card.add_argument(
+        "--plot",
+        type=Path,
+        metavar="DIR",
+        help="write reliability.png (bins with Wilson intervals) and smooth-reliability.png into DIR",
+    )
     card.add_argument("--json", action="store_true", help="print the card as JSON")
     card.set_defaults(handler=_run_calibration)
 
@@ -64,11 +70,39 @@ def _run_calibration(args: argparse.Namespace) -> int:
     except InputValidationError as error:
         raise DataError(f"{args.path}: {error}") from error
     card = {"path": str(args.path), **card}
+    if args.plot is not None:
+        card["plots"] = _plots(args, labels, scores, card)
     if args.json:
         print(jsonio.dumps(card, indent=2))
         return 0
     print(_format(card))
     return 0
+
+
+def _plots(args: argparse.Namespace, labels: Any, scores: dict[str, Any], card: dict[str, Any]) -> list[str]:
+    import numpy as np
+
+    from modelval.metrics.calibration import reliability_bins, top1_confidences
+    from modelval.metrics.estimators import smooth_reliability_curve
+    from modelval.metrics.plots import reliability_diagram, smooth_reliability_diagram
+    from modelval.metrics.temperature import softmax
+
+    probs = softmax(np.asarray(scores["logits"])) if "logits" in scores else np.asarray(scores["probs"])
+    conf, correct = top1_confidences(probs, np.asarray(labels))
+    bins = reliability_bins(conf, correct, card["n_bins"], convention=card["convention"])
+    folder = args.plot
+    folder.mkdir(parents=True, exist_ok=True)
+    written = [
+        reliability_diagram(
+            bins, folder / "reliability.png", title=f"Reliability: {args.path.name}", ece_interval=card.get("ece_ci95")
+        ),
+        smooth_reliability_diagram(
+            smooth_reliability_curve(conf, correct),
+            folder / "smooth-reliability.png",
+            title=f"Smooth reliability: {args.path.name}",
+        ),
+    ]
+    return [str(p) for p in written]
 
 
 def _ci(card: dict[str, Any], key: str) -> str:
@@ -96,6 +130,8 @@ def _format(card: dict[str, Any]) -> str:
         f"  bins            {card['effective_bins']} non-empty of {card['n_bins']}; "
         f"smallest {card['min_bin_count']} examples",
     ]
+    if "plots" in card:
+        lines.append(f"  plots: {', '.join(card['plots'])}")
     if "bootstrap" in card:
         b = card["bootstrap"]
         how = "stratified by class, " if b["stratified"] else ""

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from modelval import jsonio
-from modelval.cli._args import add_bootstrap_options, bin_count
+from modelval.cli._args import add_bootstrap_options, bin_count, bin_count_or_auto
 from modelval.metrics.calibration import CONVENTIONS
 
 #: Without --num-classes, the class count comes from the data; past this it is more likely a broken
@@ -30,7 +30,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         ),
     )
     ece.add_argument("paths", nargs="+", metavar="PATH", type=Path)
-    ece.add_argument("--bins", type=bin_count, default=4, help="number of bins (default 4, as in seed 001)")
+    ece.add_argument(
+        "--bins",
+        type=bin_count_or_auto,
+        default=4,
+        help="number of bins (default 4, as in seed 001), or 'auto': ceil(n^(1/3)) for each file's n rows",
+    )
     ece.add_argument("--convention", choices=CONVENTIONS, default="default")
     ece.add_argument("--adaptive", action="store_true", help="equal-mass (quantile) bins instead of uniform")
     ece.add_argument("--strict", action="store_true", help="a malformed row is an error instead of dropped")
@@ -48,7 +53,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     rel = subparsers.add_parser("reliability", help="reliability diagram PNG of one prediction JSONL file")
     rel.add_argument("path", metavar="PRED.jsonl", type=Path)
     rel.add_argument("--out", type=Path, required=True, metavar="F.png")
-    rel.add_argument("--bins", type=bin_count, default=15, help="number of bins (default 15, as in Guo et al.)")
+    rel.add_argument(
+        "--bins",
+        type=bin_count_or_auto,
+        default=15,
+        help="number of bins (default 15, as in Guo et al.), or 'auto': ceil(n^(1/3))",
+    )
     rel.add_argument("--convention", choices=CONVENTIONS, default="default")
     rel.add_argument("--adaptive", action="store_true")
     rel.add_argument("--strict", action="store_true")
@@ -67,7 +77,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     temp.add_argument("--val", type=Path, required=True, help="held-out logits used to fit T")
     temp.add_argument("--test", type=Path, required=True, help="logits on which NLL/ECE are reported")
     temp.add_argument("--bins", type=bin_count, default=15)
-    temp.add_argument("--method", choices=("temperature", "vector", "matrix"), default="temperature")
+    temp.add_argument(
+        "--method",
+        choices=("temperature", "vector", "matrix", "histogram", "isotonic"),
+        default="temperature",
+        help="a logit scaling (temperature, vector, matrix) or a top-label calibrator of the top-1 confidence "
+        "(histogram binning with --bins bins, isotonic regression); the latter give no NLL",
+    )
     temp.add_argument(
         "--odir",
         type=float,
@@ -97,6 +113,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     met.add_argument("--many", type=int, default=100, help="many-shot: train count > MANY (default 100)")
     met.add_argument("--few", type=int, default=20, help="few-shot: train count < FEW (default 20)")
     met.add_argument("--strict", action="store_true")
+    met.add_argument(
+        "--bins", type=bin_count_or_auto, default=15, help="calibration bins when rows carry conf (default 15, or auto)"
+    )
     add_bootstrap_options(met)
     met.add_argument("--json", action="store_true")
     met.set_defaults(handler=_run_metrics)
@@ -111,6 +130,10 @@ def _fmt_interval(interval: Any, digits: int = 4) -> str:
         return "-"
     low, high = (interval.low, interval.high) if hasattr(interval, "low") else interval
     return f"[{_fmt(low, digits)}, {_fmt(high, digits)}]"
+
+
+def _fmt_ci_list(interval: list[float] | None) -> str:
+    return f"  95% CI {_fmt_interval(interval)}" if interval else ""
 
 
 def _run_ece(args: argparse.Namespace) -> int:
@@ -160,7 +183,7 @@ def _run_ece(args: argparse.Namespace) -> int:
     )
     if args.seeds_csv is not None:
         print(f"wrote the per-seed summary (mean, sd over seeds) to {args.seeds_csv}")
-    fewer = [r for r in records if r.effective_bins is not None and r.effective_bins < args.bins]
+    fewer = [r for r in records if r.effective_bins is not None and r.effective_bins < int(r.n_bins)]
     if fewer:
         least = min(r.effective_bins or 0 for r in fewer)
         print(f"{len(fewer)} file(s) have fewer non-empty bins than requested (as few as {least}; see --json)")
@@ -176,6 +199,10 @@ def _run_reliability(args: argparse.Namespace) -> int:
     data = read_predictions(args.path, strict=args.strict)
     if data.skipped:
         raise DataError(f"{args.path}: cannot draw a reliability diagram: {data.reason}")
+    if args.bins == "auto":
+        from modelval.metrics.estimators import auto_n_bins
+
+        args.bins = auto_n_bins(data.rows_used)
     bins = reliability_bins(
         data.conf, data.labels == data.preds, args.bins, adaptive=args.adaptive, convention=args.convention
     )
@@ -234,6 +261,8 @@ def _run_temperature(args: argparse.Namespace) -> int:
         from modelval.errors import DataError
 
         raise DataError(f"--val has {val_z.shape[1]} classes but --test has {test_z.shape[1]}")
+    if args.method in ("histogram", "isotonic"):
+        return _run_top_label_calibrator(args, val_z, val_y, test_z, test_y)
     scaler = fit_scaling(val_z, val_y, method=args.method, odir=tuple(args.odir) if args.odir else None)
 
     def scores(logits: np.ndarray) -> dict[str, float | int]:
@@ -286,6 +315,92 @@ def _run_temperature(args: argparse.Namespace) -> int:
     for p in sweep:
         print(f"  T = {p.temperature:g}: NLL {p.nll:.4f}  ECE {p.ece:.4f}")
     return 0
+
+
+def _run_top_label_calibrator(
+    args: argparse.Namespace, val_z: np.ndarray, val_y: np.ndarray, test_z: np.ndarray, test_y: np.ndarray
+) -> int:
+    """``temperature --method histogram|isotonic``: fit on --val, report ECE before/after on --test."""
+    from modelval.metrics.calibration import reliability_bins, top1_confidences
+    from modelval.metrics.calibrators import HistogramBinningCalibrator, IsotonicCalibrator, calibrate_top_label
+    from modelval.metrics.temperature import softmax
+
+    calibrator: HistogramBinningCalibrator | IsotonicCalibrator = (
+        HistogramBinningCalibrator(args.bins) if args.method == "histogram" else IsotonicCalibrator()
+    )
+    calibrator.fit_probs(softmax(val_z), val_y)
+    test_p = softmax(test_z)
+    conf, correct = top1_confidences(test_p, test_y)
+    calibrated, _ = calibrate_top_label(calibrator, test_p)
+    no_nll = jsonio.Undefined(
+        "a top-label calibrator maps only the top-1 confidence; it gives no distribution over the classes"
+    )
+
+    def scores(confidences: np.ndarray) -> dict[str, Any]:
+        bins = reliability_bins(confidences, correct, args.bins)
+        return {
+            "nll": no_nll,
+            "ece": bins.ece,
+            "effective_bins": bins.effective_bins,
+            "min_bin_count": bins.min_bin_count,
+            "accuracy": float(correct.mean()),
+        }
+
+    before, after = scores(conf), scores(calibrated)
+    before["nll"] = float(-log_softmax_rows(test_z, test_y).mean())
+    result = {"method": args.method, "n_bins": args.bins, "before": before, "after": after}
+    if args.json:
+        print(jsonio.dumps(result, indent=2))
+        return 0
+    what = f"histogram binning ({args.bins} bins)" if args.method == "histogram" else "isotonic regression"
+    print(f"fitted top-label {what} on {args.val} ({len(val_y)} examples)")
+    print(f"test ({len(test_y)} examples, {args.bins} bins):")
+    print(f"  before: NLL {before['nll']:.4f}  ECE {before['ece']:.4f}  accuracy {before['accuracy']:.4f}")
+    print(f"  after:  NLL -       ECE {after['ece']:.4f}  accuracy {after['accuracy']:.4f}  (top-1 confidence only)")
+    return 0
+
+
+def log_softmax_rows(logits: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """``log p_y`` per example from the exact log-softmax."""
+    from modelval.metrics.temperature import log_softmax
+
+    return log_softmax(logits)[np.arange(len(labels)), labels]
+
+
+def _calibration_of_rows(args: argparse.Namespace, rows: int, counts: np.ndarray | None) -> dict[str, Any]:
+    """ECE/MCE/RMS (with intervals) and ECE per many/medium/few group, when every used row has a ``conf``."""
+    from modelval.metrics.artifacts import read_predictions
+    from modelval.metrics.calibration import reliability_bins
+    from modelval.metrics.estimators import auto_n_bins, ece_by_group
+    from modelval.metrics.imbalance import shot_groups
+
+    data = read_predictions(args.path, strict=False, require_conf=True)
+    if data.skipped or data.rows_used != rows:
+        why = data.reason if data.skipped else f"only {data.rows_used} of {rows} rows carry a valid conf"
+        return {"ece": jsonio.Undefined(f"no calibration numbers: {why}")}
+    n_bins = auto_n_bins(rows) if args.bins == "auto" else args.bins
+    correct = data.labels == data.preds
+    bins = reliability_bins(data.conf, correct, n_bins)
+    out: dict[str, Any] = {**bins.summary()}
+    out.pop("adaptive")
+    if args.bootstrap:
+        from modelval.metrics.bootstrap import calibration_intervals
+
+        intervals = calibration_intervals(
+            data.conf, correct, n_bins, labels=data.labels, n_resamples=args.bootstrap, seed=args.seed,
+            stratify=args.stratify,
+        )  # fmt: skip
+        out.update({f"{name}_ci95": intervals[name].as_list() for name in ("ece", "mce", "rms")})
+    if counts is not None:
+        groups = shot_groups(counts, many_threshold=args.many, few_threshold=args.few)
+        per_group = ece_by_group(
+            data.conf, correct, data.labels, {g: getattr(groups, g) for g in ("many", "medium", "few")}, n_bins
+        )
+        out["ece_by_group"] = {
+            name: result.ece if result.ece is not None else jsonio.Undefined(result.reason or "no examples")
+            for name, result in per_group.items()
+        }
+    return out
 
 
 def _run_metrics(args: argparse.Namespace) -> int:
@@ -357,6 +472,7 @@ def _run_metrics(args: argparse.Namespace) -> int:
         if counts is not None:
             out["shot_accuracy_ci95"] = {g: intervals[f"shot_{g}"].as_list() for g in ("many", "medium", "few")}
         out["bootstrap"] = bootstrap_json(intervals)
+    out.update(_calibration_of_rows(args, len(y), counts))
     for average in ("macro", "micro", "weighted"):
         prf = precision_recall_f1(y, p, average=average, num_classes=k, zero_division=0)
         out[average] = {"precision": prf.precision, "recall": prf.recall, "f1": prf.f1}
@@ -398,6 +514,11 @@ def _run_metrics(args: argparse.Namespace) -> int:
     for average in ("macro", "micro", "weighted"):
         m = out[average]
         print(f"  {average:<8} P {m['precision']:.4f}  R {m['recall']:.4f}  F1 {m['f1']:.4f}")
+    if isinstance(out.get("ece"), float):
+        print(f"  ECE                 {out['ece']:.4f}{_fmt_ci_list(out.get('ece_ci95'))}  ({out['n_bins']} bins)")
+        if "ece_by_group" in out:
+            groups = " / ".join(_fmt(v) if isinstance(v, float) else "-" for v in out["ece_by_group"].values())
+            print(f"  ECE many/medium/few {groups}")
     if intervals:
         how = "stratified by class, " if args.stratify else ""
         print(f"  intervals: percentile bootstrap, {how}{args.bootstrap} resamples, seed {args.seed}")

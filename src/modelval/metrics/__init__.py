@@ -67,7 +67,7 @@ from modelval.metrics.temperature import (
     temperature_sweep,
 )
 
-_PLOTS = ("reliability_diagram", "confidence_histogram", "ece_vs_temperature")
+_PLOTS = ("reliability_diagram", "smooth_reliability_diagram", "confidence_histogram", "ece_vs_temperature")
 
 __all__ = [
     "AVERAGES",
@@ -118,6 +118,7 @@ __all__ = [
     "shot_groups",
     "smooth_ece",
     "smooth_reliability_curve",
+    "smooth_reliability_diagram",
     "softmax",
     "summarize",
     "summarize_seeds",

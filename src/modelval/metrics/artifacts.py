@@ -26,7 +26,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -173,7 +173,7 @@ class EceRecord:
     mce: float | None = None
     rms: float | None = None
     accuracy: float | None = None
-    n_bins: int = 4
+    n_bins: int | str = 4  # "auto" only on a skipped record (no rows to count)
     effective_bins: int | None = None
     min_bin_count: int | None = None
     convention: str = "default"
@@ -253,7 +253,7 @@ def discover_prediction_files(paths: Iterable[str | Path]) -> list[Path]:
 def evaluate_file(
     path: str | Path,
     *,
-    n_bins: int = 4,
+    n_bins: int | Literal["auto"] = 4,
     convention: Convention = "default",
     adaptive: bool = False,
     strict: bool = False,
@@ -264,6 +264,7 @@ def evaluate_file(
     """ECE, MCE and RMS of one prediction file (4 bins by default, as in seed 001).
 
     ``n_bootstrap > 0`` adds their percentile bootstrap 95% intervals (:mod:`modelval.metrics.bootstrap`).
+    ``n_bins="auto"`` uses the cube-root rule on the file's usable rows (``record.n_bins`` says how many).
     """
     data = read_predictions(path, strict=strict)
     record = EceRecord(
@@ -280,6 +281,11 @@ def evaluate_file(
     )
     if data.skipped:
         return record
+    if n_bins == "auto":
+        from modelval.metrics.estimators import auto_n_bins
+
+        n_bins = auto_n_bins(data.rows_used)
+        record.n_bins = n_bins
     correct = (data.labels == data.preds).astype(np.float64)
     bins = reliability_bins(data.conf, correct, n_bins, adaptive=adaptive, convention=convention)
     record.ece, record.mce, record.rms = bins.ece, bins.mce, bins.rms
@@ -299,7 +305,7 @@ def evaluate_file(
 def evaluate_paths(
     paths: Sequence[str | Path],
     *,
-    n_bins: int = 4,
+    n_bins: int | Literal["auto"] = 4,
     convention: Convention = "default",
     adaptive: bool = False,
     strict: bool = False,

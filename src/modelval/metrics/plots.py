@@ -1,4 +1,4 @@
-"""PNG plots for calibration: reliability diagram, confidence histogram, ECE against temperature.
+"""PNG plots for calibration: reliability diagram, smooth reliability diagram, confidence histogram, ECE vs T.
 
 Kept apart from :mod:`modelval.metrics.calibration` so the metrics import no matplotlib. The Agg backend is
 selected explicitly: these functions only write files and must work on machines without a display.
@@ -13,6 +13,7 @@ import numpy as np
 
 from modelval.errors import InputValidationError
 from modelval.metrics.calibration import ReliabilityBins
+from modelval.metrics.estimators import SmoothReliabilityCurve
 
 
 def figure_path(path: str | Path, default_name: str) -> Path:
@@ -99,18 +100,11 @@ def reliability_diagram(
     ax.set_xlim(0, 1)
     ax.set_ylim(0, 1)
     ax.set_ylabel("accuracy")
-    ax.set_title(title)
-    ece_text = f"ECE = {bins.ece * 100:.2f}%"
+    # The numbers go in the title: a box inside the axes would hide the error bars of low-confidence bins.
+    ece_text = f"ECE {bins.ece * 100:.2f}%"
     if ece_interval is not None:
         ece_text += f" [{ece_interval[0] * 100:.2f}, {ece_interval[1] * 100:.2f}]"
-    ax.text(
-        0.03,
-        0.70,  # below the legend, in the empty upper-left triangle above the diagonal
-        f"{ece_text}\nMCE = {bins.mce * 100:.2f}%\nN = {bins.total}",
-        transform=ax.transAxes,
-        va="top",
-        bbox={"facecolor": "lavender", "edgecolor": "gray"},
-    )
+    ax.set_title(f"{title}\n{ece_text} · MCE {bins.mce * 100:.2f}% · N {bins.total}", fontsize="medium")
     ax.legend(loc="upper left", fontsize="small")
     if hax is not None:
         hax.bar(lo, counts / max(bins.total, 1), width=width, align="edge", color="tab:gray", edgecolor="black")
@@ -167,6 +161,44 @@ def ece_vs_temperature(
     ax.set_ylabel("ECE (%)")
     ax.set_title("ECE vs temperature")
     ax.grid(True)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def smooth_reliability_diagram(
+    curve: SmoothReliabilityCurve, path: str | Path, *, title: str = "Smooth reliability diagram"
+) -> Path:
+    """The smooth reliability diagram of Blasiok & Nakkiran (2023), as ``relplot.rel_diagram`` draws it.
+
+    The kernel-smoothed accuracy against the confidence, with a band whose thickness follows the
+    density of the confidences (thin where few predictions lie, so the eye is not drawn to regions
+    without data), the diagonal, and smooth ECE and the kernel width annotated. A second panel shows
+    the density itself.
+    """
+    plt = _pyplot()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig, (ax, dax) = plt.subplots(2, 1, figsize=(5, 7), gridspec_kw={"height_ratios": [3, 1]}, sharex=True)
+    peak = float(curve.density.max()) or 1.0
+    half = 0.02 * curve.density / peak  # band half-width: up to 0.02 accuracy units at the densest point
+    ax.fill_between(
+        curve.x, curve.accuracy - half, curve.accuracy + half, color="tab:red", alpha=0.6, linewidth=0,
+        label="smoothed accuracy (width: density)",
+    )  # fmt: skip
+    ax.plot(curve.x, curve.accuracy, color="darkred", linewidth=1)
+    ax.plot([0, 1], [0, 1], linestyle="--", color="gray", label="perfect calibration")
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.set_ylabel("accuracy")
+    ax.set_title(
+        f"{title}\nsmooth ECE {curve.smooth_ece * 100:.2f}% · kernel width {curve.sigma:.3f}", fontsize="medium"
+    )
+    ax.legend(loc="upper left", fontsize="small")
+    dax.fill_between(curve.x, 0, curve.density, color="tab:gray", alpha=0.7)
+    dax.set_ylabel("density")
+    dax.set_xlabel("confidence")
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
