@@ -130,6 +130,28 @@ def _validated_flags(corr: np.ndarray) -> np.ndarray:
     return flags
 
 
+def check_probability_rows(p: np.ndarray, fix: str) -> None:
+    """Reject NaN, values outside [0, 1] and rows that do not sum to 1 (within ``PROB_SUM_TOL``).
+
+    ``p`` is a float ``(N, C)`` array; ``fix`` says what the caller's user should do with logits
+    ("apply softmax to the logits", "pass logits=True"), and ends every message.
+    """
+    nan = np.isnan(p)
+    if nan.any():
+        raise InputValidationError(f"probs contain {int(nan.sum())} NaN value(s); drop or fix those rows")
+    if (p < 0).any() or (p > 1).any():
+        raise InputValidationError(f"probs must be probabilities in [0, 1]; for logits {fix}")
+    off = np.abs(p.sum(axis=1) - 1.0) > PROB_SUM_TOL
+    if off.any():
+        row = int(np.flatnonzero(off)[0])
+        raise InputValidationError(
+            f"probs rows must sum to 1 (within {PROB_SUM_TOL:g}); {int(off.sum())} of {len(p)} row(s) do not, "
+            f"e.g. row {row} sums to {p[row].sum():.6g}. Sigmoid or multilabel scores are not one distribution "
+            f"over the classes: for a single-label classifier {fix}; multilabel scores need a per-label (binary) "
+            "calibration instead"
+        )
+
+
 def top1_confidences(probs: Any, labels: Any) -> tuple[np.ndarray, np.ndarray]:
     """Top-1 confidence and correctness from an ``(N, C)`` matrix of probabilities.
 
@@ -144,19 +166,7 @@ def top1_confidences(probs: Any, labels: Any) -> tuple[np.ndarray, np.ndarray]:
         raise InputValidationError(f"probs must be (N, C), got shape {p.shape}")
     if y.shape != (p.shape[0],):
         raise InputValidationError(f"labels must have shape ({p.shape[0]},), got {y.shape}")
-    if np.isnan(p).any() or (p < 0).any() or (p > 1).any():
-        raise InputValidationError(
-            "probs must be probabilities in [0, 1] without NaN; for logits use softmax(logits) first"
-        )
-    off = np.abs(p.sum(axis=1) - 1.0) > PROB_SUM_TOL
-    if off.any():
-        row = int(np.flatnonzero(off)[0])
-        raise InputValidationError(
-            f"probs rows must sum to 1 (within {PROB_SUM_TOL:g}); {int(off.sum())} of {len(p)} row(s) do not, "
-            f"e.g. row {row} sums to {p[row].sum():.6g}. Sigmoid or multilabel scores are not one distribution "
-            "over the classes: for a single-label classifier apply softmax to the logits; multilabel scores "
-            "need a per-label (binary) calibration instead"
-        )
+    check_probability_rows(p, "apply softmax to the logits")
     pred = p.argmax(axis=1)
     # float32 probabilities keep float32 confidences, so convention="torchmetrics" bins them in float32.
     dtype = _binning_dtype(given) if np.issubdtype(given.dtype, np.floating) else np.float64

@@ -56,11 +56,11 @@ import numpy as np
 
 from modelval.errors import InputValidationError
 from modelval.metrics.calibration import (
-    PROB_SUM_TOL,
     _as_numpy,
     _check_n_bins,
     _check_range,
     _checked,
+    check_probability_rows,
     top1_confidences,
 )
 
@@ -387,21 +387,8 @@ def _checked_probs(probs: Any) -> np.ndarray:
     if not np.issubdtype(p.dtype, np.number) or np.issubdtype(p.dtype, np.complexfloating):
         raise InputValidationError(f"probs must be real numbers, got dtype {p.dtype}")
     p = p.astype(np.float64)
-    if p.shape[0] == 0:
-        return p
-    if np.isnan(p).any():
-        raise InputValidationError(f"probs contain {int(np.isnan(p).sum())} NaN value(s); drop or fix those rows")
-    if (p < 0).any() or (p > 1).any():
-        raise InputValidationError(
-            "probs must be probabilities in [0, 1]; for logits apply softmax(logits, axis=1) first"
-        )
-    off = np.abs(p.sum(axis=1) - 1.0) > PROB_SUM_TOL
-    if off.any():
-        row = int(np.flatnonzero(off)[0])
-        raise InputValidationError(
-            f"probs rows must sum to 1 (within {PROB_SUM_TOL:g}); {int(off.sum())} of {len(p)} row(s) do not, "
-            f"e.g. row {row} sums to {p[row].sum():.6g}; apply softmax to the logits"
-        )
+    if p.shape[0]:
+        check_probability_rows(p, "apply softmax(logits, axis=1) first")
     return p
 
 

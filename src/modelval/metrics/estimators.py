@@ -38,10 +38,10 @@ import numpy as np
 
 from modelval.errors import InputValidationError
 from modelval.metrics.calibration import (
-    PROB_SUM_TOL,
     _as_numpy,
     _check_n_bins,
     _checked,
+    check_probability_rows,
     expected_calibration_error,
     reliability_bins,
 )
@@ -417,20 +417,7 @@ def _checked_probs(probs: Any, labels: Any) -> tuple[np.ndarray, np.ndarray, np.
         raise InputValidationError(f"probs must be real numbers, got dtype {given.dtype}")
     dtype = given.dtype if np.issubdtype(given.dtype, np.floating) else np.dtype(np.float64)
     p = given.astype(np.float64)
-    nan = np.isnan(p)
-    if nan.any():
-        raise InputValidationError(f"probs contain {int(nan.sum())} NaN value(s); drop or fix those rows")
-    if (p < 0).any() or (p > 1).any():
-        raise InputValidationError(
-            "probs must be probabilities in [0, 1]; for logits pass logits=True (or apply softmax first)"
-        )
-    off = np.abs(p.sum(axis=1) - 1.0) > PROB_SUM_TOL
-    if off.any():
-        row = int(np.flatnonzero(off)[0])
-        raise InputValidationError(
-            f"probs rows must sum to 1 (within {PROB_SUM_TOL:g}); {int(off.sum())} of {len(p)} row(s) do not, "
-            f"e.g. row {row} sums to {p[row].sum():.6g}. Apply softmax to the logits (or pass logits=True)"
-        )
+    check_probability_rows(p, "pass logits=True (or apply softmax first)")
     return p, _checked_labels(labels, p.shape[0], p.shape[1]), dtype
 
 
