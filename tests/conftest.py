@@ -37,6 +37,24 @@ def few_stimuli(data_root: Path) -> torch.Tensor:
 
 
 @pytest.fixture
+def stimulus_subset(data_root: Path, tmp_path: Path):
+    """``stimulus_subset(n)``: a folder of the first ``n`` real stimuli of each category (symlinks).
+
+    Evaluated with ``allow_modified=True`` (``--allow-modified-stimuli``): a subset is not the published set.
+    """
+
+    def make(per_category: int, folder: Path | None = None) -> Path:
+        folder = folder or tmp_path / f"stimuli-{per_category}"
+        for category in sorted(p for p in data_root.iterdir() if p.is_dir()):
+            (folder / category.name).mkdir(parents=True)
+            for image in sorted(category.glob("*.png"))[:per_category]:
+                (folder / category.name / image.name).symlink_to(image)
+        return folder
+
+    return make
+
+
+@pytest.fixture
 def temporary_entry():
     """Register entries for one test and remove them afterwards."""
     from modelval.models.registry import register_model, unregister_model

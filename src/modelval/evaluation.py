@@ -75,11 +75,16 @@ class StimulusSet:
         ``verify`` (default: when the full official set is loaded, ``expected_count="registry"``)
         checks every file's name and SHA-256 against the committed manifest and refuses a modified
         set with an error naming the files, unless ``allow_modified``: then it is evaluated and
-        :attr:`verification` says what differs. The same content digests key the decode cache (see
+        :attr:`verification` says what differs. ``allow_modified`` also accepts a subset of the set
+        (any number of images; the registry's count is not enforced), which is always checked against
+        the manifest, so the result says which files are missing. The same content digests key the decode cache (see
         :mod:`modelval.datasets.cache`), so a hit gives the pixels of exactly these files; the cache
         holds the cue-conflict set, as the 160-image sets decode in well under a second.
         """
         root = Path(root)
+        if allow_modified and expected_count == "registry":
+            # A subset is a modified set too; it is verified below and reported as such.
+            expected_count, verify = None, True if verify is None else verify
         stimuli = discover_stimuli(root, expected_count=expected_count, dataset=dataset)
         check = expected_count == "registry" if verify is None else verify
         digests = hash_stimuli(root, [s.relpath for s in stimuli])

@@ -31,13 +31,8 @@ def untrained():
 
 
 @pytest.fixture
-def subset(data_root: Path, tmp_path: Path) -> Path:
-    folder = tmp_path / "stimuli"
-    for category in sorted(p for p in data_root.iterdir() if p.is_dir()):
-        (folder / category.name).mkdir(parents=True)
-        for image in sorted(category.glob("*.png"))[:4]:
-            (folder / category.name / image.name).symlink_to(image)
-    return folder
+def subset(stimulus_subset) -> Path:
+    return stimulus_subset(4)
 
 
 def test_validate_reports_every_case_and_fails_on_a_broken_model(subset, tmp_path, capsys):

@@ -16,6 +16,9 @@ import tarfile
 from pathlib import Path
 
 import pytest
+from PIL import Image
+
+from modelval.behaviour.decisions import read_decisions
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -42,10 +45,19 @@ def modelval(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str
 
 
 @pytest.mark.slow
-def test_first_shape_bias_run_fetches_the_stimuli(tmp_path, local_server, cue_conflict_archive):
+def test_first_shape_bias_run_fetches_the_stimuli(tmp_path, local_server, cue_conflict_archive, bundled_evaluations):
+    """Also the CLI's end-to-end run on the bundled model: decisions file, plot, recomputation.
+
+    One full evaluation serves both checks; a second in-process CLI run of the same model would cost
+    CI another evaluation and test nothing new.
+    """
     local_server.add("/cue-conflict.tar.gz", cue_conflict_archive)
     env = new_user(tmp_path / "home", MODELVAL_DATA_MIRROR=local_server.url + "/")
-    result = modelval("shape-bias", "--model", "efficientnet_lite0", "--json", "--threads", "2", env=env)
+    decisions_out, plot = tmp_path / "decisions.csv", tmp_path / "plot.png"
+    result = modelval(
+        "shape-bias", "--model", "efficientnet_lite0", "--json", "--threads", "2",
+        "--decisions-out", str(decisions_out), "--plot", str(plot), env=env,
+    )  # fmt: skip
     assert result.returncode == 0, result.stderr[-2000:]
     fetched = [line for line in result.stderr.splitlines() if "fetching" in line]
     destination = tmp_path / "home" / ".cache" / "modelval" / "cue-conflict"
@@ -53,14 +65,24 @@ def test_first_shape_bias_run_fetches_the_stimuli(tmp_path, local_server, cue_co
         f"modelval: fetching the cue-conflict stimuli from {local_server.url}/cue-conflict.tar.gz into {destination}"
     ]
     report = json.loads(result.stdout)
+    assert report["model"] == "efficientnet_lite0" and report["conflict_images"] == 1200
     assert round(report["shape_bias"], 4) == 0.2394
     assert (report["shape_hits"], report["texture_hits"]) == (197, 626)
     assert len(list(destination.glob("*/*.png"))) == 1280
     assert local_server.requests == {"/cue-conflict.tar.gz": 1}
+    # The CLI (batch 32, a fresh process) and the library (batch 64) agree decision by decision.
+    library = bundled_evaluations("model")
+    assert [d.response for d in read_decisions(decisions_out)] == [d.response for d in library.decisions]
+    with Image.open(plot) as image:
+        assert image.format == "PNG" and image.width > 400
 
-    # The second run finds them: no request, no "fetching" line.
-    again = modelval("shape-bias", "--decisions", str(tmp_path / "missing.csv"), env=env)
+    # The second run finds the stimuli (no request, no "fetching" line) and, from the written
+    # decisions, recomputes the same numbers.
+    again = modelval("shape-bias", "--decisions", str(decisions_out), "--json", env=env)
+    assert again.returncode == 0, again.stderr[-2000:]
     assert local_server.requests == {"/cue-conflict.tar.gz": 1} and "fetching" not in again.stderr
+    recomputed = json.loads(again.stdout)
+    assert (recomputed["shape_hits"], recomputed["texture_hits"]) == (197, 626)
 
 
 @pytest.mark.parametrize("offline_env", ["MODELVAL_OFFLINE", "HF_HUB_OFFLINE"])

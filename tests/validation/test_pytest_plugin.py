@@ -54,14 +54,10 @@ def lite0():
 
 
 @pytest.fixture
-def user_project(pytester: pytest.Pytester, data_root: Path, bundled_model) -> tuple[pytest.Pytester, Path]:
+def user_project(pytester: pytest.Pytester, stimulus_subset, bundled_model) -> tuple[pytest.Pytester, Path]:
     import torch
 
-    subset = pytester.path / "stimuli"
-    for category in sorted(p for p in data_root.iterdir() if p.is_dir()):
-        (subset / category.name).mkdir(parents=True)
-        for image in sorted(category.glob("*.png"))[:3]:
-            (subset / category.name / image.name).symlink_to(image)
+    subset = stimulus_subset(3, pytester.path / "stimuli")
     (pytester.path / "weights").mkdir()
     torch.save(bundled_model.model.state_dict(), pytester.path / "weights" / "lite0.pt")
     (pytester.path / "modelval.toml").write_text(MODELS_FILE)

@@ -50,6 +50,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exit_:  # a usage error (one line, see OneLineParser), or --help / --version
         return int(exit_.code or 0)
+    threads = _torch_threads()
     try:
         return int(args.handler(args) or 0)
     except ModelvalError as error:
@@ -62,6 +63,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("modelval: interrupted", file=sys.stderr)
         return 130
+    finally:
+        # --threads changes torch's process-wide setting; a command run in-process (a test, a notebook)
+        # must not leave it behind for the caller's later work.
+        if threads is not None and "torch" in sys.modules:
+            sys.modules["torch"].set_num_threads(threads)
+
+
+def _torch_threads() -> int | None:
+    """torch's thread count now, if torch is loaded (the CLI never imports it just to ask)."""
+    torch = sys.modules.get("torch")
+    return int(torch.get_num_threads()) if torch is not None else None
 
 
 if __name__ == "__main__":

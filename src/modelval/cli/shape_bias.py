@@ -109,7 +109,8 @@ def add_evaluation_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--allow-modified-stimuli",
         action="store_true",
-        help="evaluate a stimulus folder that differs from the published manifest (the output says so)",
+        help="evaluate a stimulus folder that differs from the published manifest, or a subset of it "
+        "(the output says what differs)",
     )
 
 

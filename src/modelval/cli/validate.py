@@ -50,10 +50,7 @@ def run(args: argparse.Namespace) -> int:
     models = read_models_file(path)
     progress = sys.stderr.isatty()
     root = ensure_stimuli(args.data_root, progress=progress)
-    if args.allow_modified_stimuli:
-        stimuli = StimulusSet.load(root, progress=progress, expected_count=None, verify=True, allow_modified=True)
-    else:
-        stimuli = StimulusSet.load(root, progress=progress)
+    stimuli = StimulusSet.load(root, progress=progress, allow_modified=args.allow_modified_stimuli)
     runner = ValidationRunner(
         stimuli=stimuli,
         device=str(resolve_device(args.device)),

@@ -179,9 +179,9 @@ def stimulus_set(pytestconfig: pytest.Config, data_root: Path):
     """The 1280 stimuli, decoded once per test session (per worker under xdist)."""
     from modelval.evaluation import StimulusSet
 
-    if pytestconfig.getoption("--allow-modified-stimuli"):
-        return StimulusSet.load(data_root, progress=False, expected_count=None, verify=True, allow_modified=True)
-    return StimulusSet.load(data_root, progress=False)
+    return StimulusSet.load(
+        data_root, progress=False, allow_modified=bool(pytestconfig.getoption("--allow-modified-stimuli"))
+    )
 
 
 def _reference_path(config: pytest.Config) -> Path | None:
