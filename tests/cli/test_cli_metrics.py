@@ -116,6 +116,13 @@ def test_temperature(tmp_path, capsys):
     assert 2.5 < out["temperature"] < 3.5
     assert out["after"]["ece"] < out["before"]["ece"] and out["after"]["nll"] < out["before"]["nll"]
     assert out["after"]["accuracy"] == out["before"]["accuracy"]
+    from sklearn.metrics import brier_score_loss
+
+    z, y = overconfident(2000, 1)
+    probs = np.exp(z - z.max(1, keepdims=True))
+    probs /= probs.sum(1, keepdims=True)
+    assert out["before"]["brier"] == pytest.approx(brier_score_loss(y, probs, labels=range(5), scale_by_half=False))
+    assert out["after"]["brier"] < out["before"]["brier"]
     assert [p["temperature"] for p in out["sweep"]] == [0.5, 1.0, 1.5, 2.0]
     assert plot.read_bytes()[:4] == b"\x89PNG"
     assert main(args) == 0

@@ -253,6 +253,7 @@ def _run_reliability(args: argparse.Namespace) -> int:
 
 def _run_temperature(args: argparse.Namespace) -> int:
     from modelval.metrics.calibration import reliability_bins
+    from modelval.metrics.estimators import brier_score
     from modelval.metrics.temperature import fit_scaling, load_logits_file, log_softmax, softmax, temperature_sweep
 
     val_z, val_y = load_logits_file(args.val)
@@ -275,7 +276,10 @@ def _run_temperature(args: argparse.Namespace) -> int:
         bins = reliability_bins(probs.max(axis=1), correct, args.bins)
         return {
             "nll": float(-log_probs[np.arange(len(test_y)), test_y].mean()),
+            "brier": brier_score(probs, test_y),
             "ece": bins.ece,
+            "mce": bins.mce,
+            "rms": bins.rms,
             "effective_bins": bins.effective_bins,
             "min_bin_count": bins.min_bin_count,
             "accuracy": float(correct.mean()),
@@ -323,6 +327,7 @@ def _run_top_label_calibrator(
     """``temperature --method histogram|isotonic``: fit on --val, report ECE before/after on --test."""
     from modelval.metrics.calibration import reliability_bins, top1_confidences
     from modelval.metrics.calibrators import HistogramBinningCalibrator, IsotonicCalibrator, calibrate_top_label
+    from modelval.metrics.estimators import brier_score
     from modelval.metrics.temperature import softmax
 
     calibrator: HistogramBinningCalibrator | IsotonicCalibrator = (
@@ -340,7 +345,10 @@ def _run_top_label_calibrator(
         bins = reliability_bins(confidences, correct, args.bins)
         return {
             "nll": no_nll,
+            "brier": no_nll,
             "ece": bins.ece,
+            "mce": bins.mce,
+            "rms": bins.rms,
             "effective_bins": bins.effective_bins,
             "min_bin_count": bins.min_bin_count,
             "accuracy": float(correct.mean()),
@@ -348,6 +356,7 @@ def _run_top_label_calibrator(
 
     before, after = scores(conf), scores(calibrated)
     before["nll"] = float(-log_softmax_rows(test_z, test_y).mean())
+    before["brier"] = brier_score(test_z, test_y, logits=True)
     result = {"method": args.method, "n_bins": args.bins, "before": before, "after": after}
     if args.json:
         print(jsonio.dumps(result, indent=2))
