@@ -70,7 +70,7 @@ def test_first_shape_bias_run_fetches_the_stimuli(tmp_path, local_server, cue_co
     assert (report["shape_hits"], report["texture_hits"]) == (197, 626)
     assert len(list(destination.glob("*/*.png"))) == 1280
     assert local_server.requests == {"/cue-conflict.tar.gz": 1}
-    # The CLI (batch 32, a fresh process) and the library (batch 64) agree decision by decision.
+    # The CLI (batch 32, a fresh process) and the library (batch 48) agree decision by decision.
     library = bundled_evaluations("model")
     assert [d.response for d in read_decisions(decisions_out)] == [d.response for d in library.decisions]
     with Image.open(plot) as image:

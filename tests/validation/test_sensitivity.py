@@ -53,7 +53,7 @@ def card(bundled_model, subset):
     counting = CountingModel(bundled_model.model)
     card = sensitivity_card(
         counting, bundled_model.config.preprocess, subset, model_name="efficientnet_lite0",
-        batch_size=64, device="cpu", progress=False,
+        batch_size=48, device="cpu", progress=False,
     )  # fmt: skip
     return card, counting.batches / math.ceil(len(subset) / 64)
 
