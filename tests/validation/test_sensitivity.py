@@ -55,7 +55,7 @@ def card(bundled_model, subset):
         counting, bundled_model.config.preprocess, subset, model_name="efficientnet_lite0",
         batch_size=48, device="cpu", progress=False,
     )  # fmt: skip
-    return card, counting.batches / math.ceil(len(subset) / 64)
+    return card, counting.batches / math.ceil(len(subset) / 48)
 
 
 def subset_result(evaluation):
