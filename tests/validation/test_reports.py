@@ -71,3 +71,17 @@ def test_validation_report_directory(bundled_evaluations, tmp_path):
     ]
     with Image.open(tmp_path / "plots" / "efficientnet_lite0.png") as image:
         assert image.format == "PNG" and image.size[0] > 400
+
+
+def test_written_json_is_strict_when_the_shape_bias_is_undefined(tmp_path):
+    # A model that never answers shape or texture: shape bias 0/0, so its difference from the expected
+    # value is NaN as well; json.dumps wrote a bare NaN there. The report says null and why.
+    from modelval.behaviour.decisions import Decision
+
+    decisions = [Decision(f"cat{i}-bear{i}.png", "cat", "bear", "boat") for i in range(20)]
+    result = compute_shape_bias(decisions, n_bootstrap=0)
+    row = ReportRow("resnet50_in", "ResNet-50 (IN)", "test", "model", result, expected_for("resnet50_in"))
+    json_path, _, _ = write_reports([row], tmp_path)
+    (record,) = json.loads(json_path.read_text(), parse_constant=lambda c: pytest.fail(f"non-JSON constant {c}"))
+    assert record["shape_bias"] is None
+    assert record["difference"] is None and record["null_reasons"]["difference"]

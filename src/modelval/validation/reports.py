@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import ArrayLike
 
+from modelval import jsonio
 from modelval.behaviour.categories import CATEGORIES
 from modelval.behaviour.shape_bias import ShapeBiasResult
 from modelval.evaluation import Evaluation
@@ -163,7 +164,8 @@ def write_reports(
     directory.mkdir(parents=True, exist_ok=True)
     records = [r.to_dict() for r in rows]
     json_path = directory / f"{stem}.json"
-    json_path.write_text(json.dumps(records, indent=2))
+    # Strict JSON: an undefined shape bias (no shape or texture hit) is null with its reason, never NaN.
+    json_path.write_text(jsonio.dumps(records, indent=2))
     csv_path = directory / f"{stem}.csv"
     flat_keys = [k for k in records[0] if k != "per_category"] if records else []
     with csv_path.open("w", newline="") as handle:
