@@ -67,3 +67,35 @@ def test_validate_without_a_models_file_says_how_to_write_one(tmp_path, monkeypa
     monkeypatch.chdir(tmp_path)
     assert main(["validate"]) == 2
     assert "no models file: write modelval.toml" in capsys.readouterr().err
+
+
+TEN_WAY = """
+[models.ten]
+label = "a 10-way head"
+spec = "nets.py:ten_way"
+label_map = "maps/ten.json"
+normalizations = ["model", "imagenet"]
+"""
+
+
+def test_a_label_mapped_head_is_read_once_for_all_its_cases(subset, tmp_path, capsys, monkeypatch):
+    from modelval.behaviour import label_map as label_map_module
+    from modelval.behaviour.categories import CATEGORIES
+
+    (tmp_path / "modelval.toml").write_text(TEN_WAY)
+    (tmp_path / "nets.py").write_text(
+        "import torch\n"
+        "def ten_way():\n"
+        "    torch.manual_seed(0)\n"
+        "    return torch.nn.Sequential(torch.nn.AdaptiveAvgPool2d(4), torch.nn.Flatten(), torch.nn.Linear(48, 10))\n"
+    )
+    (tmp_path / "maps").mkdir()
+    (tmp_path / "maps" / "ten.json").write_text(json.dumps({name: [i] for i, name in enumerate(CATEGORIES[:10])}))
+    reads = []
+    original = label_map_module.read_label_map
+    monkeypatch.setattr(label_map_module, "read_label_map", lambda path: reads.append(path) or original(path))
+    argv = ["validate", "--config", str(tmp_path / "modelval.toml"), "--data-root", str(subset)]
+    assert main([*argv, "--allow-modified-stimuli", "--device", "cpu", "--json"]) == 1  # untrained: sanity gate
+    cases = json.loads(capsys.readouterr().out)["cases"]
+    assert [c["normalization"].split()[0] for c in cases] == ["model", "imagenet"]
+    assert reads == [tmp_path / "maps" / "ten.json"]  # resolved from the file's folder, read once

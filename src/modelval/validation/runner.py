@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from modelval.behaviour.categories import CATEGORIES
+from modelval.behaviour.categories import CATEGORIES, LabelMap
 from modelval.behaviour.decisions import by_stimulus, read_decisions
 from modelval.evaluation import Evaluation, StimulusSet, decision_flips, evaluate
 from modelval.models import ModelEntry, list_models, load_model
@@ -107,6 +107,7 @@ class ValidationRunner:
     #: The user's models (models file), by id; their entries once loaded.
     user_models: dict[str, UserModel] = field(default_factory=dict)
     user_entries: dict[str, ModelEntry] = field(default_factory=dict)
+    label_maps: dict[str, LabelMap] = field(default_factory=dict)
 
     def add_user_models(self, models: Iterable[UserModel]) -> None:
         for user in models:
@@ -124,7 +125,12 @@ class ValidationRunner:
 
         from modelval.behaviour.label_map import read_label_map
 
-        label_map = read_label_map(user.label_map) if user.label_map is not None else None
+        label_map = None
+        if user.label_map is not None:
+            # Read once per model: its normalization cases share the map (and an error is reported once).
+            if user.id not in self.label_maps:
+                self.label_maps[user.id] = read_label_map(user.label_map)
+            label_map = self.label_maps[user.id]
         overrides = user.overrides
         if normalization != "model":  # a forced normalization replaces the file's mean/std too
             overrides = dataclasses.replace(overrides, mean=None, std=None)
