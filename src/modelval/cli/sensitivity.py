@@ -7,7 +7,13 @@ import sys
 from pathlib import Path
 
 from modelval import jsonio
-from modelval.cli.shape_bias import add_evaluation_options, add_model_options
+from modelval.cli.shape_bias import (
+    add_evaluation_options,
+    add_model_options,
+    add_spec_options,
+    read_spec_label_map,
+    spec_options,
+)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -18,9 +24,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "resize, own interpolation, mean aggregation) and ranks the factors by their effect on the shape bias. "
         "One forward pass per distinct input; the aggregations share one.",
     )
-    parser.add_argument("--model", required=True, help="registered model name (see `modelval models`)")
+    parser.add_argument(
+        "--model", required=True, metavar="NAME|SPEC", help="registered name or model spec (see docs/zoo.md)"
+    )
     add_evaluation_options(parser)
     add_model_options(parser)
+    add_spec_options(parser)
     parser.add_argument("--plot", type=Path, help="write the card as a figure (PNG or PDF)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the card")
     parser.set_defaults(handler=run)
@@ -29,12 +38,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from modelval.datasets.fetch import ensure_stimuli
     from modelval.evaluation import StimulusSet
-    from modelval.models import get_entry, load_model
+    from modelval.models import get_entry, load_model, parse_spec
     from modelval.runtime import set_threads
     from modelval.validation.sensitivity import format_card, plot_card, sensitivity_card
 
     progress = not args.no_progress and sys.stderr.isatty()
-    get_entry(args.model)
+    if parse_spec(args.model).is_registry:
+        get_entry(args.model)  # an unknown name fails first, with suggestions
+    label_map = read_spec_label_map(args)  # a bad map fails before anything is loaded
     set_threads(args.threads)
     stimuli = StimulusSet.load(
         ensure_stimuli(args.data_root, offline=args.offline, progress=progress),
@@ -44,8 +55,9 @@ def run(args: argparse.Namespace) -> int:
         allow_modified=args.allow_modified_stimuli,
     )
     loaded = load_model(
-        args.model, checkpoint_dir=args.checkpoint_dir, device=args.device, offline=args.offline, progress=progress
-    )
+        args.model, checkpoint_dir=args.checkpoint_dir, device=args.device, offline=args.offline, progress=progress,
+        imagenet_head=label_map is None, **spec_options(args),  # type: ignore[arg-type]
+    )  # fmt: skip
     card = sensitivity_card(
         loaded.model,
         loaded.config.preprocess,
@@ -54,6 +66,7 @@ def run(args: argparse.Namespace) -> int:
         batch_size=args.batch_size,
         device=args.device,
         progress=progress,
+        label_map=label_map,
     )
     if args.plot:
         plot_card(card, args.plot)

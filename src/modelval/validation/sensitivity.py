@@ -19,7 +19,7 @@ from typing import Any, cast
 
 import numpy as np
 
-from modelval.behaviour.categories import AGGREGATIONS, Aggregation
+from modelval.behaviour.categories import AGGREGATIONS, Aggregation, LabelMap
 from modelval.behaviour.shape_bias import ShapeBiasResult, compute_shape_bias
 from modelval.evaluation import (
     DEFAULT_BATCH_SIZE,
@@ -152,8 +152,12 @@ def sensitivity_card(
     progress: bool = True,
     n_bootstrap: int = 1000,
     seed: int = 0,
+    label_map: LabelMap | None = None,
 ) -> SensitivityCard:
-    """Run every variant with one forward per distinct preprocessing config and rank the factors."""
+    """Run every variant with one forward per distinct preprocessing config and rank the factors.
+
+    ``label_map`` reads a head that is not ImageNet-1k (see :class:`~modelval.behaviour.categories.LabelMap`).
+    """
     start = time.perf_counter()
     reference, variants = protocol_variants(source_config)
     every = (reference, *variants)
@@ -163,7 +167,7 @@ def sensitivity_card(
         wanted = tuple(dict.fromkeys(v.aggregation for v in every if input_key(v.config) == config))
         probabilities[config] = category_probabilities_by_aggregation(
             model, stimuli.images, config, aggregations=wanted, batch_size=batch_size, device=device,
-            progress=progress,
+            progress=progress, label_map=label_map,
         )  # fmt: skip
 
     def run(variant: Variant) -> tuple[ShapeBiasResult, list[str]]:
