@@ -91,3 +91,27 @@ def test_baseline_of_other_stimuli_is_refused(bundled_evaluations, tmp_path):
     path = save_baseline(tmp_path / "b.json", baseline)
     with pytest.raises(DataError, match="different stimuli"):
         compare_to_baseline(load_baseline(path), bundled_evaluations("model"))
+
+
+def test_baseline_of_a_spec_with_a_label_map(stimulus_subset, tmp_path, capsys):
+    from modelval.behaviour.categories import CATEGORIES
+
+    (tmp_path / "nets.py").write_text(
+        "import torch\n"
+        "def ten_way():\n"
+        "    torch.manual_seed(0)\n"
+        "    return torch.nn.Sequential(torch.nn.AdaptiveAvgPool2d(4), torch.nn.Flatten(), torch.nn.Linear(48, 10))\n"
+    )
+    (tmp_path / "map.json").write_text(json.dumps({name: [i] for i, name in enumerate(CATEGORIES[:10])}))
+    spec = ["--label-map", str(tmp_path / "map.json"), "--mean", "0.5,0.5,0.5", "--std", "0.5,0.5,0.5"]
+    common = ["--data-root", str(stimulus_subset(2)), "--device", "cpu", "--no-progress", "--allow-modified-stimuli"]
+    out = tmp_path / "ten.json"
+    argv = ["baseline", "save", "--model", f"{tmp_path / 'nets.py'}:ten_way", "--out", str(out), *spec, *common]
+    assert main(argv) == 0
+    assert {r["decision"] for r in load_baseline(out)["images"]} <= set(CATEGORIES[:10])
+    capsys.readouterr()
+    assert main(["baseline", "compare", str(out), "--json", *spec, *common]) == 0
+    assert json.loads(capsys.readouterr().out)["flipped"] == 0
+    # The map is not stored in the baseline: without it the head is refused, with its size.
+    assert main(["baseline", "compare", str(out), *common]) == 2
+    assert "head has 10 outputs" in capsys.readouterr().err

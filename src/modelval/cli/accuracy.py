@@ -24,7 +24,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "all 1280 images). Evaluate --model on the stimuli, or recompute from a published --decisions file.",
     )
     source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--model", help="registered model name (see `modelval models`)")
+    source.add_argument("--model", metavar="NAME|SPEC", help="registered name or model spec (docs/zoo.md)")
     source.add_argument("--decisions", type=Path, help="per-image decision CSV (published raw-data format)")
     parser.add_argument(
         "--dataset", choices=DATASET_NAMES, default=None, help="default: cue-conflict, or read from the file's names"

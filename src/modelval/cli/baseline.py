@@ -7,7 +7,7 @@ from pathlib import Path
 
 from modelval import jsonio
 from modelval.behaviour.categories import AGGREGATIONS
-from modelval.cli.shape_bias import add_evaluation_options, add_model_options, evaluate_registered
+from modelval.cli.shape_bias import add_evaluation_options, add_model_options, add_spec_options, evaluate_registered
 from modelval.preprocessing import NORMALIZATION_CHOICES
 from modelval.validation.baseline import baseline_from_evaluation, compare_to_baseline, load_baseline, save_baseline
 
@@ -21,13 +21,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     actions = parser.add_subparsers(dest="baseline_action", required=True, metavar="ACTION")
 
     save = actions.add_parser("save", help="evaluate a model and store its per-image decisions")
-    save.add_argument("--model", required=True)
+    save.add_argument("--model", required=True, metavar="NAME|SPEC", help="registered name or model spec")
     save.add_argument("--normalization", choices=NORMALIZATION_CHOICES, default="model")
     save.add_argument("--resize", choices=("none", "256"), default="none")
     save.add_argument("--aggregation", choices=AGGREGATIONS, default="mean")
     save.add_argument("--out", type=Path, required=True, help="baseline JSON file to write")
     add_evaluation_options(save)
     add_model_options(save)
+    add_spec_options(save)
     save.set_defaults(handler=run_save)
 
     compare = actions.add_parser(
@@ -48,6 +49,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     compare.add_argument("--json", action="store_true")
     add_evaluation_options(compare)
     add_model_options(compare)
+    add_spec_options(compare)  # a spec's --checkpoint / --label-map / overrides are not stored: give them again
     compare.set_defaults(handler=run_compare)
 
 

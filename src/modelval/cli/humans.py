@@ -54,7 +54,7 @@ def resolve_reference_dir(reference_dir: str | os.PathLike[str] | None) -> Path:
 def add_observer_options(parser: argparse.ArgumentParser) -> None:
     """Options for commands that may evaluate a registered model first (same pipeline as shape-bias)."""
     from modelval.behaviour.categories import AGGREGATIONS
-    from modelval.cli.shape_bias import add_evaluation_options, add_model_options
+    from modelval.cli.shape_bias import add_evaluation_options, add_model_options, add_spec_options
     from modelval.preprocessing import NORMALIZATION_CHOICES
 
     parser.add_argument("--normalization", choices=NORMALIZATION_CHOICES, default="model")
@@ -62,6 +62,7 @@ def add_observer_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--aggregation", choices=AGGREGATIONS, default="mean")
     add_evaluation_options(parser)
     add_model_options(parser)
+    add_spec_options(parser)
 
 
 def model_trials(args: argparse.Namespace, model: str, dataset: str) -> list[Trial]:
@@ -117,7 +118,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         ),
     )
     parser.add_argument("--decisions", type=Path, help="per-image decision CSV (published raw-data format)")
-    parser.add_argument("--model", help="registered model name: evaluate it first (cue-conflict)")
+    parser.add_argument("--model", metavar="NAME|SPEC", help="registered name or model spec: evaluate it first")
     parser.add_argument("--dataset", choices=DATASETS, help="experiment (default: read from the image names)")
     parser.add_argument(
         "--reference-dir", help=f"published raw-data folder (default: ${REFERENCE_DIR_ENV}, then the user cache)"
