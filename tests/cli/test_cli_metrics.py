@@ -349,3 +349,19 @@ def test_metrics_adds_calibration_and_ece_per_shot_group_when_rows_carry_conf(tm
     assert main(["metrics", str(no_conf), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["ece"] is None and "conf" in out["null_reasons"]["ece"]
+
+
+def test_bins_auto_is_the_cube_root_rule_per_file(tmp_path, capsys):
+    from modelval.metrics.calibration import expected_calibration_error
+
+    rng = np.random.default_rng(5)
+    conf = rng.uniform(0.2, 1.0, 1000)
+    right = rng.uniform(size=1000) < conf
+    rows = [{"label": 0, "pred": 0 if r else 1, "conf": float(c)} for c, r in zip(conf, right, strict=True)]
+    path = write_jsonl(tmp_path / "p.jsonl", rows)
+    assert main(["ece", str(path), "--bins", "auto", "--bootstrap", "0", "--json"]) == 0
+    (record,) = json.loads(capsys.readouterr().out)
+    assert record["n_bins"] == 10 and record["ece"] == pytest.approx(expected_calibration_error(conf, right, 10))
+    out = tmp_path / "r.png"
+    assert main(["reliability", str(path), "--out", str(out), "--bins", "auto", "--bootstrap", "0", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["n_bins"] == 10
