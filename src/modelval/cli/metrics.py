@@ -194,25 +194,22 @@ def _run_reliability(args: argparse.Namespace) -> int:
     from modelval.errors import DataError
     from modelval.metrics.artifacts import read_predictions
     from modelval.metrics.calibration import reliability_bins
+    from modelval.metrics.estimators import resolve_n_bins
     from modelval.metrics.plots import figure_path, reliability_diagram
 
     data = read_predictions(args.path, strict=args.strict)
     if data.skipped:
         raise DataError(f"{args.path}: cannot draw a reliability diagram: {data.reason}")
-    if args.bins == "auto":
-        from modelval.metrics.estimators import auto_n_bins
-
-        args.bins = auto_n_bins(data.rows_used)
-    bins = reliability_bins(
-        data.conf, data.labels == data.preds, args.bins, adaptive=args.adaptive, convention=args.convention
-    )
+    args.bins, _ = resolve_n_bins(args.bins, data.rows_used)
+    correct = data.labels == data.preds
+    bins = reliability_bins(data.conf, correct, args.bins, adaptive=args.adaptive, convention=args.convention)
     intervals = None
     if args.bootstrap:
-        from modelval.metrics.bootstrap import bootstrap_json, calibration_intervals
+        from modelval.metrics.bootstrap import bootstrap_json, calibration_intervals, intervals_json
 
         intervals = calibration_intervals(
             data.conf,
-            data.labels == data.preds,
+            correct,
             args.bins,
             labels=data.labels,
             adaptive=args.adaptive,
@@ -231,7 +228,7 @@ def _run_reliability(args: argparse.Namespace) -> int:
     if args.json:
         result: dict[str, Any] = {"path": str(args.path), "out": str(out), **bins.summary()}
         if intervals:
-            result.update({f"{name}_ci95": iv.as_list() for name, iv in intervals.items()})
+            result.update(intervals_json(intervals))
             result["bootstrap"] = bootstrap_json(intervals)
         result.update(rows_used=data.rows_used, rows_dropped=data.rows_dropped, bins=bins.as_records())
         print(jsonio.dumps(result, indent=2))
@@ -252,9 +249,8 @@ def _run_reliability(args: argparse.Namespace) -> int:
 
 
 def _run_temperature(args: argparse.Namespace) -> int:
-    from modelval.metrics.calibration import reliability_bins
-    from modelval.metrics.estimators import brier_score
-    from modelval.metrics.temperature import fit_scaling, load_logits_file, log_softmax, softmax, temperature_sweep
+    from modelval.metrics.estimators import brier_score, negative_log_likelihood
+    from modelval.metrics.temperature import fit_scaling, load_logits_file, softmax, temperature_sweep
 
     val_z, val_y = load_logits_file(args.val)
     test_z, test_y = load_logits_file(args.test)
@@ -269,20 +265,11 @@ def _run_temperature(args: argparse.Namespace) -> int:
     def scores(logits: np.ndarray) -> dict[str, float | int]:
         # NLL from the exact log-softmax of the logits (as torch.nn.functional.cross_entropy), never from
         # clipped probabilities: a true-class probability that underflows still gets its exact -log p.
-        log_probs = log_softmax(logits)
         probs = softmax(logits)
-        pred = probs.argmax(axis=1)
-        correct = pred == test_y
-        bins = reliability_bins(probs.max(axis=1), correct, args.bins)
         return {
-            "nll": float(-log_probs[np.arange(len(test_y)), test_y].mean()),
+            "nll": negative_log_likelihood(logits, test_y, logits=True),
             "brier": brier_score(probs, test_y),
-            "ece": bins.ece,
-            "mce": bins.mce,
-            "rms": bins.rms,
-            "effective_bins": bins.effective_bins,
-            "min_bin_count": bins.min_bin_count,
-            "accuracy": float(correct.mean()),
+            **_binned_scores(probs.max(axis=1), probs.argmax(axis=1) == test_y, args.bins),
         }
 
     before = scores(test_z)
@@ -325,9 +312,9 @@ def _run_top_label_calibrator(
     args: argparse.Namespace, val_z: np.ndarray, val_y: np.ndarray, test_z: np.ndarray, test_y: np.ndarray
 ) -> int:
     """``temperature --method histogram|isotonic``: fit on --val, report ECE before/after on --test."""
-    from modelval.metrics.calibration import reliability_bins, top1_confidences
+    from modelval.metrics.calibration import top1_confidences
     from modelval.metrics.calibrators import HistogramBinningCalibrator, IsotonicCalibrator, calibrate_top_label
-    from modelval.metrics.estimators import brier_score
+    from modelval.metrics.estimators import brier_score, negative_log_likelihood
     from modelval.metrics.temperature import softmax
 
     calibrator: HistogramBinningCalibrator | IsotonicCalibrator = (
@@ -340,23 +327,12 @@ def _run_top_label_calibrator(
     no_nll = jsonio.Undefined(
         "a top-label calibrator maps only the top-1 confidence; it gives no distribution over the classes"
     )
-
-    def scores(confidences: np.ndarray) -> dict[str, Any]:
-        bins = reliability_bins(confidences, correct, args.bins)
-        return {
-            "nll": no_nll,
-            "brier": no_nll,
-            "ece": bins.ece,
-            "mce": bins.mce,
-            "rms": bins.rms,
-            "effective_bins": bins.effective_bins,
-            "min_bin_count": bins.min_bin_count,
-            "accuracy": float(correct.mean()),
-        }
-
-    before, after = scores(conf), scores(calibrated)
-    before["nll"] = float(-log_softmax_rows(test_z, test_y).mean())
-    before["brier"] = brier_score(test_z, test_y, logits=True)
+    before = {
+        "nll": negative_log_likelihood(test_z, test_y, logits=True),
+        "brier": brier_score(test_z, test_y, logits=True),
+        **_binned_scores(conf, correct, args.bins),
+    }
+    after = {"nll": no_nll, "brier": no_nll, **_binned_scores(calibrated, correct, args.bins)}
     result = {"method": args.method, "n_bins": args.bins, "before": before, "after": after}
     if args.json:
         print(jsonio.dumps(result, indent=2))
@@ -369,25 +345,33 @@ def _run_top_label_calibrator(
     return 0
 
 
-def log_softmax_rows(logits: np.ndarray, labels: np.ndarray) -> np.ndarray:
-    """``log p_y`` per example from the exact log-softmax."""
-    from modelval.metrics.temperature import log_softmax
+def _binned_scores(confidences: np.ndarray, correct: np.ndarray, n_bins: int) -> dict[str, float | int]:
+    """The binned calibration numbers of ``temperature``'s before/after reports, and the accuracy."""
+    from modelval.metrics.calibration import reliability_bins
 
-    return log_softmax(logits)[np.arange(len(labels)), labels]
+    bins = reliability_bins(confidences, correct, n_bins)
+    return {
+        "ece": bins.ece,
+        "mce": bins.mce,
+        "rms": bins.rms,
+        "effective_bins": bins.effective_bins,
+        "min_bin_count": bins.min_bin_count,
+        "accuracy": float(np.mean(correct)),
+    }
 
 
 def _calibration_of_rows(args: argparse.Namespace, rows: int, counts: np.ndarray | None) -> dict[str, Any]:
     """ECE/MCE/RMS (with intervals) and ECE per many/medium/few group, when every used row has a ``conf``."""
     from modelval.metrics.artifacts import read_predictions
     from modelval.metrics.calibration import reliability_bins
-    from modelval.metrics.estimators import auto_n_bins, ece_by_group
+    from modelval.metrics.estimators import ece_by_group, resolve_n_bins
     from modelval.metrics.imbalance import shot_groups
 
     data = read_predictions(args.path, strict=False, require_conf=True)
     if data.skipped or data.rows_used != rows:
         why = data.reason if data.skipped else f"only {data.rows_used} of {rows} rows carry a valid conf"
         return {"ece": jsonio.Undefined(f"no calibration numbers: {why}")}
-    n_bins = auto_n_bins(rows) if args.bins == "auto" else args.bins
+    n_bins, _ = resolve_n_bins(args.bins, rows)
     correct = data.labels == data.preds
     bins = reliability_bins(data.conf, correct, n_bins)
     out: dict[str, Any] = {**bins.summary()}

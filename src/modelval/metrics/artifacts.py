@@ -281,11 +281,10 @@ def evaluate_file(
     )
     if data.skipped:
         return record
-    if n_bins == "auto":
-        from modelval.metrics.estimators import auto_n_bins
+    from modelval.metrics.estimators import resolve_n_bins
 
-        n_bins = auto_n_bins(data.rows_used)
-        record.n_bins = n_bins
+    n_bins, _ = resolve_n_bins(n_bins, data.rows_used)
+    record.n_bins = n_bins
     correct = (data.labels == data.preds).astype(np.float64)
     bins = reliability_bins(data.conf, correct, n_bins, adaptive=adaptive, convention=convention)
     record.ece, record.mce, record.rms = bins.ece, bins.mce, bins.rms

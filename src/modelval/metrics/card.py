@@ -22,13 +22,13 @@ import numpy as np
 from modelval.errors import InputValidationError
 from modelval.metrics.calibration import Convention, reliability_bins, top1_confidences
 from modelval.metrics.estimators import (
-    auto_n_bins,
     brier_score,
     classwise_calibration_error,
     debiased_l2_calibration_error,
     ece_at_bin_counts,
     ece_sweep,
     negative_log_likelihood,
+    resolve_n_bins,
     smooth_ece,
 )
 from modelval.metrics.temperature import softmax
@@ -65,15 +65,6 @@ def package_versions() -> dict[str, str | None]:
         except metadata.PackageNotFoundError:
             versions[name] = None
     return versions
-
-
-def resolve_n_bins(n_bins: int | Literal["auto"], n: int) -> tuple[int, str | None]:
-    """``(bins, rule)``: ``auto`` becomes the cube-root rule's count for ``n`` examples."""
-    if n_bins == "auto":
-        return auto_n_bins(n), f"auto: ceil(n^(1/3)) for n = {n}"
-    if isinstance(n_bins, bool) or not isinstance(n_bins, (int, np.integer)) or n_bins < 1:
-        raise InputValidationError(f"n_bins must be a positive integer or 'auto', got {n_bins!r}")
-    return int(n_bins), None
 
 
 def calibration_card(
@@ -133,7 +124,7 @@ def calibration_card(
     if rule is not None:
         card["n_bins_rule"] = rule
     if n_bootstrap:
-        from modelval.metrics.bootstrap import bootstrap_json, calibration_intervals
+        from modelval.metrics.bootstrap import bootstrap_json, calibration_intervals, intervals_json
 
         intervals = calibration_intervals(
             conf,
@@ -145,10 +136,7 @@ def calibration_card(
             seed=seed,
             stratify=stratify,
         )
-        card["accuracy_ci95"] = intervals["accuracy"].as_list()
-        card["ece_ci95"] = intervals["ece"].as_list()
-        card["mce_ci95"] = intervals["mce"].as_list()
-        card["rms_ci95"] = intervals["rms"].as_list()
+        card.update(intervals_json(intervals))
         card["bootstrap"] = bootstrap_json(intervals)
     card["definitions"] = DEFINITIONS
     card["versions"] = package_versions()

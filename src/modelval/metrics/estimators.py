@@ -32,7 +32,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -60,6 +60,7 @@ __all__ = [
     "ece_by_group",
     "ece_sweep",
     "negative_log_likelihood",
+    "resolve_n_bins",
     "smooth_ece",
     "smooth_reliability_curve",
 ]
@@ -527,6 +528,15 @@ def auto_n_bins(n: int) -> int:
     while k > 1 and (k - 1) ** 3 >= n:
         k -= 1
     return k
+
+
+def resolve_n_bins(n_bins: int | Literal["auto"], n: int) -> tuple[int, str | None]:
+    """``(bins, rule)``: ``auto`` becomes the cube-root rule's count for ``n`` examples."""
+    if n_bins == "auto":
+        return auto_n_bins(n), f"auto: ceil(n^(1/3)) for n = {n}"
+    if isinstance(n_bins, bool) or not isinstance(n_bins, (int, np.integer)) or n_bins < 1:
+        raise InputValidationError(f"n_bins must be a positive integer or 'auto', got {n_bins!r}")
+    return int(n_bins), None
 
 
 def ece_at_bin_counts(

@@ -374,9 +374,8 @@ def load_logits_file(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
       (loaded with ``weights_only=True``, so no code in the file is executed).
     """
     content = read_array_file(path)
-    if not isinstance(content, dict) or not {"logits", "labels"} <= set(content):
-        found = sorted(content) if isinstance(content, dict) else type(content).__name__
-        raise DataError(f"{path}: expected entries 'logits' and 'labels', found {found}")
+    if not {"logits", "labels"} <= set(content):
+        raise DataError(f"{path}: expected entries 'logits' and 'labels', found {sorted(content)}")
     try:
         return validate_logits(content["logits"], content["labels"])
     except InputValidationError as error:
