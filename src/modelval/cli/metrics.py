@@ -360,16 +360,16 @@ def _binned_scores(confidences: np.ndarray, correct: np.ndarray, n_bins: int) ->
     }
 
 
-def _calibration_of_rows(args: argparse.Namespace, rows: int, counts: np.ndarray | None) -> dict[str, Any]:
-    """ECE/MCE/RMS (with intervals) and ECE per many/medium/few group, when every used row has a ``conf``."""
-    from modelval.metrics.artifacts import read_predictions
+def _calibration_of_rows(args: argparse.Namespace, data: Any, counts: np.ndarray | None) -> dict[str, Any]:
+    """ECE/MCE/RMS (with intervals) and ECE per many/medium/few group, when every used row has a valid ``conf``."""
     from modelval.metrics.calibration import reliability_bins
     from modelval.metrics.estimators import ece_by_group, resolve_n_bins
     from modelval.metrics.imbalance import shot_groups
 
-    data = read_predictions(args.path, strict=False, require_conf=True)
-    if data.skipped or data.rows_used != rows:
-        why = data.reason if data.skipped else f"only {data.rows_used} of {rows} rows carry a valid conf"
+    rows = data.rows_used
+    valid = int(np.isfinite(data.conf).sum())
+    if valid != rows:
+        why = f"only {valid} of {rows} rows carry a valid conf (a number in [0, 1])"
         return {"ece": jsonio.Undefined(f"no calibration numbers: {why}")}
     n_bins, _ = resolve_n_bins(args.bins, rows)
     correct = data.labels == data.preds
@@ -465,7 +465,7 @@ def _run_metrics(args: argparse.Namespace) -> int:
         if counts is not None:
             out["shot_accuracy_ci95"] = {g: intervals[f"shot_{g}"].as_list() for g in ("many", "medium", "few")}
         out["bootstrap"] = bootstrap_json(intervals)
-    out.update(_calibration_of_rows(args, len(y), counts))
+    out.update(_calibration_of_rows(args, data, counts))
     for average in ("macro", "micro", "weighted"):
         prf = precision_recall_f1(y, p, average=average, num_classes=k, zero_division=0)
         out[average] = {"precision": prf.precision, "recall": prf.recall, "f1": prf.f1}

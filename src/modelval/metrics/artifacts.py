@@ -92,22 +92,30 @@ def _row_problem(row: Any, require_conf: bool = True) -> tuple[str | None, tuple
         if value > MAX_CLASS_INDEX:
             # JSON integers are unbounded; numpy's are 64-bit. Past this no classifier has a class.
             return f"{key} above {MAX_CLASS_INDEX} (not a class index)", None
+    problem = _conf_problem(conf)
     if not require_conf:
-        return None, (label, pred, math.nan)
-    if isinstance(conf, bool) or not isinstance(conf, (int, float)):
-        return "conf not a number", None
-    if math.isnan(conf):
-        return "conf is NaN", None
-    if not 0.0 <= conf <= 1.0:
-        return "conf outside [0, 1]", None
+        # The row counts for accuracy either way; its conf is kept only where it is valid.
+        return None, (label, pred, math.nan if problem else float(conf))
+    if problem:
+        return problem, None
     return None, (label, pred, float(conf))
+
+
+def _conf_problem(conf: Any) -> str | None:
+    if isinstance(conf, bool) or not isinstance(conf, (int, float)):
+        return "conf not a number"
+    if math.isnan(conf):
+        return "conf is NaN"
+    if not 0.0 <= conf <= 1.0:
+        return "conf outside [0, 1]"
+    return None
 
 
 def read_predictions(path: str | Path, *, strict: bool = False, require_conf: bool = True) -> PredictionFile:
     """Read one JSONL prediction file under the rules in the module docstring.
 
-    ``require_conf=False`` (for accuracy/F1, which need no confidence) reads ``label`` and ``pred``
-    only; ``conf`` is then ignored and set to NaN.
+    ``require_conf=False`` (for accuracy/F1, which need no confidence) keeps every row with a valid
+    ``label`` and ``pred``; its ``conf`` is kept where it is valid and NaN where it is missing or bad.
     """
     path = Path(path)
     try:
