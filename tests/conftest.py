@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -52,6 +54,28 @@ def stimulus_subset(data_root: Path, tmp_path: Path):
         return folder
 
     return make
+
+
+@dataclass(frozen=True)
+class TenWayHead:
+    spec: str  # "<folder>/ten.py:ten_way", an untrained 10-way head built by a factory file
+    label_map: Path  # outputs 0..9 -> the first 10 categories
+
+
+@pytest.fixture
+def ten_way_head(tmp_path: Path) -> TenWayHead:
+    """A model spec whose head is not ImageNet-1k (10 outputs), and a label map for it."""
+    from modelval.behaviour.categories import CATEGORIES
+
+    (tmp_path / "ten.py").write_text(
+        "import torch\n"
+        "def ten_way():\n"
+        "    torch.manual_seed(0)\n"
+        "    return torch.nn.Sequential(torch.nn.AdaptiveAvgPool2d(4), torch.nn.Flatten(), torch.nn.Linear(48, 10))\n"
+    )
+    label_map = tmp_path / "ten-map.json"
+    label_map.write_text(json.dumps({name: [i] for i, name in enumerate(CATEGORIES[:10])}))
+    return TenWayHead(f"{tmp_path / 'ten.py'}:ten_way", label_map)
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ import json
 
 import pytest
 
-from modelval.behaviour.categories import CATEGORIES
 from modelval.cli import main
 
 
@@ -20,21 +19,14 @@ def test_registry_model_card_and_plot(stimulus_subset, tmp_path, capsys):
     assert plot.read_bytes()[:4] == b"\x89PNG"
 
 
-def test_a_spec_with_a_label_map_and_an_override(stimulus_subset, tmp_path, capsys):
+def test_a_spec_with_a_label_map_and_an_override(stimulus_subset, ten_way_head, capsys):
     subset = stimulus_subset(2)
-    (tmp_path / "nets.py").write_text(
-        "import torch\n"
-        "def ten_way():\n"
-        "    torch.manual_seed(0)\n"
-        "    return torch.nn.Sequential(torch.nn.AdaptiveAvgPool2d(4), torch.nn.Flatten(), torch.nn.Linear(48, 10))\n"
-    )
-    (tmp_path / "map.json").write_text(json.dumps({name: [i] for i, name in enumerate(CATEGORIES[:10])}))
-    argv = ["sensitivity", "--model", f"{tmp_path / 'nets.py'}:ten_way", "--label-map", str(tmp_path / "map.json")]
+    argv = ["sensitivity", "--model", ten_way_head.spec, "--label-map", str(ten_way_head.label_map)]
     argv += ["--mean", "0.5,0.5,0.5", "--std", "0.5,0.5,0.5", "--data-root", str(subset), "--allow-modified-stimuli"]
     assert main([*argv, "--device", "cpu", "--json"]) == 0
     card = json.loads(capsys.readouterr().out, parse_constant=lambda c: pytest.fail(f"non-JSON constant {c}"))
     assert {"reference", "variants", "forwards", "top_factor"} <= set(card)
-    assert card["model"].endswith("nets.py:ten_way") and card["forwards"] >= 2
+    assert card["model"] == ten_way_head.spec and card["forwards"] >= 2
     # Without the map, the 10-way head is refused with its size.
     assert main([argv[0], argv[1], argv[2], *argv[5:], "--device", "cpu"]) == 2
     assert "head has 10 outputs" in capsys.readouterr().err

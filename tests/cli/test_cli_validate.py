@@ -72,25 +72,16 @@ def test_validate_without_a_models_file_says_how_to_write_one(tmp_path, monkeypa
 TEN_WAY = """
 [models.ten]
 label = "a 10-way head"
-spec = "nets.py:ten_way"
-label_map = "maps/ten.json"
+spec = "ten.py:ten_way"
+label_map = "ten-map.json"
 normalizations = ["model", "imagenet"]
 """
 
 
-def test_a_label_mapped_head_is_read_once_for_all_its_cases(subset, tmp_path, capsys, monkeypatch):
+def test_a_label_mapped_head_is_read_once_for_all_its_cases(subset, ten_way_head, tmp_path, capsys, monkeypatch):
     from modelval.behaviour import label_map as label_map_module
-    from modelval.behaviour.categories import CATEGORIES
 
-    (tmp_path / "modelval.toml").write_text(TEN_WAY)
-    (tmp_path / "nets.py").write_text(
-        "import torch\n"
-        "def ten_way():\n"
-        "    torch.manual_seed(0)\n"
-        "    return torch.nn.Sequential(torch.nn.AdaptiveAvgPool2d(4), torch.nn.Flatten(), torch.nn.Linear(48, 10))\n"
-    )
-    (tmp_path / "maps").mkdir()
-    (tmp_path / "maps" / "ten.json").write_text(json.dumps({name: [i] for i, name in enumerate(CATEGORIES[:10])}))
+    (tmp_path / "modelval.toml").write_text(TEN_WAY)  # beside ten.py and ten-map.json: relative paths
     reads = []
     original = label_map_module.read_label_map
     monkeypatch.setattr(label_map_module, "read_label_map", lambda path: reads.append(path) or original(path))
@@ -98,4 +89,4 @@ def test_a_label_mapped_head_is_read_once_for_all_its_cases(subset, tmp_path, ca
     assert main([*argv, "--allow-modified-stimuli", "--device", "cpu", "--json"]) == 1  # untrained: sanity gate
     cases = json.loads(capsys.readouterr().out)["cases"]
     assert [c["normalization"].split()[0] for c in cases] == ["model", "imagenet"]
-    assert reads == [tmp_path / "maps" / "ten.json"]  # resolved from the file's folder, read once
+    assert reads == [ten_way_head.label_map]  # resolved from the file's folder, read once

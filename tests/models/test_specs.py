@@ -230,24 +230,11 @@ def test_hf_head_that_is_not_imagenet_needs_a_label_map(isolated_caches, tmp_pat
 # --- label maps ----------------------------------------------------------------------------
 
 
-@pytest.fixture
-def ten_way(tmp_path):
-    (tmp_path / "ten.py").write_text(
-        "import torch\n"
-        "def net():\n"
-        "    torch.manual_seed(0)\n"
-        "    return torch.nn.Sequential(torch.nn.AdaptiveAvgPool2d(4), torch.nn.Flatten(), torch.nn.Linear(48, 10))\n"
-    )
-    return f"{tmp_path / 'ten.py'}:net"
-
-
-def test_ten_way_head_evaluates_with_a_label_map(ten_way, tmp_path, stimulus_set):
+def test_ten_way_head_evaluates_with_a_label_map(ten_way_head, stimulus_set):
     from modelval.behaviour.label_map import read_label_map
 
-    mapping = {name: [i] for i, name in enumerate(CATEGORIES[:10])}
-    (tmp_path / "map.json").write_text(json.dumps(mapping))
-    label_map = read_label_map(tmp_path / "map.json")
-    loaded = load_model(ten_way, imagenet_head=False)
+    label_map = read_label_map(ten_way_head.label_map)
+    loaded = load_model(ten_way_head.spec, imagenet_head=False)
     evaluation = evaluate(loaded.model, loaded.config.preprocess, stimulus_set, label_map=label_map, progress=False)
     responses = {d.response for d in evaluation.decisions}
     assert responses <= set(CATEGORIES[:10]) and len(responses) > 1
@@ -279,7 +266,7 @@ def test_each_bad_label_map_names_the_problem(content, message, tmp_path):
         read_label_map(path)
 
 
-def test_label_map_index_out_of_range_names_the_head_size(ten_way, tmp_path, few_stimuli):
+def test_label_map_index_out_of_range_names_the_head_size(tmp_path):
     from modelval.behaviour.categories import CategoryMapper
     from modelval.behaviour.label_map import read_label_map
 

@@ -93,20 +93,13 @@ def test_baseline_of_other_stimuli_is_refused(bundled_evaluations, tmp_path):
         compare_to_baseline(load_baseline(path), bundled_evaluations("model"))
 
 
-def test_baseline_of_a_spec_with_a_label_map(stimulus_subset, tmp_path, capsys):
+def test_baseline_of_a_spec_with_a_label_map(stimulus_subset, ten_way_head, tmp_path, capsys):
     from modelval.behaviour.categories import CATEGORIES
 
-    (tmp_path / "nets.py").write_text(
-        "import torch\n"
-        "def ten_way():\n"
-        "    torch.manual_seed(0)\n"
-        "    return torch.nn.Sequential(torch.nn.AdaptiveAvgPool2d(4), torch.nn.Flatten(), torch.nn.Linear(48, 10))\n"
-    )
-    (tmp_path / "map.json").write_text(json.dumps({name: [i] for i, name in enumerate(CATEGORIES[:10])}))
-    spec = ["--label-map", str(tmp_path / "map.json"), "--mean", "0.5,0.5,0.5", "--std", "0.5,0.5,0.5"]
+    spec = ["--label-map", str(ten_way_head.label_map), "--mean", "0.5,0.5,0.5", "--std", "0.5,0.5,0.5"]
     common = ["--data-root", str(stimulus_subset(2)), "--device", "cpu", "--no-progress", "--allow-modified-stimuli"]
     out = tmp_path / "ten.json"
-    argv = ["baseline", "save", "--model", f"{tmp_path / 'nets.py'}:ten_way", "--out", str(out), *spec, *common]
+    argv = ["baseline", "save", "--model", ten_way_head.spec, "--out", str(out), *spec, *common]
     assert main(argv) == 0
     assert {r["decision"] for r in load_baseline(out)["images"]} <= set(CATEGORIES[:10])
     capsys.readouterr()
