@@ -39,3 +39,27 @@ def test_without_the_reference_packages_unit_tests_run_and_only_parity_tests_ski
     # the skipped ones are exactly the parity tests: without them nothing skips
     code, counts, output = _pytest(tmp_path, *files, "-m", "not parity")
     assert code == 0 and counts.get("skipped", 0) == 0 and counts.get("passed", 0) > 50, output[-3000:]
+
+
+REFERENCE_PACKAGES = (*BLOCKED, "scipy")
+
+
+def test_no_test_module_imports_a_reference_package_at_import_time():
+    """The static half of the promise: a module-level import would fail or skip its whole module
+    (unit tests included) when the package is missing; tests/reference_packages.py defers it."""
+    import ast
+
+    offenders = []
+    for path in sorted((ROOT / "tests").rglob("*.py")):
+        for node in ast.parse(path.read_text()).body:  # module level only; imports inside tests are lazy
+            names = (
+                [alias.name for alias in node.names] if isinstance(node, ast.Import)
+                else [node.module or ""] if isinstance(node, ast.ImportFrom) and node.level == 0
+                else []
+            )  # fmt: skip
+            offenders += [
+                f"{path.relative_to(ROOT)}:{node.lineno} imports {name}"
+                for name in names
+                if name.split(".")[0] in REFERENCE_PACKAGES
+            ]
+    assert not offenders, "use tests/reference_packages.py instead:\n" + "\n".join(offenders)

@@ -15,13 +15,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from scipy.stats import rankdata
-from sklearn.metrics import cohen_kappa_score
 
 from modelval.behaviour.benchmark import METRICS, average_ranks
 from modelval.behaviour.experiments import BENCHMARK_DATASETS, canonical_condition, experiment
 from modelval.behaviour.trials import read_trials
 from modelval.cli import main
+from reference_packages import reference_names
+
+(cohen_kappa_score,) = reference_names("sklearn.metrics", "cohen_kappa_score")
+(rankdata,) = reference_names("scipy.stats", "rankdata")
 
 CONDITION_KEYS = {
     "condition",
@@ -91,6 +93,7 @@ def _humans_reference(raw: Path, dataset: str) -> dict[str, float]:
     }
 
 
+@pytest.mark.slow  # reads all 17 datasets' human raw data
 def test_benchmark_of_two_humans_on_the_17_datasets(human_data, capsys):
     argv = ["benchmark", "--json", "--brain-score"]
     for dataset in BENCHMARK_DATASETS:

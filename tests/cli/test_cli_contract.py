@@ -189,6 +189,7 @@ def test_without_the_gate_the_number_is_reported(nets, stimulus_subset, capsys):
     assert last.startswith("sanity: NOT A WORKING CLASSIFIER") and "only because of --no-sanity-gate" in last
 
 
+@pytest.mark.slow  # two evaluations of a real model
 def test_the_probe_leaves_a_passing_models_decisions_bit_identical(stimulus_subset, monkeypatch):
     """The sample has batches of its own; the full run after it is exactly the run without it."""
     import numpy as np

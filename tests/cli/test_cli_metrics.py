@@ -8,9 +8,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from sklearn.metrics import balanced_accuracy_score, precision_recall_fscore_support
 
 from modelval.cli import main
+from reference_packages import reference_names
+
+balanced_accuracy_score, precision_recall_fscore_support = reference_names(
+    "sklearn.metrics", "balanced_accuracy_score", "precision_recall_fscore_support"
+)
 
 CONF = [0.0, 0.25, 0.5, 0.5, 0.75, 1.0, 1.0, 0.6, 0.9, 0.3]
 CORRECT = [0, 1, 0, 1, 1, 1, 0, 1, 1, 0]

@@ -9,6 +9,7 @@ import pytest
 from modelval.cli import main
 
 
+@pytest.mark.slow  # a sensitivity card of a real model
 def test_registry_model_card_and_plot(stimulus_subset, tmp_path, capsys):
     subset = stimulus_subset(2)
     plot = tmp_path / "card.png"

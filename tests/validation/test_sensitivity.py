@@ -52,6 +52,7 @@ def subset(modelval_stimulus_set):
     )
 
 
+# The card evaluates 320 stimuli under every variant (~12 s): the tests that use it are `slow`.
 @pytest.fixture(scope="module")
 def card(bundled_model, subset):
     counting = CountingModel(bundled_model.model)
@@ -72,6 +73,7 @@ def row(card, factor, value):
     return next(r for r in card.variants if (r.variant.factor, r.variant.value) == (factor, value))
 
 
+@pytest.mark.slow
 def test_reference_is_the_official_protocol(card, bundled_evaluations):
     card, _ = card
     reference, full_set = card.reference.result, subset_result(bundled_evaluations("model"))
@@ -81,6 +83,7 @@ def test_reference_is_the_official_protocol(card, bundled_evaluations):
     assert reference.conflict_images == full_set.conflict_images
 
 
+@pytest.mark.slow
 def test_wrong_normalization_matches_the_known_result(card, bundled_evaluations):
     card, _ = card
     imagenet = row(card, "normalization", "imagenet")
@@ -102,6 +105,7 @@ def test_one_forward_per_distinct_input(card):
     assert row(card, "resize", "256-crop-224").flips == row(card, "resize", "source-256-crop-224").flips > 0
 
 
+@pytest.mark.slow
 def test_variants_equal_to_the_reference_are_marked_not_ranked(card):
     card, _ = card
     same = {r.variant.label: r.same_as for r in card.variants if not r.is_effect}
@@ -119,6 +123,7 @@ def test_variants_equal_to_the_reference_are_marked_not_ranked(card):
     assert marked["p"] is None and "not an effect" in marked["null_reasons"]["p"]
 
 
+@pytest.mark.slow
 def test_interpolation_is_varied_where_it_can_act(card, bundled_evaluations):
     """Under resize 256 / crop 224: bilinear against the model's own bicubic, a paired change with a test."""
     card, _ = card
@@ -131,6 +136,7 @@ def test_interpolation_is_varied_where_it_can_act(card, bundled_evaluations):
     assert effect.row is variant  # the only interpolation row that is an effect
 
 
+@pytest.mark.slow
 def test_every_effect_has_a_paired_interval_and_test(card, bundled_evaluations):
     """Δ, its paired interval and p refer to the same two protocols on the same stimuli."""
     from modelval.behaviour.permutation import permutation_test
@@ -154,6 +160,7 @@ def test_every_effect_has_a_paired_interval_and_test(card, bundled_evaluations):
     assert payload["ci95_resampling"] == "texture" and payload["test"]["method"] == "paired permutation"
 
 
+@pytest.mark.slow
 def test_ranking_says_not_distinguishable_where_the_data_do_not_separate(card):
     card, _ = card
     ranked = [e for e in card.effects() if e.row is not None]
@@ -168,6 +175,7 @@ def test_ranking_says_not_distinguishable_where_the_data_do_not_separate(card):
         assert card.top_factor == "not distinguishable"
 
 
+@pytest.mark.slow
 def test_ranking_orders_the_factors_by_their_largest_effect(card):
     card, _ = card
     ranking = card.ranking()
@@ -180,6 +188,7 @@ def test_ranking_orders_the_factors_by_their_largest_effect(card):
     assert f"moves the number most: {card.top_factor}" in format_card(card)
 
 
+@pytest.mark.slow
 def test_card_is_strict_json(card, tmp_path):
     card, _ = card
     payload = json.loads(jsonio.dumps(card.to_dict()), parse_constant=lambda c: pytest.fail(c))
