@@ -41,8 +41,9 @@ from modelval.metrics.binary import (
     binary_top_label,
     validate_binary,
 )
-from modelval.metrics.calibration import Convention, reliability_bins, top1_confidences
+from modelval.metrics.calibration import Convention, ReliabilityBins, reliability_bins, top1_confidences
 from modelval.metrics.estimators import (
+    SweepResult,
     brier_score,
     classwise_calibration_error,
     debiased_l2_calibration_error,
@@ -211,16 +212,8 @@ def _multiclass_card(
         "classwise_ece": classwise_calibration_error(p, y, bins_used),
         "debiased_l2": debiased_l2_calibration_error(conf, correct, bins_used),
         "smece": smooth_ece(conf, correct),
-        "effective_bins": bins.effective_bins,
-        "min_bin_count": bins.min_bin_count,
-        "ece_by_bins": {str(k): v for k, v in ece_at_bin_counts(conf, correct).items()},
-        "ece_sweep": {"ece": sweep.ece, "n_bins": sweep.n_bins},
-        "convention": convention,
-        "n_bins": bins_used,
-        "input": "logits" if from_logits else "probs",
+        **_how_binned(bins, sweep, ece_at_bin_counts(conf, correct), convention, bins_used, rule, from_logits),
     }
-    if rule is not None:
-        card["n_bins_rule"] = rule
     if n_bootstrap:
         from modelval.metrics.bootstrap import bootstrap_json, calibration_intervals, intervals_json
 
@@ -270,16 +263,8 @@ def _binary_card(
         "nll": binary_negative_log_likelihood(chosen.scores, y, logits=from_logits),
         "debiased_l2": debiased_l2_calibration_error(p, y, bins_used),
         "smece": smooth_ece(p, y),
-        "effective_bins": bins.effective_bins,
-        "min_bin_count": bins.min_bin_count,
-        "ece_by_bins": {str(k): v for k, v in ece_at_bin_counts(p, y).items()},
-        "ece_sweep": {"ece": sweep.ece, "n_bins": sweep.n_bins},
-        "convention": convention,
-        "n_bins": bins_used,
-        "input": "logits" if from_logits else "probs",
+        **_how_binned(bins, sweep, ece_at_bin_counts(p, y), convention, bins_used, rule, from_logits),
     }
-    if rule is not None:
-        card["n_bins_rule"] = rule
     if n_bootstrap:
         from modelval.metrics.bootstrap import bootstrap_json, calibration_intervals, intervals_json
 
@@ -363,3 +348,27 @@ def _multilabel_card(
         }
     card["definitions"] = MULTILABEL_DEFINITIONS
     return card
+
+
+def _how_binned(
+    bins: ReliabilityBins,
+    sweep: SweepResult,
+    ece_by_bins: dict[int, float],
+    convention: Convention,
+    n_bins: int,
+    rule: str | None,
+    from_logits: bool,
+) -> dict[str, Any]:
+    """The card's fields that say how the binned numbers were computed (top-label and binary cards alike)."""
+    fields: dict[str, Any] = {
+        "effective_bins": bins.effective_bins,
+        "min_bin_count": bins.min_bin_count,
+        "ece_by_bins": {str(k): v for k, v in ece_by_bins.items()},
+        "ece_sweep": {"ece": sweep.ece, "n_bins": sweep.n_bins},
+        "convention": convention,
+        "n_bins": n_bins,
+        "input": "logits" if from_logits else "probs",
+    }
+    if rule is not None:
+        fields["n_bins_rule"] = rule
+    return fields
