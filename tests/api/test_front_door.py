@@ -105,7 +105,8 @@ def test_accuracy_and_humans_take_decision_files(modelval_reference_dir):
 def test_docstring_examples_run(modelval_data_root, modelval_reference_dir, stimulus_subset):
     """Every example of the front door runs as written (STIMULI, SUBSET and REFERENCE are data folders)."""
     names = {"STIMULI": modelval_data_root, "SUBSET": stimulus_subset(2), "REFERENCE": modelval_reference_dir}
-    for module in (modelval, importlib.import_module("modelval.api.functions")):
+    front_door = ("cue_conflict", "observers", "calibration")
+    for module in (modelval, *(importlib.import_module(f"modelval.api.{name}") for name in front_door)):
         result = doctest.testmod(
             module, extraglobs=names, optionflags=doctest.ELLIPSIS, raise_on_error=False, verbose=False
         )

@@ -82,13 +82,12 @@ def test_the_walk_covers_every_command():
 
 def test_an_unexpected_error_is_one_line_with_exit_3(modelval_reference_dir, capsys, monkeypatch):
     """A defect of ours (here: an internal function that raises) is exit 3 and one line."""
-    from modelval.api import functions
+    from modelval.api import cue_conflict
 
     def broken(*args, **kwargs):
         raise RuntimeError("an internal step fell over")
 
-    monkeypatch.setattr(functions, "compute_shape_bias_of_file", broken, raising=False)
-    monkeypatch.setattr(functions, "shape_bias_of_decisions", broken)
+    monkeypatch.setattr(cue_conflict, "shape_bias_of_decisions", broken)
     code = main(["shape-bias", "--decisions", str(modelval_reference_dir / RESNET)])
     err = capsys.readouterr().err
     assert code == 3

@@ -91,7 +91,7 @@ def benchmark(
     ``all_conditions`` keeps the conditions model-vs-human's benchmark leaves out; ``brain_score`` adds
     Brain-Score's Geirhos2021 ceiled error consistency.
     """
-    from modelval.api.functions import observer_trials
+    from modelval.api.observers import observer_trials
     from modelval.behaviour.benchmark import benchmark_table
     from modelval.behaviour.consistency import check_na_handling
     from modelval.behaviour.experiments import BENCHMARK_DATASETS, experiment

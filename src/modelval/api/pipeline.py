@@ -71,6 +71,7 @@ class ModelRun:
             threads=self.facts.get("threads"),
         )
         return record
+
     #: The sanity gate's verdict from a random sample (``run_model(sanity_probe=True)``), when it was certain.
     #: A failed one means ``evaluation`` covers only that sample: the full run was not needed.
     early_sanity: EarlyDecision | None = None
@@ -333,6 +334,8 @@ def _facts(stimuli: StimulusSet, threads: int | None, options: EvaluationOptions
         "output_cache": cache,
         "precision": options.amp or "fp32",
     }
+
+
 def _probe(
     model: Any, config: Any, stimuli: StimulusSet, options: EvaluationOptions, settings: dict[str, Any]
 ) -> tuple[EarlyDecision | None, Evaluation | None]:

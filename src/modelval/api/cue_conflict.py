@@ -1,0 +1,309 @@
+"""The shape bias on the cue-conflict stimuli (``shape_bias``, ``shape_bias_of_decisions``) and its
+sensitivity to the protocol (``sensitivity``), as ``modelval shape-bias`` and ``modelval sensitivity`` run them.
+
+Every function runs exactly what the matching command runs (the same protocol, sanity gate, label map
+and spec options), so a notebook and ``modelval <command> --json`` give the same numbers. Results have
+``.to_dict()`` (the command's JSON object) and ``.to_json()`` (strict JSON text).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from modelval import jsonio
+from modelval.api.options import EvaluationOptions, ModelOptions, resolve_options
+from modelval.api.pipeline import ModelRun, run_model
+from modelval.api.recording import JSONResult, decision_file_provenance, protocol_label, store_run
+
+if TYPE_CHECKING:
+    from modelval.behaviour.decisions import Decision
+    from modelval.behaviour.shape_bias import ShapeBiasResult
+    from modelval.preprocessing import PreprocessConfig
+    from modelval.validation.reports import ReportRow
+    from modelval.validation.sanity import Sanity
+    from modelval.validation.sensitivity import SensitivityCard
+
+
+@dataclass
+class ShapeBiasReport(JSONResult):
+    """The shape bias of one observer (a model or a decision file), with its expected value and sanity check."""
+
+    row: ReportRow
+    sanity: Sanity
+    decisions: list[Decision]
+    #: Run facts for the report: preprocessing and its sources, the stimuli check, threads, timings, ...
+    details: dict[str, Any] = field(default_factory=dict)
+    #: Whether a failed sanity check withholds the verdict (``sanity_gate=False`` reports it anyway).
+    gated: bool = True
+    #: The model run behind the report (``None`` for a decision file): its outputs can be saved and re-scored.
+    run: ModelRun | None = field(default=None, repr=False)
+
+    @property
+    def result(self) -> ShapeBiasResult:
+        return self.row.result
+
+    @property
+    def shape_bias(self) -> float:
+        """The shape bias; NaN when the gate withholds it (not a working classifier: see ``sanity``)."""
+        return math.nan if self.gate_failed else self.row.result.shape_bias
+
+    @property
+    def gate_failed(self) -> bool:
+        """The model is not a working classifier and the gate is on: the number is not a result."""
+        return self.gated and not self.sanity.passed
+
+    def to_dict(self) -> dict[str, Any]:
+        from modelval.validation.sanity import VERDICT
+
+        payload: dict[str, Any] = {**self.row.to_dict(), **self.details, "sanity": self.sanity.to_dict()}
+        if self.gate_failed:
+            payload["verdict"] = VERDICT
+        if self.result.shape_hits + self.result.texture_hits == 0:
+            why = jsonio.Undefined("no shape or texture hits among the conflict images: the shape bias is 0/0")
+            payload.update({key: why for key in ("shape_bias", "difference") if key in payload})
+        return payload
+
+
+def _gate(row: ReportRow, sanity: Sanity, gated: bool) -> None:
+    """A model that fails the sanity gate gets no shape bias anywhere: its row says so."""
+    from modelval.validation.sanity import VERDICT
+
+    if gated and not sanity.passed:
+        row.verdict = VERDICT
+
+
+def _mapped_conflicts(
+    decisions: list[Decision], unmapped: tuple[str, ...], options: EvaluationOptions, withheld: str | None
+) -> dict[str, Any]:
+    """The shape bias over the conflict stimuli whose shape and texture the head can both answer."""
+    from modelval.behaviour.resampling import DEFAULT_RESAMPLING
+    from modelval.behaviour.shape_bias import compute_shape_bias
+
+    kept = [d for d in decisions if d.shape not in unmapped and d.texture not in unmapped]
+    result = compute_shape_bias(
+        kept, n_bootstrap=options.bootstrap, seed=options.seed, resample=options.resample or DEFAULT_RESAMPLING
+    )
+    value: Any = jsonio.Undefined(withheld) if withheld else result.shape_bias
+    interval: list[Any] = [value, value] if withheld else [result.ci_low, result.ci_high]
+    return {
+        "shape_bias": value,
+        "ci95": interval,
+        "shape_hits": result.shape_hits,
+        "texture_hits": result.texture_hits,
+        "conflict_images": result.conflict_images,
+        "note": f"over the {result.conflict_images} conflict stimuli whose shape and texture categories both "
+        f"have outputs; the overall shape_bias also counts the conflicts with {', '.join(unmapped)}, which this "
+        "head can never answer, so it is not comparable with a 16-class shape bias",
+    }
+
+
+def shape_bias(
+    model: Any,
+    *,
+    preprocess: PreprocessConfig | None = None,
+    options: EvaluationOptions | None = None,
+    model_options: ModelOptions | None = None,
+    sanity_gate: bool = True,
+    early_gate: bool = True,
+    name: str | None = None,
+    **settings: Any,
+) -> ShapeBiasReport:
+    """Cue-conflict shape bias of ``model`` (Geirhos et al., ICLR 2019), as ``modelval shape-bias --model``.
+
+    ``model`` is a registry name or spec, or an ``nn.Module`` with ``preprocess`` (its
+    :class:`~modelval.preprocessing.PreprocessConfig`). Single options can be given as keywords
+    (``normalization="imagenet"``, ``device="cuda"``, ``data_root=...``; see
+    :class:`EvaluationOptions` and :class:`ModelOptions`).
+
+    ``STIMULI`` below is the cue-conflict folder (leave ``data_root`` out to use ``$MODELVAL_DATA_ROOT`` or
+    the per-user cache, which is filled on first use):
+
+    >>> import modelval
+    >>> report = modelval.shape_bias("efficientnet_lite0", data_root=STIMULI)
+    >>> round(report.shape_bias, 4), report.result.shape_hits, report.result.texture_hits
+    (0.2394, 197, 626)
+    >>> report.sanity.passed  # a working classifier: cue-conflict accuracy above the 30% gate
+    True
+
+    With ``sanity_gate`` (the default) a model that is not a working classifier gets no shape bias:
+    ``report.shape_bias`` is NaN and the JSON's ``shape_bias`` null with the reason. ``early_gate`` first
+    evaluates a random sample of the conflict stimuli and stops there when it already shows for certain
+    that the model fails the gate (``report.sanity.early``); a passing model's decisions are unchanged.
+    """
+
+    from modelval.validation.expected import expected_for
+    from modelval.validation.reports import ReportRow
+    from modelval.validation.sanity import Sanity, sanity_check
+
+    options, model_options = resolve_options(options, model_options, settings)
+    run = run_model(
+        model,
+        preprocess=preprocess,
+        options=options,
+        model_options=model_options,
+        name=name,
+        sanity_probe=sanity_gate and early_gate,
+    )
+    loaded, evaluation = run.loaded, run.evaluation
+    normalization = f"{options.normalization} ({evaluation.config.normalization_name})"
+    expected = expected_for(run.model) if isinstance(model, str) else None
+    entry = loaded.entry
+    read_map = model_options.read_label_map()
+    unmapped = read_map.unmapped if read_map is not None else ()
+    row = ReportRow(
+        run.model, entry.display_name, entry.source, normalization, evaluation.result, expected, unmapped=unmapped,
+        provenance=run.provenance(),
+    )  # fmt: skip
+    early = run.early_sanity
+    if early is not None and not early.passed:  # the run stopped at the sample: the gate's verdict is its own
+        sanity = Sanity(passed=False, cue_accuracy=early.sample_accuracy, early=early)
+    else:
+        sanity = dataclasses.replace(sanity_check(evaluation.result), early=early)
+    _gate(row, sanity, sanity_gate)
+    label_map = model_options.label_map
+    if label_map is not None and not isinstance(label_map, str | os.PathLike):
+        label_map = "given as a LabelMap"
+    details = {
+        "preprocessing": run.preprocessing(),
+        "spec": run.model,
+        "checkpoint": loaded.config.checkpoint,
+        "audit": list(loaded.config.audit_notes),
+        "label_map": None if label_map is None else str(label_map),
+        "aggregation": options.aggregation,
+        "images": len(evaluation.stimuli),
+        "seconds": round(evaluation.timings["total"], 2),
+        **run.facts,
+    }
+    if unmapped:
+        details["unmapped_categories"] = list(unmapped)
+        details["mapped_conflicts"] = _mapped_conflicts(evaluation.decisions, unmapped, options, row.withheld)
+    report = ShapeBiasReport(row, sanity, evaluation.decisions, details, gated=sanity_gate, run=run)
+    summary = {**_shape_bias_summary(evaluation.result), "verdict": report.to_dict()["verdict"]}
+    decisions = {d.imagename: [d.shape, d.response] for d in evaluation.decisions}
+    protocol = protocol_label(options)
+    report.details["run_id"] = store_run(
+        "shape-bias", run.model, options.dataset, summary, row.provenance, decisions, protocol, options.record
+    )
+    return report
+
+
+def shape_bias_of_decisions(
+    path: str | os.PathLike[str],
+    *,
+    observer: str | None = None,
+    bootstrap: int = 1000,
+    seed: int = 0,
+    sanity_gate: bool = True,
+    resample: str | None = None,
+) -> ShapeBiasReport:
+    """The shape bias recomputed from a per-image decision CSV (the published raw-data format).
+
+    ``observer`` names a registered model whose expected value the report shows; ``resample`` is the
+    bootstrap's unit (``None``: texture images; see :mod:`modelval.behaviour.resampling`).
+    """
+    from modelval.behaviour.cue_conflict import EXPECTED_IMAGES
+    from modelval.behaviour.decisions import read_decisions
+    from modelval.behaviour.resampling import resolve_unit
+    from modelval.behaviour.shape_bias import compute_shape_bias
+    from modelval.validation.expected import expected_for
+    from modelval.validation.reports import ReportRow
+    from modelval.validation.sanity import sanity_check
+
+    path = Path(path)
+    decisions = read_decisions(path)
+    expected = expected_for(observer) if observer else None
+    label = expected.label if expected else (observer or path.stem)
+    unit = resolve_unit(resample, cue_conflict=True)
+    result = compute_shape_bias(decisions, n_bootstrap=bootstrap, seed=seed, resample=unit)
+    row = ReportRow(
+        observer or label, label, "decision file", "n/a", result, expected, provenance=decision_file_provenance(path)
+    )
+    sanity = sanity_check(result)
+    _gate(row, sanity, sanity_gate)
+    details: dict[str, Any] = {"decisions_file": str(path), "images": len(decisions)}
+    if len(decisions) != EXPECTED_IMAGES:
+        details["coverage_warning"] = (
+            f"{path} covers {len(decisions)} of the {EXPECTED_IMAGES} cue-conflict images; the result is not "
+            "comparable with published values"
+        )
+    return ShapeBiasReport(row, sanity, decisions, details, gated=sanity_gate)
+
+
+def _shape_bias_summary(result: ShapeBiasResult) -> dict[str, Any]:
+    payload = result.to_dict()
+    return {key: payload[key] for key in ("shape_bias", "ci95", "cue_accuracy", "shape_hits", "texture_hits", "other")}
+
+
+def sensitivity(
+    model: Any,
+    *,
+    preprocess: PreprocessConfig | None = None,
+    options: EvaluationOptions | None = None,
+    model_options: ModelOptions | None = None,
+    **settings: Any,
+) -> SensitivityCard:
+    """The protocol-sensitivity card of ``model`` (``modelval sensitivity``): each protocol choice varied alone.
+
+    Each variant's paired change of the shape bias against the reference protocol, with its paired interval
+    and permutation p; identical inputs are evaluated once. Here on ``SUBSET`` (2 stimuli per category, so
+    quick; the card of the published 1280 is in docs/sensitivity.md), without intervals:
+
+    >>> import modelval
+    >>> card = modelval.sensitivity("efficientnet_lite0", data_root=SUBSET, allow_modified_stimuli=True,
+    ...                             bootstrap=0, permutations=0)
+    >>> factors = [row.variant.factor for row in card.variants]
+    >>> card.forwards, factors[:4]
+    (4, ['resize', 'resize', 'resize', 'interpolation'])
+    """
+    from modelval.api.pipeline import check_model, load, load_stimuli, open_output_cache, torch_threads
+    from modelval.provenance import device_name, environment, state_dict_digest
+    from modelval.runtime import resolve_device
+    from modelval.validation.sensitivity import sensitivity_card
+
+    options, model_options = resolve_options(options, model_options, settings)
+    check_model(model, preprocess)
+    label_map = model_options.read_label_map()
+    with torch_threads(options.threads) as threads:
+        stimuli = load_stimuli(options, offline=model_options.offline)
+        loaded, label = load(model, preprocess=preprocess, model_options=model_options, progress=options.progress)
+        card = sensitivity_card(
+            loaded.model,
+            loaded.config.preprocess,
+            stimuli,
+            model_name=label,
+            batch_size=options.batch_size,
+            device=model_options.device,
+            progress=options.progress,
+            n_bootstrap=options.bootstrap,
+            seed=options.seed,
+            resample=options.resample,
+            permutations=options.permutations,
+            label_map=label_map,
+            output_cache=open_output_cache(options.output_cache),
+        )
+        target = resolve_device(model_options.device)
+        card.provenance = {
+            **environment(),
+            "model": {"spec": label, "source": loaded.entry.source, "checkpoint": loaded.config.checkpoint},
+            "weights_sha256": state_dict_digest(loaded.model),
+            "stimuli": {
+                "dataset": stimuli.dataset,
+                "images": len(stimuli),
+                "content_sha256": stimuli.content_digest(),
+                "verification": stimuli.verification,
+            },
+            "device": {"type": target.type, "name": device_name(target)},
+            "threads": threads,
+            "bootstrap": {"resamples": options.bootstrap, "seed": options.seed, "unit": card.resampling},
+        }
+    payload = card.to_dict()
+    summary = {"reference": payload["reference"]["shape_bias"], "top_factor": payload["top_factor"],
+               **{f"delta {row['factor']}={row['value']}": row["delta"] for row in payload["variants"]}}  # fmt: skip
+    protocol = protocol_label(options)
+    store_run("sensitivity", label, options.dataset, summary, card.provenance, None, protocol, options.record)
+    return card

@@ -1,0 +1,334 @@
+"""One observer (a model or a decision file) on one experiment: its 16-class accuracy (``accuracy``) and
+its comparison with the human observers (``compare_with_humans``), as ``modelval accuracy`` and
+``modelval humans`` run them; ``observer_trials`` reads or evaluates the observer's trials."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from modelval.api.options import EvaluationOptions, ModelOptions, resolve_options
+from modelval.api.pipeline import ModelRun, run_model
+from modelval.api.recording import JSONResult, decision_file_provenance, protocol_label, store_run
+
+if TYPE_CHECKING:
+    from modelval.behaviour.accuracy import AccuracyResult
+    from modelval.behaviour.benchmark import DatasetScores
+    from modelval.behaviour.conditions import ConditionAccuracy, ConditionComparison
+    from modelval.behaviour.humans import HumanComparison
+    from modelval.behaviour.trials import Trial
+    from modelval.preprocessing import PreprocessConfig
+
+
+@dataclass
+class ObserverTrials:
+    """One observer's trials on one experiment: from a decision CSV, or from evaluating a model."""
+
+    trials: list[Trial]
+    dataset: str
+    label: str
+    run: ModelRun | None = None
+    #: What produced the trials: the run's record, or the decision file's path and digest.
+    provenance: dict[str, Any] = field(default_factory=dict)
+
+
+def observer_trials(
+    source: Any,
+    *,
+    dataset: str | None = None,
+    preprocess: PreprocessConfig | None = None,
+    options: EvaluationOptions | None = None,
+    model_options: ModelOptions | None = None,
+) -> ObserverTrials:
+    """``source`` is a decision CSV path, or a model (spec, ``nn.Module``) that is evaluated on ``dataset``."""
+    import dataclasses
+
+    from modelval.behaviour.trials import check_dataset, dataset_of, read_trials, trials_from_decisions
+
+    if isinstance(source, os.PathLike) or (isinstance(source, str) and _is_decision_file(source)):
+        path = Path(source)
+        trials = read_trials(path)
+        if dataset is not None:
+            check_dataset(dataset)
+            _check_declared(trials, dataset, path)
+            found = dataset
+        else:
+            found = dataset_of(trials, filename=path.name)
+        return ObserverTrials(trials, found, trials[0].subject or path.stem, provenance=decision_file_provenance(path))
+    dataset = dataset or (options.dataset if options is not None else "cue-conflict")
+    check_dataset(dataset)
+    options = dataclasses.replace(options or EvaluationOptions(), dataset=dataset)
+    run = run_model(source, preprocess=preprocess, options=options, model_options=model_options)
+    trials = [dataclasses.replace(t, subject=run.model) for t in trials_from_decisions(run.evaluation.decisions)]
+    return ObserverTrials(trials, dataset, run.model, run, run.provenance())
+
+
+def _trial_decisions(trials: list[Trial]) -> dict[str, list[str]]:
+    """image -> [true category, response], the run store's per-image decisions."""
+    return {t.imagename or t.image: [t.category, t.response] for t in trials}
+
+
+def _is_decision_file(text: str) -> bool:
+    path = Path(text)
+    return path.suffix.lower() == ".csv" or path.exists()
+
+
+def _check_declared(trials: list[Trial], dataset: str, path: Path) -> None:
+    from modelval.behaviour.trials import dataset_of
+    from modelval.errors import DataError
+
+    try:
+        found = dataset_of(trials, filename=path.name)
+    except DataError:
+        return  # bare edge/silhouette names: the declared dataset decides
+    if found != dataset:
+        raise DataError(f"{path}: --dataset {dataset} but the image names are from the {found} experiment")
+
+
+@dataclass
+class AccuracyReport(JSONResult):
+    """16-class accuracy of one observer on one experiment, overall and per category."""
+
+    observer: str
+    result: AccuracyResult
+    run: ModelRun | None = None
+    provenance: dict[str, Any] = field(default_factory=dict)
+    #: A decision file that covers fewer (or more) images than the experiment has: the accuracy is then
+    #: not comparable with published values (the command prints it as a warning).
+    coverage_warning: str | None = None
+    #: Accuracy in each condition (distortion level) the trials cover, in model-vs-human's order.
+    conditions: list[ConditionAccuracy] = field(default_factory=list)
+
+    @property
+    def accuracy(self) -> float:
+        return self.result.accuracy
+
+    def to_dict(self) -> dict[str, Any]:
+        cache = {"output_cache": self.run.evaluation.output_cache} if self.run is not None else {}
+        return {
+            "observer": self.observer,
+            **self.result.to_dict(),
+            "conditions": [row.to_dict() for row in self.conditions],
+            **cache,
+            "provenance": self.provenance,
+        }
+
+
+def accuracy(
+    source: Any,
+    *,
+    dataset: str | None = None,
+    preprocess: PreprocessConfig | None = None,
+    options: EvaluationOptions | None = None,
+    model_options: ModelOptions | None = None,
+    **settings: Any,
+) -> AccuracyReport:
+    """16-class accuracy of a model (spec or ``nn.Module``) or a decision CSV, as ``modelval accuracy``.
+
+    A published decision file (``REFERENCE`` is texture-vs-shape's ``raw-data/`` folder); a model spec or
+    module runs on the stimuli of ``dataset`` instead:
+
+    >>> import modelval
+    >>> report = modelval.accuracy(REFERENCE / "edge-experiment_vgg_session_1.csv")
+    >>> report.observer, report.result.dataset, round(report.accuracy, 4)
+    ('vgg', 'edges', 0.2437)
+    """
+    from modelval.behaviour.accuracy import accuracy_of
+    from modelval.behaviour.conditions import accuracy_by_condition
+    from modelval.datasets.registry import get_dataset
+
+    options, model_options = resolve_options(options, model_options, settings)
+    observed = observer_trials(
+        source, dataset=dataset, preprocess=preprocess, options=options, model_options=model_options
+    )
+    result = accuracy_of(observed.trials, observed.dataset)
+    warning = None
+    if observed.run is None:  # a decision file: a file cut at a row boundary still parses
+        expected = get_dataset(observed.dataset).images
+        if len(observed.trials) != expected:
+            warning = (
+                f"{source} covers {len(observed.trials)} of the {expected} {observed.dataset} images; the accuracy "
+                "is not comparable with published values"
+            )
+    conditions = accuracy_by_condition(observed.trials, observed.dataset)
+    report = AccuracyReport(observed.label, result, observed.run, observed.provenance, warning, conditions)
+    summary = {"accuracy": result.accuracy, "correct": result.correct, "images": result.images}
+    protocol = protocol_label(dataclasses.replace(options, dataset=observed.dataset))
+    store_run("accuracy", observed.label, observed.dataset, summary, observed.provenance,
+            _trial_decisions(observed.trials), protocol, options.record)  # fmt: skip
+    return report
+
+
+@dataclass
+class HumansReport(JSONResult):
+    """One observer against the published human observers of the same experiment."""
+
+    observer: str
+    comparison: HumanComparison
+    reference_dir: Path
+    trials: list[Trial]
+    #: Cue-conflict only: images where the observer chose the texture although most humans chose the shape.
+    texture_despite_humans: dict[str, Any] | None = None
+    run: ModelRun | None = None
+    #: Cue-conflict only: the observer's shape bias with its interval, and the humans' (pooled trials).
+    shape_bias: dict[str, Any] | None = None
+    #: What produced the observer's trials, and the verified human reference data.
+    provenance: dict[str, Any] = field(default_factory=dict)
+    #: The human observers' files against the published manifest: "verified" or "modified: ..." (allowed).
+    reference_data: str = "verified"
+    #: The human observers the comparison used (not part of the JSON).
+    panel: Any = field(default=None, repr=False)
+    #: The same comparison within each condition (distortion level), in model-vs-human's order.
+    conditions: list[ConditionComparison] = field(default_factory=list)
+    #: model-vs-human's benchmark values of the dataset: the per-condition values averaged over its conditions.
+    benchmark: DatasetScores | None = None
+
+    @property
+    def error_consistency(self) -> float:
+        return self.comparison.error_consistency
+
+    def to_dict(self) -> dict[str, Any]:
+        payload = self.comparison.to_dict()
+        payload["observer"] = self.observer
+        payload["reference_dir"] = str(self.reference_dir)
+        payload["reference_data"] = self.reference_data
+        if self.run is not None:
+            payload["output_cache"] = self.run.evaluation.output_cache
+        payload["conditions"] = [row.to_dict() for row in self.conditions]
+        payload["conditions_meaning"] = (
+            "per condition (distortion level): trials matched by model-vs-human's short image name within the "
+            "condition; accuracy, and the mean over the human observers of kappa, observed consistency and the "
+            "squared accuracy difference; human_human_kappa_mean: the humans' mutual kappa in the condition (the "
+            "observer's own pairs left out); the top-level values pool every condition"
+        )
+        if self.benchmark is not None:
+            summary = self.benchmark.to_dict()
+            summary.pop("per_condition", None)
+            summary["meaning"] = (
+                "model-vs-human's benchmark values of this dataset: OOD accuracy over the kept conditions pooled, the "
+                "other three the mean over the kept conditions of the per-condition values"
+            )
+            payload["benchmark"] = summary
+        payload["provenance"] = self.provenance
+        if self.shape_bias is not None:
+            payload["shape_bias"] = self.shape_bias
+        if self.texture_despite_humans is not None:
+            payload["texture_despite_humans"] = self.texture_despite_humans
+        return payload
+
+
+def compare_with_humans(
+    source: Any,
+    *,
+    dataset: str | None = None,
+    reference_dir: str | os.PathLike[str] | None = None,
+    preprocess: PreprocessConfig | None = None,
+    options: EvaluationOptions | None = None,
+    model_options: ModelOptions | None = None,
+    resample_observers: bool = False,
+    na_handling: str = "wrong",
+    allow_modified_reference: bool = False,
+    **settings: Any,
+) -> HumansReport:
+    """Accuracy and error consistency of a model or decision CSV with the human observers (``modelval humans``).
+
+    ``reference_dir`` is the published raw data (texture-vs-shape's ``raw-data/``, or model-vs-human's for its
+    14 further datasets; default ``$MODELVAL_REFERENCE_DIR``, ``$MODELVAL_MODEL_VS_HUMAN_DIR``, else the
+    per-user cache filled by ``modelval download-data --humans [--dataset NAME]``). The report also holds the
+    comparison within each condition (``conditions``) and model-vs-human's benchmark values (``benchmark``).
+    The bootstrap of the intervals uses ``options.bootstrap`` resamples, ``options.seed`` and the unit
+    ``options.resample`` (texture images on cue-conflict unless set); ``resample_observers`` also draws
+    the human observers. ``na_handling`` is ``"wrong"`` (an unanswered trial is wrong, as in
+    model-vs-human) or ``"exclude"`` (left out of each pair it occurs in). The human observers' files are
+    checked against the published manifest; a changed, missing or extra one is refused unless
+    ``allow_modified_reference`` (then ``reference_data`` says "modified" and what differs).
+
+    The published VGG-16 on the edge images (``REFERENCE`` is texture-vs-shape's ``raw-data/``): its error
+    consistency with the 10 humans, and the largest kappa its accuracy allows against theirs:
+
+    >>> import modelval
+    >>> humans = modelval.compare_with_humans(REFERENCE / "edge-experiment_vgg_session_1.csv",
+    ...                                       reference_dir=REFERENCE, bootstrap=0)
+    >>> humans.comparison.dataset, round(humans.error_consistency, 3), round(humans.comparison.kappa_max, 3)
+    ('edges', 0.071, 0.097)
+    """
+    from modelval.behaviour import humans
+    from modelval.behaviour.benchmark import score_observer
+    from modelval.behaviour.conditions import compare_by_condition
+    from modelval.behaviour.consistency import check_na_handling
+    from modelval.behaviour.resampling import resolve_unit
+    from modelval.datasets.human_data import human_data_dir
+    from modelval.datasets.reference import load_reference_panel, verify_reference_dir
+
+    options, model_options = resolve_options(options, model_options, settings)
+    check_na_handling(na_handling)
+    if dataset is not None or not _is_decision_file(str(source)):
+        # a resampling unit the experiment cannot have, or missing human data, fails before a model is evaluated
+        resolve_unit(options.resample, cue_conflict=(dataset or options.dataset) == "cue-conflict")
+        reference = human_data_dir(dataset or options.dataset, reference_dir)
+        if dataset is not None:  # a modified reference folder fails before a model is evaluated
+            verify_reference_dir(reference, dataset, allow_modified=allow_modified_reference)
+    observed = observer_trials(
+        source, dataset=dataset, preprocess=preprocess, options=options, model_options=model_options
+    )
+    reference = human_data_dir(observed.dataset, reference_dir)
+    panel, verification = load_reference_panel(reference, observed.dataset, allow_modified=allow_modified_reference)
+    trials = observed.trials
+    comparison = humans.compare_with_humans(
+        trials,
+        panel,
+        subject=trials[0].subject,
+        n_bootstrap=options.bootstrap,
+        seed=options.seed,
+        resample=options.resample,
+        resample_observers=resample_observers,
+        na_handling=na_handling,
+    )
+    conditions = compare_by_condition(
+        trials,
+        panel,
+        subject=trials[0].subject,
+        na_handling=na_handling,
+        n_bootstrap=options.bootstrap,
+        seed=options.seed,
+        resample=options.resample,
+    )
+    benchmark = score_observer(trials, panel, subject=trials[0].subject, na_handling=na_handling, rows=conditions)
+    despite = shape_bias = None
+    if observed.dataset == "cue-conflict":
+        items = humans.texture_despite_humans(trials, humans.human_shape_fractions(panel))
+        despite = {"min_humans": humans.HUMAN_SHAPE_MAJORITY, "count": len(items), "images": [vars(i) for i in items]}
+        shape_bias = _shape_bias_beside_humans(trials, panel, comparison.resampling, options)
+    provenance = {**observed.provenance, "reference_dir": str(reference), "reference_data": verification}
+    report = HumansReport(
+        observed.label, comparison, reference, trials, despite, observed.run, shape_bias, provenance, verification,
+        panel, conditions, benchmark,
+    )  # fmt: skip
+    summary = {key: report.to_dict().get(key) for key in ("accuracy", "error_consistency", "observed_consistency")}
+    protocol = protocol_label(dataclasses.replace(options, dataset=observed.dataset))
+    store_run("humans", observed.label, observed.dataset, summary, provenance, _trial_decisions(trials), protocol,
+            options.record)  # fmt: skip
+    return report
+
+
+def _shape_bias_beside_humans(trials: list[Trial], panel: Any, unit: str, options: EvaluationOptions) -> dict[str, Any]:
+    """The observer's shape bias with its interval, and the humans' over their pooled trials (as upstream)."""
+    from modelval.behaviour.shape_bias import compute_shape_bias
+    from modelval.behaviour.trials import decisions_from_trials
+
+    mine = compute_shape_bias(
+        decisions_from_trials(trials), n_bootstrap=options.bootstrap, seed=options.seed, resample=unit
+    )
+    pooled = [d for observer in panel.observers.values() for d in decisions_from_trials(observer)]
+    humans = compute_shape_bias(pooled, n_bootstrap=0)
+    return {
+        "value": mine.to_dict()["shape_bias"],
+        "ci95": mine.to_dict()["ci95"],
+        "ci95_resampling": unit,
+        "humans_pooled": humans.to_dict()["shape_bias"],
+        "humans_pooled_meaning": "shape hits / (shape + texture hits) over all trials of the human observers pooled "
+        "(model-vs-human's 'humans')",
+    }
