@@ -74,6 +74,11 @@ def environment() -> dict[str, Any]:
     }
 
 
+def device_record(device: Any) -> dict[str, str]:
+    """The ``"device"`` part of a provenance record: the torch device type and its human name."""
+    return {"type": getattr(device, "type", str(device)).split(":")[0], "name": device_name(device)}
+
+
 def device_name(device: Any) -> str:
     """A human name for a torch device: the GPU's model, or the CPU's."""
     kind = getattr(device, "type", str(device)).split(":")[0]

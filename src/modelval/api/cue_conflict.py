@@ -261,7 +261,7 @@ def sensitivity(
     (4, ['resize', 'resize', 'resize', 'interpolation'])
     """
     from modelval.api.pipeline import check_model, load, load_stimuli, open_output_cache, torch_threads
-    from modelval.provenance import device_name, environment, state_dict_digest
+    from modelval.provenance import device_record, environment, state_dict_digest
     from modelval.runtime import resolve_device
     from modelval.validation.sensitivity import sensitivity_card
 
@@ -286,18 +286,12 @@ def sensitivity(
             label_map=label_map,
             output_cache=open_output_cache(options.output_cache),
         )
-        target = resolve_device(model_options.device)
         card.provenance = {
             **environment(),
             "model": {"spec": label, "source": loaded.entry.source, "checkpoint": loaded.config.checkpoint},
             "weights_sha256": state_dict_digest(loaded.model),
-            "stimuli": {
-                "dataset": stimuli.dataset,
-                "images": len(stimuli),
-                "content_sha256": stimuli.content_digest(),
-                "verification": stimuli.verification,
-            },
-            "device": {"type": target.type, "name": device_name(target)},
+            "stimuli": stimuli.provenance(),
+            "device": device_record(resolve_device(model_options.device)),
             "threads": threads,
             "bootstrap": {"resamples": options.bootstrap, "seed": options.seed, "unit": card.resampling},
         }

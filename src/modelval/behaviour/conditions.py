@@ -22,6 +22,7 @@ so their per-condition values are the dataset's own. :func:`paired_by_condition`
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -213,16 +214,7 @@ class HumanCondition:
     in_benchmark: bool
 
     def to_dict(self) -> dict[str, object]:
-        return {
-            "condition": self.condition,
-            "label": self.label,
-            "n_trials": self.n_trials,
-            "accuracy": self.accuracy,
-            "error_consistency": self.error_consistency,
-            "observed_consistency": self.observed_consistency,
-            "accuracy_difference": self.accuracy_difference,
-            "in_benchmark": self.in_benchmark,
-        }
+        return dataclasses.asdict(self)
 
 
 def humans_by_condition(panel: HumanPanel, *, na_handling: str = "wrong") -> list[HumanCondition]:

@@ -42,7 +42,7 @@ from modelval.evaluation.forward import (
 from modelval.evaluation.stimulus_set import StimulusSet
 from modelval.output_cache import OutputCache
 from modelval.preprocessing import PreprocessConfig
-from modelval.provenance import device_name
+from modelval.provenance import device_record
 from modelval.runtime import DEFAULT_BATCH_SIZE, resolve_device
 
 __all__ = [
@@ -141,16 +141,10 @@ def evaluate(
         "weights_digest_method": "SHA-256 of the state dict (names, dtypes, shapes, bytes)",
         "architecture_sha256": fields["architecture"],
         "preprocessing": config.to_dict(),
-        "stimuli": {
-            "dataset": stimuli.dataset,
-            "images": len(stimuli),
-            "content_sha256": fields["stimuli"],
-            "verification": stimuli.verification,
-            "root": str(stimuli.root),
-        },
+        "stimuli": stimuli.provenance(content_sha256=str(fields["stimuli"])),
         "precision": amp or "fp32",
         "channels_last": channels_last,
-        "device": {"type": target.type, "name": device_name(target)},
+        "device": device_record(target),
         "batch_size": batch_size,
         "forward_path": FORWARD_PATH_VERSION,
         "output_cache": status,

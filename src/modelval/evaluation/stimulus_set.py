@@ -82,6 +82,16 @@ class StimulusSet:
     def __len__(self) -> int:
         return len(self.stimuli)
 
+    def provenance(self, content_sha256: str | None = None) -> dict[str, object]:
+        """The ``"stimuli"`` part of a provenance record (``content_sha256``: the digest when already computed)."""
+        return {
+            "dataset": self.dataset,
+            "images": len(self),
+            "content_sha256": content_sha256 or self.content_digest(),
+            "verification": self.verification,
+            "root": str(self.root),
+        }
+
     def content_digest(self) -> str:
         """One SHA-256 for exactly these stimuli in this order: of each file's digest, else of the pixels."""
         if self.digests is not None and all(s.relpath in self.digests for s in self.stimuli):
