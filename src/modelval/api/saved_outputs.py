@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 
 from modelval import jsonio
+from modelval.atomic import replacing, write_text
 from modelval.errors import DataError
 
 if TYPE_CHECKING:
@@ -50,13 +51,14 @@ def save_outputs(run: ModelRun, folder: str | os.PathLike[str]) -> Path:
         raise DataError(f"--save-outputs {folder}: a file stands there; give a folder")
     folder.mkdir(parents=True, exist_ok=True)
     digests = run.stimulus_digests
-    _write(folder / "outputs.npy", lambda handle: np.save(handle, evaluation.outputs, allow_pickle=False))
+    with replacing(folder / "outputs.npy", binary=True) as handle:
+        np.save(handle, evaluation.outputs, allow_pickle=False)
     stimuli = {
         "dataset": run.stimulus_dataset,
         "stimuli": [[s.relpath, s.shape, s.texture, digests.get(s.relpath)] for s in evaluation.stimuli],
         "columns": ["relpath", "shape", "texture", "sha256"],
     }
-    _write(folder / "stimuli.json", lambda handle: handle.write(json.dumps(stimuli).encode()))
+    write_text(folder / "stimuli.json", json.dumps(stimuli))
     label_map = run.model_options.read_label_map()
     record = {
         "format": FORMAT,
@@ -67,20 +69,8 @@ def save_outputs(run: ModelRun, folder: str | os.PathLike[str]) -> Path:
         "outputs_sha256": file_digest(folder / "outputs.npy"),
         "provenance": run.provenance(),
     }
-    _write(folder / "run.json", lambda handle: handle.write(jsonio.dumps(record, indent=1).encode()))
+    write_text(folder / "run.json", jsonio.dumps(record, indent=1))
     return folder
-
-
-def _write(path: Path, write: Any) -> None:
-    """Write through ``write(binary handle)`` to a temporary file beside ``path``, then rename it into place."""
-    temporary = path.with_name(f".{path.name}.partial")
-    try:
-        with open(temporary, "wb") as handle:
-            write(handle)
-        os.replace(temporary, path)
-    except OSError as error:
-        temporary.unlink(missing_ok=True)
-        raise DataError(f"cannot write {path} ({error.strerror or error})") from None
 
 
 @dataclass
