@@ -39,6 +39,9 @@ class ModelRun:
     #: SHA-256 of each stimulus file (by relative path), for saved outputs.
     stimulus_digests: dict[str, str] = field(default_factory=dict)
     stimulus_dataset: str = "cue-conflict"
+    #: The sanity gate's verdict from a random sample (``run_model(sanity_probe=True)``), when it was certain.
+    #: A failed one means ``evaluation`` covers only that sample: the full run was not needed.
+    early_sanity: EarlyDecision | None = None
 
     def provenance(self) -> dict[str, Any]:
         """The record of what produced this run (``"provenance"`` in every result; docs/provenance.md)."""
@@ -71,10 +74,6 @@ class ModelRun:
             threads=self.facts.get("threads"),
         )
         return record
-
-    #: The sanity gate's verdict from a random sample (``run_model(sanity_probe=True)``), when it was certain.
-    #: A failed one means ``evaluation`` covers only that sample: the full run was not needed.
-    early_sanity: EarlyDecision | None = None
 
     def preprocessing(self) -> dict[str, object]:
         """The preprocessing applied, and where each value came from."""
