@@ -1,7 +1,7 @@
 """The project's own pytest set-up: modelval's plugin, plus what only this suite needs.
 
 The ``--modelval-*`` options, ``modelval_*`` fixtures and markers and the validation summary live in the
-plugin (:mod:`modelval.validation.pytest_plugin`, a ``pytest11`` entry point), which users get with
+plugin (:mod:`modelval.pytest_plugin.plugin`, a ``pytest11`` entry point), which users get with
 ``pip install modelval``. Listing it here also loads it when plugin autoloading is off
 (``PYTEST_DISABLE_PLUGIN_AUTOLOAD=1``). This checkout's data convention (``../shared``) is in the ini
 settings of pyproject.toml, not in the plugin.
@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-pytest_plugins = ["modelval.validation.pytest_plugin", "pytester"]
+pytest_plugins = ["modelval.pytest_plugin.plugin", "pytester"]
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     # This suite's own option (not the plugin's): which built-in registry families the validation matrix
-    # (tests/validation/test_shape_bias_validation.py) runs. The nightly GPU job picks one with it.
+    # (tests/runner/test_shape_bias_validation.py) runs. The nightly GPU job picks one with it.
     parser.addoption(
         "--family",
         default="all",
@@ -49,8 +49,8 @@ def _no_user_caches(tmp_path_factory):
     read a stored result); cache tests pass their own folders. Runs are recorded into a store of the session.
     """
     from modelval.datasets.cache import NO_CACHE_ENV
-    from modelval.output_cache import NO_OUTPUT_CACHE_ENV
-    from modelval.validation.run_store import RUNS_DB_ENV
+    from modelval.records.output_cache import NO_OUTPUT_CACHE_ENV
+    from modelval.records.run_store import RUNS_DB_ENV
 
     runs = tmp_path_factory.getbasetemp() / "runs.sqlite"  # one store per session (shared by xdist workers)
     settings = {NO_CACHE_ENV: "1", NO_OUTPUT_CACHE_ENV: "1", RUNS_DB_ENV: str(runs)}

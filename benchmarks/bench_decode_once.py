@@ -8,7 +8,7 @@ mean/std, and a third custom mean/std), all in one process with the same batch s
 * bare: N x the bare forward passes on prepared tensors (the floor), alternating with the evaluations.
 
 ``decode_once_ratio`` = decode-once wall time / bare wall time for N = 3 (1.0 would be pure forward cost).
-The PNG decodes are counted by wrapping ``modelval.evaluation.stimulus_set.decode_stimuli``.
+The PNG decodes are counted by wrapping ``modelval.datasets.stimulus_set.decode_stimuli``.
 
     python benchmarks/bench_decode_once.py [--n 3] [--batch-size 32] [--threads auto] [--repeats 2]
 """
@@ -24,7 +24,7 @@ from pathlib import Path
 from _common import DATA_ROOT, load_average, load_bundled, median, print_table
 from bench_overhead import bare_forward
 
-import modelval.evaluation.stimulus_set as evaluation_module
+import modelval.datasets.stimulus_set as evaluation_module
 
 _DECODES = 0
 
@@ -55,7 +55,8 @@ def decode_once_interleaved(model, configs, images, batch_size: int, cache_dir: 
     Alternating per configuration (~20 s each) keeps a burst of load from another user on one side only
     briefly; the decode-once wall time is the load plus the N evaluations, exactly as a user runs them.
     """
-    from modelval.evaluation import StimulusSet, evaluate
+    from modelval.datasets.stimulus_set import StimulusSet
+    from modelval.evaluation import evaluate
 
     global _DECODES
     _DECODES = 0
@@ -72,7 +73,8 @@ def decode_once_interleaved(model, configs, images, batch_size: int, cache_dir: 
 
 def naive(model, configs, batch_size: int) -> tuple[float, int]:
     """Decode the PNGs again for every configuration (what a loop over configurations did before)."""
-    from modelval.evaluation import StimulusSet, evaluate
+    from modelval.datasets.stimulus_set import StimulusSet
+    from modelval.evaluation import evaluate
 
     global _DECODES
     _DECODES = 0
@@ -92,7 +94,8 @@ def main() -> None:
     parser.add_argument("--naive", action="store_true", help="also time the decode-per-configuration baseline")
     args = parser.parse_args()
 
-    from modelval.evaluation import DEFAULT_BATCH_SIZE, StimulusSet
+    from modelval.datasets.stimulus_set import StimulusSet
+    from modelval.evaluation import DEFAULT_BATCH_SIZE
     from modelval.runtime import set_threads, tune_allocator
 
     evaluation_module.decode_stimuli = _counting(evaluation_module.decode_stimuli)

@@ -29,8 +29,9 @@ def main() -> None:
     parser.add_argument("--no-commands", action="store_true", help="skip the whole-command comparison")
     args = parser.parse_args()
 
-    from modelval.evaluation import StimulusSet, evaluate
-    from modelval.output_cache import OutputCache
+    from modelval.datasets.stimulus_set import StimulusSet
+    from modelval.evaluation import evaluate
+    from modelval.records.output_cache import OutputCache
 
     model, config = load_bundled()
     stimuli = StimulusSet.load(DATA_ROOT, progress=False, cache=False)

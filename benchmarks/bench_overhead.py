@@ -25,7 +25,8 @@ from _common import DATA_ROOT, load_average, load_bundled, median, print_table
 
 _RSS_CHILD = """
 import resource, sys, torch
-from modelval.evaluation import StimulusSet, evaluate
+from modelval.datasets.stimulus_set import StimulusSet
+from modelval.evaluation import evaluate
 from modelval.models import load_model
 from modelval.runtime import set_threads
 set_threads(sys.argv[3])
@@ -55,7 +56,8 @@ def bare_forward(model: torch.nn.Module, images: torch.Tensor, config, batch_siz
 
 
 def full_evaluation(model: torch.nn.Module, config, batch_size: int, cache_dir: Path, cache: bool) -> tuple[float, str]:
-    from modelval.evaluation import StimulusSet, evaluate
+    from modelval.datasets.stimulus_set import StimulusSet
+    from modelval.evaluation import evaluate
 
     t0 = time.perf_counter()
     stimuli = StimulusSet.load(DATA_ROOT, progress=False, cache=cache, cache_dir=cache_dir)
@@ -87,7 +89,8 @@ def main() -> None:
     parser.add_argument("--no-rss", action="store_true", help="skip the peak-RSS subprocess")
     args = parser.parse_args()
 
-    from modelval.evaluation import DEFAULT_BATCH_SIZE, StimulusSet
+    from modelval.datasets.stimulus_set import StimulusSet
+    from modelval.evaluation import DEFAULT_BATCH_SIZE
     from modelval.runtime import set_threads, tune_allocator
 
     batch_size = args.batch_size or DEFAULT_BATCH_SIZE

@@ -28,10 +28,12 @@ def main() -> None:
     parser.add_argument("--threads", default="auto")
     args = parser.parse_args()
 
-    from modelval.evaluation import StimulusSet, evaluate
+    from modelval.api.protocol import sensitivity_card
+    from modelval.behaviour.sensitivity import input_key, protocol_variants
+    from modelval.datasets.stimulus_set import StimulusSet
+    from modelval.evaluation import evaluate
     from modelval.models import load_model
     from modelval.runtime import set_threads
-    from modelval.validation.sensitivity import input_key, protocol_variants, sensitivity_card
 
     threads = set_threads(args.threads)
     loaded = load_model("efficientnet_lite0", progress=False)

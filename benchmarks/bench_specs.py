@@ -41,7 +41,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
 
-    from modelval.evaluation import StimulusSet, evaluate
+    from modelval.datasets.stimulus_set import StimulusSet
+    from modelval.evaluation import evaluate
     from modelval.models import load_model
     from modelval.preprocessing import PreprocessOverrides
 

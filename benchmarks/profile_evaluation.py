@@ -51,7 +51,8 @@ def main() -> None:
             print("allocator tuned: n/a (old code)")
     from modelval.behaviour.categories import CategoryMapper
     from modelval.behaviour.shape_bias import compute_shape_bias
-    from modelval.evaluation import StimulusSet, decisions_from_probabilities
+    from modelval.datasets.stimulus_set import StimulusSet
+    from modelval.evaluation import decisions_from_probabilities
     from modelval.preprocessing import prepare_batch
 
     model, config = load_bundled()

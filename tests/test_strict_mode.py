@@ -59,7 +59,7 @@ def test_strict_data_environment_overrides_allow_missing(tmp_path):
 def test_missing_weights_skip_or_fail(tmp_path, strict):
     """A weight case with an empty checkpoint folder: skip naming the fetch command, or fail when strict."""
     case = (
-        "tests/validation/test_shape_bias_validation.py::"
+        "tests/runner/test_shape_bias_validation.py::"
         "test_shape_bias[resnet50-SIN-texture-vs-shape-correct-model-norm]"
     )
     args = [case, "--modelval-checkpoint-dir", str(tmp_path)]

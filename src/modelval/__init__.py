@@ -1,18 +1,21 @@
 """modelval: validation of image classifiers.
 
 Shape bias on the cue-conflict stimuli of Geirhos et al. (ICLR 2019), calibration and
-imbalance-aware metrics. The code is organised in wings, each a package named after its concept:
+imbalance-aware metrics. The code is organised in wings, each a package named after its concept,
+from the shells down to the ground (docs/architecture.md):
 
-- :mod:`modelval.cli`: the command line;
-- :mod:`modelval.validation`: expected values, the runner, diagnosis, baselines, reports, the audit;
+- the shells: :mod:`modelval.cli` (the command line), :mod:`modelval.runner` (the validation matrix behind
+  ``modelval validate``) and :mod:`modelval.pytest_plugin`;
+- :mod:`modelval.api`: the front door, one pipeline from a model to a number;
+- :mod:`modelval.judgement`: expected values, the sanity gate, baselines, diagnosis, report rows;
+- :mod:`modelval.figures`: every plot;
 - :mod:`modelval.evaluation`: a model over a stimulus set -> per-image decisions;
-- :mod:`modelval.behaviour`: categories, decisions, shape bias;
-- :mod:`modelval.datasets`: stimulus folders, manifests, downloads, the decode cache;
-- :mod:`modelval.models`: the registry, model sources and checkpoints;
-- :mod:`modelval.metrics`: calibration, temperature, classification, imbalance, artifacts, plots
-  (stands alone);
-- the shared ground: :mod:`modelval.download`, :mod:`modelval.preprocessing`,
-  :mod:`modelval.errors`, :mod:`modelval.paths`, :mod:`modelval.runtime`.
+- :mod:`modelval.datasets`: stimulus folders, manifests, downloads, the decoded stimuli;
+- :mod:`modelval.records`: provenance, the output cache, the run store;
+- :mod:`modelval.behaviour`, :mod:`modelval.models`, :mod:`modelval.metrics`: what answers mean, the
+  model registry, calibration and classification metrics (stands alone);
+- the ground: :mod:`modelval.download`, :mod:`modelval.preprocessing`, :mod:`modelval.errors`,
+  :mod:`modelval.paths`, :mod:`modelval.runtime`, ...
 
 The Python front door is :mod:`modelval.api` (``modelval.shape_bias(...)``, ``modelval.accuracy(...)``,
 ``modelval.compare_with_humans(...)``, ``modelval.sensitivity(...)``, ``modelval.calibration_card(...)``).
@@ -41,13 +44,13 @@ _LAZY = {
     "discover_stimuli": "modelval.datasets",
     "download_stimuli": "modelval.datasets",
     "verify_stimuli": "modelval.datasets",
-    "StimulusSet": "modelval.evaluation",
+    "StimulusSet": "modelval.datasets",
     "Evaluation": "modelval.evaluation",
     "evaluate": "modelval.evaluation",
     "load_model": "modelval.models",
     "list_models": "modelval.models",
     "get_entry": "modelval.models",
-    "ValidationRunner": "modelval.validation",
+    "ValidationRunner": "modelval.runner",
     "expected_calibration_error": "modelval.metrics",
     "reliability_bins": "modelval.metrics",
     "fit_temperature": "modelval.metrics",

@@ -195,7 +195,7 @@ def test_the_probe_leaves_a_passing_models_decisions_bit_identical(stimulus_subs
 
     from modelval.api.options import EvaluationOptions
     from modelval.api.pipeline import run_model
-    from modelval.validation import sanity
+    from modelval.judgement import sanity
 
     looks = []
     decide = sanity.early_decision
@@ -304,7 +304,7 @@ def test_old_spellings_still_work_for_one_release(capsys, old, argv, dest, new):
 
 
 def test_differences_are_in_percentage_points_without_a_negative_zero():
-    from modelval.validation.reports import signed_pp
+    from modelval.judgement.rows import signed_pp
 
     assert signed_pp(0.0068) == "+0.68 pp"
     assert signed_pp(-0.00001) == "0.00 pp" and signed_pp(0.00004) == "0.00 pp"

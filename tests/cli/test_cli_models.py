@@ -102,7 +102,7 @@ def test_audit_json_and_measure_without_weights(capsys, isolated_caches, modelva
 
 @pytest.mark.slow
 def test_measured_effect_of_normalization_on_the_bundled_model(modelval_stimulus_set, bundled_evaluations):
-    from modelval.validation.audit import measure_normalizations
+    from modelval.api.audit import measure_normalizations
 
     # The session's evaluations of the bundled model (the validation matrix computes the same two); the
     # CLI calls the same function, which evaluates them itself.

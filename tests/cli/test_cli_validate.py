@@ -53,7 +53,8 @@ def test_validate_reports_every_case_and_fails_on_a_broken_model(subset, tmp_pat
     assert cases["an untrained network"]["null_reasons"]["shape_bias"].startswith("withheld: NOT A WORKING")
     assert cases["an untrained network"]["spec"] == "nets.py:untrained"
     # The same number as the library's evaluation of the same images (the same pipeline).
-    from modelval.evaluation import StimulusSet, evaluate
+    from modelval.datasets.stimulus_set import StimulusSet
+    from modelval.evaluation import evaluate
     from modelval.models import load_model
 
     loaded = load_model("efficientnet_lite0", progress=False)

@@ -13,7 +13,8 @@ import torch
 from modelval.behaviour.categories import CATEGORIES
 from modelval.datasets.cache import NO_CACHE_ENV, StimulusCacheWarning, cache_key, load_or_decode
 from modelval.datasets.stimuli import decode_stimuli, discover_stimuli
-from modelval.evaluation import StimulusSet, category_probabilities
+from modelval.datasets.stimulus_set import StimulusSet
+from modelval.evaluation import category_probabilities
 
 
 @pytest.fixture(autouse=True)

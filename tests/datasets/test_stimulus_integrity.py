@@ -14,8 +14,8 @@ import torch
 
 from modelval.cli import main
 from modelval.datasets.stimuli import decode_stimuli, discover_stimuli
+from modelval.datasets.stimulus_set import StimulusSet
 from modelval.errors import DataError
-from modelval.evaluation import StimulusSet
 
 
 def png_padded_to(source: Path, size: int, target: Path) -> None:

@@ -16,9 +16,9 @@ import torch
 from modelval.behaviour.categories import CATEGORIES
 from modelval.errors import DataError, ModelvalError
 from modelval.evaluation import evaluate
+from modelval.judgement.sanity import VERDICT, sanity_check
 from modelval.models import load_model, parse_spec
 from modelval.preprocessing import PreprocessOverrides
-from modelval.validation.sanity import VERDICT, sanity_check
 from weights_helpers import (
     VIT_HALF_PROCESSOR,
     write_hf_random_vit,

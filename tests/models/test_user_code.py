@@ -129,7 +129,8 @@ def test_a_forward_that_fails_or_returns_no_decision_is_refused_by_name(nets, mo
 
 def test_nan_outputs_never_become_airplane_decisions(nets, modelval_stimulus_set):
     """Today's code turned an all-NaN row into argmax 0 = "airplane" and passed the sanity gate."""
-    from modelval.evaluation import StimulusSet, evaluate
+    from modelval.datasets.stimulus_set import StimulusSet
+    from modelval.evaluation import evaluate
 
     subset = StimulusSet(
         modelval_stimulus_set.root, modelval_stimulus_set.stimuli[:8], modelval_stimulus_set.images[:8]
@@ -140,8 +141,8 @@ def test_nan_outputs_never_become_airplane_decisions(nets, modelval_stimulus_set
 
 
 def test_sensitivity_refuses_a_nan_model_instead_of_printing_a_shape_bias(nets, modelval_stimulus_set):
-    from modelval.evaluation import StimulusSet
-    from modelval.validation.sensitivity import sensitivity_card
+    from modelval.api.protocol import sensitivity_card
+    from modelval.datasets.stimulus_set import StimulusSet
 
     subset = StimulusSet(
         modelval_stimulus_set.root, modelval_stimulus_set.stimuli[:8], modelval_stimulus_set.images[:8]

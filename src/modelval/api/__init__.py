@@ -25,7 +25,7 @@ _EXPORTS = {
     "model_calibration_card": "modelval.api.calibration",
     "compare_with_humans": "modelval.api.observers",
     "observer_trials": "modelval.api.observers",
-    "sensitivity": "modelval.api.cue_conflict",
+    "sensitivity": "modelval.api.protocol",
     "shape_bias": "modelval.api.cue_conflict",
     "shape_bias_of_decisions": "modelval.api.cue_conflict",
     "RescoreReport": "modelval.api.saved_outputs",

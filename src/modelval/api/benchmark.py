@@ -24,8 +24,8 @@ if TYPE_CHECKING:
     from modelval.api.pipeline import ModelRun
     from modelval.behaviour.benchmark import BenchmarkTable
     from modelval.behaviour.trials import Trial
+    from modelval.judgement.sanity import Sanity
     from modelval.preprocessing import PreprocessConfig
-    from modelval.validation.sanity import Sanity
 
 PathLike = str | os.PathLike[str]
 
@@ -47,7 +47,7 @@ class BenchmarkReport:
         return [label for label, check in self.sanity.items() if self.gated and not check.passed]
 
     def to_dict(self) -> dict[str, Any]:
-        from modelval.validation.sanity import VERDICT
+        from modelval.judgement.sanity import VERDICT
 
         payload = self.table.to_dict()
         payload["reference_dirs"] = {d: str(path) for d, path in self.reference_dirs.items()}
@@ -171,7 +171,7 @@ def _evaluate(
     """
     from modelval.api.pipeline import run_model
     from modelval.datasets.fetch import ensure_stimuli
-    from modelval.validation.sanity import sanity_check
+    from modelval.judgement.sanity import sanity_check
 
     wanted = [*datasets, *(["cue-conflict"] if sanity_gate and "cue-conflict" not in datasets else [])]
     roots = {d: options.data_root if d in datasets else None for d in wanted}

@@ -48,7 +48,7 @@ def calibration_card(
     ('binary', 0.2, 0.0)
     """
     from modelval.metrics.card import calibration_card as card
-    from modelval.provenance import environment
+    from modelval.records.provenance import environment
 
     result = CalibrationCard(card(labels, logits=logits, probs=probs, task=task, **card_options))
     result["provenance"] = environment()

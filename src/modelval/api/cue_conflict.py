@@ -23,10 +23,9 @@ from modelval.api.recording import JSONResult, decision_file_provenance, protoco
 if TYPE_CHECKING:
     from modelval.behaviour.decisions import Decision
     from modelval.behaviour.shape_bias import ShapeBiasResult
+    from modelval.judgement.rows import ReportRow
+    from modelval.judgement.sanity import Sanity
     from modelval.preprocessing import PreprocessConfig
-    from modelval.validation.reports import ReportRow
-    from modelval.validation.sanity import Sanity
-    from modelval.validation.sensitivity import SensitivityCard
 
 
 @dataclass
@@ -58,7 +57,7 @@ class ShapeBiasReport(JSONResult):
         return self.gated and not self.sanity.passed
 
     def to_dict(self) -> dict[str, Any]:
-        from modelval.validation.sanity import VERDICT
+        from modelval.judgement.sanity import VERDICT
 
         payload: dict[str, Any] = {**self.row.to_dict(), **self.details, "sanity": self.sanity.to_dict()}
         if self.gate_failed:
@@ -71,7 +70,7 @@ class ShapeBiasReport(JSONResult):
 
 def _gate(row: ReportRow, sanity: Sanity, gated: bool) -> None:
     """A model that fails the sanity gate gets no shape bias anywhere: its row says so."""
-    from modelval.validation.sanity import VERDICT
+    from modelval.judgement.sanity import VERDICT
 
     if gated and not sanity.passed:
         row.verdict = VERDICT
@@ -136,9 +135,9 @@ def shape_bias(
     that the model fails the gate (``report.sanity.early``); a passing model's decisions are unchanged.
     """
 
-    from modelval.validation.expected import expected_for
-    from modelval.validation.reports import ReportRow
-    from modelval.validation.sanity import Sanity, sanity_check
+    from modelval.judgement.expected import expected_for
+    from modelval.judgement.rows import ReportRow
+    from modelval.judgement.sanity import Sanity, sanity_check
 
     options, model_options = resolve_options(options, model_options, settings)
     run = run_model(
@@ -210,9 +209,9 @@ def shape_bias_of_decisions(
     from modelval.behaviour.decisions import read_decisions
     from modelval.behaviour.resampling import resolve_unit
     from modelval.behaviour.shape_bias import compute_shape_bias
-    from modelval.validation.expected import expected_for
-    from modelval.validation.reports import ReportRow
-    from modelval.validation.sanity import sanity_check
+    from modelval.judgement.expected import expected_for
+    from modelval.judgement.rows import ReportRow
+    from modelval.judgement.sanity import sanity_check
 
     path = Path(path)
     decisions = read_decisions(path)
@@ -239,65 +238,3 @@ def _shape_bias_summary(result: ShapeBiasResult) -> dict[str, Any]:
     return {key: payload[key] for key in ("shape_bias", "ci95", "cue_accuracy", "shape_hits", "texture_hits", "other")}
 
 
-def sensitivity(
-    model: Any,
-    *,
-    preprocess: PreprocessConfig | None = None,
-    options: EvaluationOptions | None = None,
-    model_options: ModelOptions | None = None,
-    **settings: Any,
-) -> SensitivityCard:
-    """The protocol-sensitivity card of ``model`` (``modelval sensitivity``): each protocol choice varied alone.
-
-    Each variant's paired change of the shape bias against the reference protocol, with its paired interval
-    and permutation p; identical inputs are evaluated once. Here on ``SUBSET`` (2 stimuli per category, so
-    quick; the card of the published 1280 is in docs/sensitivity.md), without intervals:
-
-    >>> import modelval
-    >>> card = modelval.sensitivity("efficientnet_lite0", data_root=SUBSET, allow_modified_stimuli=True,
-    ...                             bootstrap=0, permutations=0)
-    >>> factors = [row.variant.factor for row in card.variants]
-    >>> card.forwards, factors[:4]
-    (4, ['resize', 'resize', 'resize', 'interpolation'])
-    """
-    from modelval.api.pipeline import check_model, load, load_stimuli, open_output_cache, torch_threads
-    from modelval.provenance import device_record, environment, state_dict_digest
-    from modelval.runtime import resolve_device
-    from modelval.validation.sensitivity import sensitivity_card
-
-    options, model_options = resolve_options(options, model_options, settings)
-    check_model(model, preprocess)
-    label_map = model_options.read_label_map()
-    with torch_threads(options.threads) as threads:
-        stimuli = load_stimuli(options, offline=model_options.offline)
-        loaded, label = load(model, preprocess=preprocess, model_options=model_options, progress=options.progress)
-        card = sensitivity_card(
-            loaded.model,
-            loaded.config.preprocess,
-            stimuli,
-            model_name=label,
-            batch_size=options.batch_size,
-            device=model_options.device,
-            progress=options.progress,
-            n_bootstrap=options.bootstrap,
-            seed=options.seed,
-            resample=options.resample,
-            permutations=options.permutations,
-            label_map=label_map,
-            output_cache=open_output_cache(options.output_cache),
-        )
-        card.provenance = {
-            **environment(),
-            "model": {"spec": label, "source": loaded.entry.source, "checkpoint": loaded.config.checkpoint},
-            "weights_sha256": state_dict_digest(loaded.model),
-            "stimuli": stimuli.provenance(),
-            "device": device_record(resolve_device(model_options.device)),
-            "threads": threads,
-            "bootstrap": {"resamples": options.bootstrap, "seed": options.seed, "unit": card.resampling},
-        }
-    payload = card.to_dict()
-    summary = {"reference": payload["reference"]["shape_bias"], "top_factor": payload["top_factor"],
-               **{f"delta {row['factor']}={row['value']}": row["delta"] for row in payload["variants"]}}  # fmt: skip
-    protocol = protocol_label(options)
-    store_run("sensitivity", label, options.dataset, summary, card.provenance, None, protocol, options.record)
-    return card

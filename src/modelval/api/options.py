@@ -62,10 +62,10 @@ class EvaluationOptions:
     resample: str | None = None
     #: Random sign-flip sets of the paired permutation tests (the sensitivity card's p-values).
     permutations: int = 10_000
-    #: Reuse and store the model's raw outputs in the output cache (:mod:`modelval.output_cache`); ``None``:
+    #: Reuse and store the model's raw outputs in the output cache (:mod:`modelval.records.output_cache`); ``None``:
     #: on unless ``$MODELVAL_NO_OUTPUT_CACHE`` is set.
     output_cache: bool | None = None
-    #: Record the run in the run store (:mod:`modelval.validation.run_store`; ``modelval runs``); ``None``: on
+    #: Record the run in the run store (:mod:`modelval.records.run_store`; ``modelval runs``); ``None``: on
     #: unless ``$MODELVAL_NO_RUN_STORE`` is set.
     record: bool | None = None
 

@@ -18,11 +18,12 @@ from modelval.errors import ModelvalError
 if TYPE_CHECKING:
     from torch import nn
 
-    from modelval.evaluation import Evaluation, StimulusSet
+    from modelval.datasets.stimulus_set import StimulusSet
+    from modelval.evaluation import Evaluation
+    from modelval.judgement.sanity import EarlyDecision
     from modelval.models.registry import LoadedModel
-    from modelval.output_cache import OutputCache
     from modelval.preprocessing import PreprocessConfig
-    from modelval.validation.sanity import EarlyDecision
+    from modelval.records.output_cache import OutputCache
 
 
 @dataclass
@@ -46,7 +47,7 @@ class ModelRun:
     def provenance(self) -> dict[str, Any]:
         """The record of what produced this run (``"provenance"`` in every result; docs/provenance.md)."""
         from modelval.datasets.manifest import manifest_path
-        from modelval.provenance import environment, file_digest
+        from modelval.records.provenance import environment, file_digest
 
         entry, config = self.loaded.entry, self.loaded.config
         record: dict[str, Any] = {**environment(), **self.evaluation.provenance}
@@ -109,7 +110,7 @@ def torch_threads(threads: int | str | None) -> Iterator[int | None]:
 def load_stimuli(options: EvaluationOptions, *, offline: bool | None = None) -> StimulusSet:
     """The decoded stimuli of ``options.dataset``, found (and fetched unless ``offline``) and verified."""
     from modelval.datasets.fetch import ensure_stimuli
-    from modelval.evaluation import StimulusSet
+    from modelval.datasets.stimulus_set import StimulusSet
 
     folder = ensure_stimuli(options.data_root, dataset=options.dataset, offline=offline, progress=options.progress)
     return StimulusSet.load(
@@ -243,7 +244,7 @@ def run_model(
     :class:`~modelval.models.LoadedModel`.
 
     ``sanity_probe=True`` (cue-conflict) first evaluates a random sample of the conflict stimuli
-    (:func:`modelval.validation.sanity.probe_sanity`): when it shows for certain that the model is not a
+    (:func:`modelval.judgement.sanity.probe_sanity`): when it shows for certain that the model is not a
     working classifier, the run stops there and ``evaluation`` covers that sample only; otherwise the full
     run follows, unchanged (the sample has its own batches).
     """
@@ -306,7 +307,7 @@ def run_model(
 
 def open_output_cache(enabled: bool | None) -> OutputCache | None:
     """The per-user output cache, or ``None`` when turned off (``enabled=False`` or ``$MODELVAL_NO_OUTPUT_CACHE``)."""
-    from modelval.output_cache import OutputCache, output_cache_enabled
+    from modelval.records.output_cache import OutputCache, output_cache_enabled
 
     return OutputCache() if output_cache_enabled(enabled) else None
 
@@ -343,7 +344,7 @@ def _probe(
 
     from modelval.behaviour.shape_bias import compute_shape_bias
     from modelval.evaluation import Evaluation, decisions_from_probabilities
-    from modelval.validation.sanity import probe_sanity
+    from modelval.judgement.sanity import probe_sanity
 
     start = time.perf_counter()
     forward = {key: settings[key] for key in ("batch_size", "device", "aggregation", "channels_last", "label_map")}

@@ -37,7 +37,7 @@ def store_run(
     enabled: bool | None,
 ) -> int | None:
     """Record a run in the run store (``modelval runs``) unless turned off; its id."""
-    from modelval.validation.run_store import record_run
+    from modelval.records.run_store import record_run
 
     return record_run(
         command,
@@ -53,6 +53,6 @@ def store_run(
 
 def decision_file_provenance(path: str | os.PathLike[str]) -> dict[str, Any]:
     """The record of a result recomputed from a decision file: the environment and the file's digest."""
-    from modelval.provenance import environment, file_digest
+    from modelval.records.provenance import environment, file_digest
 
     return {**environment(), "decisions_file": {"path": str(path), "sha256": file_digest(path)}}

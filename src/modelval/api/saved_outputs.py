@@ -41,7 +41,7 @@ FORMAT_VERSION = 1
 
 def save_outputs(run: ModelRun, folder: str | os.PathLike[str]) -> Path:
     """Write ``run``'s raw outputs, stimuli and provenance into ``folder`` (created; files replaced atomically)."""
-    from modelval.provenance import file_digest
+    from modelval.records.provenance import file_digest
 
     evaluation = run.evaluation
     if evaluation.outputs is None:
@@ -91,7 +91,7 @@ def load_saved_outputs(folder: str | os.PathLike[str]) -> SavedOutputs:
     """Read a ``--save-outputs`` folder; every problem is one line naming the file."""
     from modelval.behaviour.categories import LabelMap
     from modelval.behaviour.cue_conflict import Stimulus
-    from modelval.provenance import file_digest
+    from modelval.records.provenance import file_digest
 
     folder = Path(folder)
     if not folder.is_dir():
@@ -195,7 +195,7 @@ def rescore(
     from modelval.behaviour.resampling import DEFAULT_RESAMPLING
     from modelval.behaviour.shape_bias import compute_shape_bias
     from modelval.evaluation import decisions_from_probabilities, probabilities_from_outputs
-    from modelval.provenance import environment
+    from modelval.records.provenance import environment
 
     saved = saved if isinstance(saved, SavedOutputs) else load_saved_outputs(saved)
     aggregation = aggregation or saved.aggregation
@@ -234,7 +234,7 @@ def rescore(
         saved.model, aggregation, result, chosen, mapper.label_map.origin, rank_result, provenance, decisions
     )
     if record:
-        from modelval.validation.run_store import record_run
+        from modelval.records.run_store import record_run
 
         payload = result.to_dict()
         summary = {key: payload[key] for key in ("shape_bias", "ci95", "shape_hits", "texture_hits", "other")}

@@ -81,7 +81,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_save(args: argparse.Namespace) -> int:
-    from modelval.validation.baseline import baseline_from_evaluation, save_baseline
+    from modelval.judgement.baseline import baseline_from_evaluation, save_baseline
 
     evaluation = run_model(args.model, options=evaluation_options(args), model_options=model_options(args)).evaluation
     baseline = baseline_from_evaluation(evaluation, normalization=args.normalization, resize=args.resize)
@@ -95,7 +95,7 @@ def run_save(args: argparse.Namespace) -> int:
 
 
 def run_compare(args: argparse.Namespace) -> int:
-    from modelval.validation.baseline import baseline_model, compare_to_baseline, load_baseline, record_comparison
+    from modelval.judgement.baseline import baseline_model, compare_to_baseline, load_baseline, record_comparison
 
     baseline = load_baseline(args.baseline)
     model = baseline_model(baseline, args.baseline, model=args.model, trust_code=args.trust_repo)

@@ -130,7 +130,7 @@ def run(args: argparse.Namespace) -> int:
 
 def write_report(report, folder: Path) -> list[Path]:
     """benchmark.md, benchmark.csv and, per parametric dataset, the accuracy and kappa line plots."""
-    from modelval.validation.condition_figures import write_condition_figures
+    from modelval.figures.conditions import write_condition_figures
 
     folder.mkdir(parents=True, exist_ok=True)
     written = [folder / "benchmark.md", folder / "benchmark.csv"]

@@ -36,7 +36,7 @@ def _size(count: int) -> str:
 
 
 def run_info(args: argparse.Namespace) -> int:
-    from modelval.output_cache import OutputCache, output_cache_enabled
+    from modelval.records.output_cache import OutputCache, output_cache_enabled
 
     info = {**OutputCache().info(), "enabled": output_cache_enabled()}
     if args.json:
@@ -53,7 +53,7 @@ def run_info(args: argparse.Namespace) -> int:
 
 
 def run_clear(args: argparse.Namespace) -> int:
-    from modelval.output_cache import OutputCache
+    from modelval.records.output_cache import OutputCache
 
     cache = OutputCache()
     removed = cache.clear()

@@ -78,7 +78,7 @@ def _read(path: Path) -> tuple[Any, dict[str, Any], Any]:
 def _run_calibration(args: argparse.Namespace) -> int:
     from modelval.api import calibration_card
     from modelval.errors import DataError, InputValidationError
-    from modelval.provenance import file_digest
+    from modelval.records.provenance import file_digest
 
     labels, scores, names = _read(args.path)
     try:
@@ -125,9 +125,9 @@ def _plots(args: argparse.Namespace, labels: Any, scores: dict[str, Any], card: 
 def _multiclass_plots(args: argparse.Namespace, chosen: Any, card: dict[str, Any], folder: Path) -> list[str]:
     import numpy as np
 
+    from modelval.figures.calibration import reliability_diagram, smooth_reliability_diagram
     from modelval.metrics.calibration import reliability_bins, top1_confidences
     from modelval.metrics.estimators import smooth_reliability_curve
-    from modelval.metrics.plots import reliability_diagram, smooth_reliability_diagram
     from modelval.metrics.temperature import softmax
 
     probs = softmax(np.asarray(chosen.scores, dtype=np.float64)) if chosen.from_logits else np.asarray(chosen.scores)
@@ -147,8 +147,8 @@ def _multiclass_plots(args: argparse.Namespace, chosen: Any, card: dict[str, Any
 
 
 def _binary_plots(args: argparse.Namespace, chosen: Any, card: dict[str, Any], folder: Path) -> list[str]:
+    from modelval.figures.calibration import reliability_diagram, smooth_reliability_diagram
     from modelval.metrics.binary import FRACTION_OF_POSITIVES, binary_reliability_bins, binary_smooth_reliability_curve
-    from modelval.metrics.plots import reliability_diagram, smooth_reliability_diagram
 
     bins = binary_reliability_bins(
         chosen.scores, chosen.labels, card["n_bins"], logits=chosen.from_logits, convention=card["convention"]
@@ -171,9 +171,9 @@ def _binary_plots(args: argparse.Namespace, chosen: Any, card: dict[str, Any], f
 
 
 def _multilabel_plots(args: argparse.Namespace, chosen: Any, card: dict[str, Any], folder: Path) -> list[str]:
+    from modelval.figures.calibration import multilabel_reliability_diagram
     from modelval.metrics.binary import binary_reliability_bins
     from modelval.metrics.multilabel import validate_multilabel
-    from modelval.metrics.plots import multilabel_reliability_diagram
 
     probs, labels = validate_multilabel(chosen.scores, chosen.labels, logits=chosen.from_logits)
     bins = [

@@ -119,8 +119,8 @@ def _figures(args: argparse.Namespace, result: PairedComparison) -> list[Path]:
     if not args.out and not args.report_dir:
         return []
     from modelval.atomic import save_figure as save_one
-    from modelval.validation.figure_style import pyplot
-    from modelval.validation.human_figures import plot_paired_categories, save_figure
+    from modelval.figures.humans import plot_paired_categories, save_figure
+    from modelval.figures.style import pyplot
 
     written: list[Path] = []
     if args.out:  # --out FILE: the suffix picks the one format
@@ -170,7 +170,7 @@ def format_summary(result: PairedComparison) -> str:
 
 def _pp(value: float, *, unit: bool = True) -> str:
     """A difference of two percentages in percentage points, ``+3.26 pp`` (``0.00``, never ``-0.00``)."""
-    from modelval.validation.reports import signed_pp
+    from modelval.judgement.rows import signed_pp
 
     text = signed_pp(value)
     return text if unit else text.removesuffix(" pp")

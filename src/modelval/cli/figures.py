@@ -23,7 +23,7 @@ from modelval.datasets.fetch import RAW_DATA_REPOSITORY, published_path
 from modelval.datasets.human_data import human_data_dir
 from modelval.datasets.reference import load_reference_panel
 from modelval.errors import DataError
-from modelval.validation.figure_style import HUMAN_MODES
+from modelval.figures.style import HUMAN_MODES
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -101,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
         for label, per in observers.items()
     }
     from modelval.behaviour.consistency import kappa_matrix
-    from modelval.validation.human_figures import write_human_figures
+    from modelval.figures.humans import write_human_figures
 
     written = write_human_figures(
         observers, panels, comparisons, args.report_dir, sources=sources, humans_mode=args.humans, na_handling=args.na
@@ -136,7 +136,7 @@ def _condition_figures(args, observers: dict[str, dict[str, list[Trial]]], panel
     """Per condition: every observer against the humans (for figures.json), and model-vs-human's line plots
     of the datasets with distortion levels."""
     from modelval.behaviour.conditions import compare_by_condition, humans_by_condition
-    from modelval.validation.condition_figures import write_lines
+    from modelval.figures.conditions import write_lines
 
     rows = {
         label: {d: compare_by_condition(trials, panels[d], na_handling=args.na) for d, trials in per.items()}

@@ -28,7 +28,7 @@ from modelval.cli._args import (
 from modelval.cli._output import out, out_json
 from modelval.datasets.fetch import REFERENCE_DIR_ENV
 from modelval.errors import DataError
-from modelval.validation.figure_style import pyplot
+from modelval.figures.style import pyplot
 
 #: ``--reference-dir`` means the same wherever human data are read.
 REFERENCE_DIR_HELP = (
@@ -149,7 +149,7 @@ def run(args: argparse.Namespace) -> int:
     written = _figures(args, report.comparison, report.trials, panel, report.observer)
     if args.report_dir and len(report.conditions) > 1:
         from modelval.behaviour.conditions import humans_by_condition
-        from modelval.validation.condition_figures import write_lines
+        from modelval.figures.conditions import write_lines
 
         dataset = report.comparison.dataset
         humans = {dataset: humans_by_condition(panel, na_handling=args.na)}
@@ -171,8 +171,8 @@ def _figures(args: argparse.Namespace, result: HumanComparison, trials: list[Tri
     if not args.out and not args.report_dir:
         return []
     from modelval.atomic import save_figure as save_one
-    from modelval.validation.consistency_figures import plot_error_consistency
-    from modelval.validation.human_figures import plot_shape_bias_figure, save_figure
+    from modelval.figures.consistency import plot_error_consistency
+    from modelval.figures.humans import plot_shape_bias_figure, save_figure
 
     written: list[Path] = []
     if args.out:  # --out FILE: the suffix picks the one format

@@ -162,7 +162,7 @@ def _fmt_ci_list(interval: list[float] | None) -> str:
 
 
 def _run_ece(args: argparse.Namespace) -> int:
-    from modelval.metrics.artifacts import (
+    from modelval.contrib.wandb_artifacts import (
         evaluate_paths,
         summarize,
         summarize_seeds,
@@ -217,11 +217,11 @@ def _run_ece(args: argparse.Namespace) -> int:
 
 def _run_reliability(args: argparse.Namespace) -> int:
     from modelval.atomic import write_text
+    from modelval.contrib.wandb_artifacts import read_predictions
     from modelval.errors import DataError
-    from modelval.metrics.artifacts import read_predictions
+    from modelval.figures.calibration import reliability_diagram
     from modelval.metrics.calibration import reliability_bins
     from modelval.metrics.estimators import resolve_n_bins
-    from modelval.metrics.plots import reliability_diagram
 
     if args.out is None and args.report_dir is None:
         args._parser.error("give --out FILE (the diagram) or --report-dir DIR (the diagram and reliability.json)")
@@ -327,7 +327,7 @@ def _run_temperature(args: argparse.Namespace) -> int:
         "sweep": [vars(p) for p in sweep],
     }
     if args.out is not None and sweep:
-        from modelval.metrics.plots import ece_vs_temperature
+        from modelval.figures.calibration import ece_vs_temperature
 
         ece_vs_temperature(
             [p.temperature for p in sweep], [p.ece for p in sweep], args.out, fitted=result["temperature"]
@@ -441,8 +441,8 @@ def _calibration_of_rows(args: argparse.Namespace, data: Any, counts: np.ndarray
 
 
 def _run_metrics(args: argparse.Namespace) -> int:
+    from modelval.contrib.wandb_artifacts import read_predictions
     from modelval.errors import DataError
-    from modelval.metrics.artifacts import read_predictions
     from modelval.metrics.classification import MAX_CONFUSION_CELLS, confusion_matrix, precision_recall_f1
     from modelval.metrics.imbalance import (
         load_class_weights,

@@ -116,10 +116,10 @@ def run_fetch(args: argparse.Namespace) -> int:
 
 
 def run_audit(args: argparse.Namespace) -> int:
+    from modelval.api.audit import all_groups, audit_group, entries_in_group, format_audit, group_of
     from modelval.datasets.fetch import ensure_stimuli
     from modelval.datasets.stimuli import discover_stimuli, load_image
     from modelval.models import weights_status
-    from modelval.validation.audit import all_groups, audit_group, entries_in_group, format_audit, group_of
 
     root = ensure_stimuli(args.data_root, offline=args.offline, progress=sys.stderr.isatty())
     stimuli = discover_stimuli(root)
@@ -130,8 +130,8 @@ def run_audit(args: argparse.Namespace) -> int:
     groups = [group_of(entries_in_group(args.model)[0])] if args.model else all_groups()
     reports = [audit_group(group, images) for group in groups]
     if args.measure:
-        from modelval.evaluation import StimulusSet
-        from modelval.validation.audit import measure_normalizations
+        from modelval.api.audit import measure_normalizations
+        from modelval.datasets.stimulus_set import StimulusSet
 
         full = StimulusSet.load(root, progress=False)
         for report in reports:

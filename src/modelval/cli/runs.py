@@ -41,7 +41,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_list(args: argparse.Namespace) -> int:
-    from modelval.validation.run_store import RunStore
+    from modelval.records.run_store import RunStore
 
     store = RunStore()
     runs = store.runs(model=args.model, command=args.command, limit=args.limit)
@@ -63,7 +63,7 @@ def _value(value: float) -> str:
 
 
 def run_show(args: argparse.Namespace) -> int:
-    from modelval.validation.run_store import RunStore
+    from modelval.records.run_store import RunStore
 
     run = RunStore().get(args.run)
     if args.json or args.decisions:
@@ -80,7 +80,7 @@ def run_show(args: argparse.Namespace) -> int:
 
 def run_diff(args: argparse.Namespace) -> int:
     from modelval.errors import DataError
-    from modelval.validation.run_store import RunStore, diff_runs
+    from modelval.records.run_store import RunStore, diff_runs
 
     store = RunStore()
     if args.second is None:

@@ -47,7 +47,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from modelval import api
-    from modelval.validation.sensitivity import format_card, plot_card
+    from modelval.api.protocol import format_card
+    from modelval.figures.sensitivity import plot_card
 
     card = api.sensitivity(args.model, options=evaluation_options(args), model_options=model_options(args))
     if args.out:

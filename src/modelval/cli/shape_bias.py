@@ -27,11 +27,11 @@ from modelval.cli._args import (
 from modelval.cli._output import out, out_json, warn
 from modelval.cli.data import DATA_ROOT_HELP
 from modelval.datasets.cache import NO_CACHE_ENV
-from modelval.output_cache import NO_OUTPUT_CACHE_ENV
+from modelval.judgement.sanity import SANITY_THRESHOLD
+from modelval.judgement.sanity import VERDICT as SANITY_VERDICT
 from modelval.preprocessing import NORMALIZATION_CHOICES
+from modelval.records.output_cache import NO_OUTPUT_CACHE_ENV
 from modelval.runtime import DEFAULT_BATCH_SIZE
-from modelval.validation.sanity import SANITY_THRESHOLD
-from modelval.validation.sanity import VERDICT as SANITY_VERDICT
 
 
 def add_model_options(parser: argparse._ActionsContainer) -> None:
@@ -284,7 +284,7 @@ def _write_outputs(args: argparse.Namespace, report) -> list[Path]:
     if figures and report.gate_failed:
         warn("no shape-bias figure: the model is not a working classifier (--no-sanity-gate draws it anyway)")
     elif figures:
-        from modelval.validation.reports import plot_per_category
+        from modelval.figures.shape_bias import plot_per_category
 
         label = f"{report.row.label} ({report.row.normalization})"
         for path in figures:
@@ -299,7 +299,7 @@ def _write_outputs(args: argparse.Namespace, report) -> list[Path]:
 def format_text(report) -> str:
     """The table: the verdict first when the gate withholds the shape bias, the preprocessing and its
     sources, the report row, the run facts, the sanity line."""
-    from modelval.validation.reports import format_report
+    from modelval.judgement.rows import format_report
 
     lines = []
     if report.gate_failed:

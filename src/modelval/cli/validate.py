@@ -17,7 +17,7 @@ from modelval.cli._args import (
 from modelval.cli._output import out, out_json
 from modelval.cli.data import DATA_ROOT_HELP
 from modelval.errors import ModelvalError
-from modelval.validation.executors import EXECUTORS
+from modelval.runner.executors import EXECUTORS
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -61,13 +61,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from modelval.datasets.fetch import ensure_stimuli
-    from modelval.evaluation import StimulusSet
+    from modelval.datasets.stimulus_set import StimulusSet
+    from modelval.judgement.rows import format_breakdown, format_comparison
+    from modelval.runner.cases import build_user_cases
+    from modelval.runner.executors import evaluate_models
+    from modelval.runner.matrix import ValidationRunner
+    from modelval.runner.models_file import find_models_file, read_models_file
+    from modelval.runner.reports import write_validation_reports
     from modelval.runtime import resolve_device
-    from modelval.validation.cases import build_user_cases
-    from modelval.validation.executors import evaluate_models
-    from modelval.validation.models_file import find_models_file, read_models_file
-    from modelval.validation.reports import format_breakdown, format_comparison, write_validation_reports
-    from modelval.validation.runner import ValidationRunner
 
     path = args.models_file or find_models_file()
     if path is None:

@@ -1,4 +1,5 @@
-"""Datasets: the stimulus folders on disk, their checksum manifests, downloads and the decode cache.
+"""Datasets: the stimulus folders on disk, their checksum manifests, downloads, the decode cache, and the
+stimuli decoded once (:class:`~modelval.datasets.stimulus_set.StimulusSet`).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ _EXPORTS = {
     "parse_stimulus_name": "modelval.datasets.stimuli",
     "resolve_data_root": "modelval.datasets.stimuli",
     "summarize": "modelval.datasets.stimuli",
+    "StimulusSet": "modelval.datasets.stimulus_set",
 }
 
 __all__ = sorted(_EXPORTS)

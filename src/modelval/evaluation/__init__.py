@@ -1,6 +1,5 @@
 """Evaluate a classifier on a stimulus set: decode once, forward, map to 16 categories, decide, score.
 
-- :mod:`modelval.evaluation.stimulus_set`: the stimuli, verified and decoded once (:class:`StimulusSet`);
 - :mod:`modelval.evaluation.forward`: the one forward path (raw outputs, the output-cache key, the 1000 -> 16
   mapping);
 - :mod:`modelval.evaluation.flips`: decisions that differ between two runs;
@@ -22,6 +21,7 @@ from modelval.behaviour.label_map import LabelMap
 from modelval.behaviour.resampling import DEFAULT_RESAMPLING
 from modelval.behaviour.shape_bias import ShapeBiasResult, compute_shape_bias
 from modelval.datasets.stimuli import Stimulus
+from modelval.datasets.stimulus_set import StimulusSet
 from modelval.evaluation.flips import AMP_FLIP_WARN_RATE, AmpFlipWarning, FlipReport, decision_flips
 from modelval.evaluation.forward import (
     AMP_DTYPES,
@@ -39,15 +39,14 @@ from modelval.evaluation.forward import (
     output_key,
     probabilities_from_outputs,
 )
-from modelval.evaluation.stimulus_set import StimulusSet
-from modelval.output_cache import OutputCache
 from modelval.preprocessing import PreprocessConfig
-from modelval.provenance import device_record
+from modelval.records.output_cache import OutputCache
+from modelval.records.provenance import device_record
 from modelval.runtime import DEFAULT_BATCH_SIZE, resolve_device
 
 __all__ = [
     "AMP_DTYPES", "AMP_FLIP_WARN_RATE", "DEFAULT_BATCH_SIZE", "FORWARD_PATH_VERSION", "MAPPING_ROWS", "Amp",
-    "AmpFlipWarning", "Evaluation", "FlipReport", "Model", "NonFiniteOutputError", "StimulusSet",
+    "AmpFlipWarning", "Evaluation", "FlipReport", "Model", "NonFiniteOutputError",
     "category_probabilities", "category_probabilities_by_aggregation", "checked_logits", "decision_flips",
     "decisions_from_probabilities", "describe_model", "evaluate", "logits_of", "model_outputs", "output_key",
     "probabilities_from_outputs",
@@ -69,9 +68,9 @@ class Evaluation:
     amp: str | None = None  # None = fp32
     #: The model's raw outputs (N, K) in float32 (ImageNet logits, or another head's), in stimulus order.
     outputs: np.ndarray | None = field(default=None, repr=False)
-    #: "hit", "miss", "resumed: k of N rows reused", or "off" with the reason (see modelval.output_cache).
+    #: "hit", "miss", "resumed: k of N rows reused", or "off" with the reason (see modelval.records.output_cache).
     output_cache: str = "off"
-    #: The run's facts: weights digest, preprocessing, stimuli digest, precision, device (modelval.provenance).
+    #: The run's facts: weights digest, preprocessing, stimuli digest, precision, device (modelval.records.provenance).
     provenance: dict[str, object] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, object]:
@@ -115,8 +114,9 @@ def evaluate(
 
     The model's outputs are ImageNet-1k logits, or those of another head read through ``label_map``.
     ``resample`` is the unit of the shape bias's bootstrap (``None``: texture images; see
-    :mod:`modelval.behaviour.resampling`). With ``output_cache`` (an :class:`~modelval.output_cache.OutputCache`)
-    the raw outputs are reused when stored under the same key (:func:`output_key`), and stored otherwise.
+    :mod:`modelval.behaviour.resampling`). With ``output_cache`` (an
+    :class:`~modelval.records.output_cache.OutputCache`) the raw outputs are reused when stored under the same key
+    (:func:`output_key`), and stored otherwise.
     """
     start = time.perf_counter()
     mapper = CategoryMapper(aggregation, label_map)

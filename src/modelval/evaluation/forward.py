@@ -20,11 +20,11 @@ from tqdm.auto import tqdm
 
 from modelval.behaviour.categories import CATEGORIES, Aggregation, CategoryMapper
 from modelval.behaviour.label_map import LabelMap
+from modelval.datasets.stimulus_set import StimulusSet
 from modelval.errors import ModelOutputError, user_code
-from modelval.evaluation.stimulus_set import StimulusSet
-from modelval.output_cache import OutputCache
 from modelval.preprocessing import PreprocessConfig, prepare_batch
-from modelval.provenance import architecture_digest, json_digest, package_version, state_dict_digest
+from modelval.records.output_cache import OutputCache
+from modelval.records.provenance import architecture_digest, json_digest, package_version, state_dict_digest
 from modelval.runtime import DEFAULT_BATCH_SIZE, resolve_device, tune_allocator
 
 Model = Callable[[torch.Tensor], object]

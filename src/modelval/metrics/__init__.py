@@ -1,21 +1,12 @@
 """Metrics: calibration (top-label, binary, multilabel), scaling and calibrators, classification and
-imbalance-aware accuracy, artifacts.
+imbalance-aware accuracy, per-example prediction files (JSONL).
 
 This wing stands alone: pure functions on arrays (numpy, torch tensors or lists), thin stateful
-wrappers, and input validation; it imports nothing of modelval but the shared ground. The plots
-(:mod:`modelval.metrics.plots`, the only module that imports matplotlib) load on first use.
+wrappers, and input validation; it imports nothing of modelval but the shared ground. Its figures
+(reliability diagrams, ECE against temperature) are in :mod:`modelval.figures.calibration`, the ECE of one
+project's W&B artifact folders in :mod:`modelval.contrib.wandb_artifacts`.
 """
 
-from typing import Any
-
-from modelval.metrics.artifacts import (
-    ArtifactKey,
-    PredictionFile,
-    evaluate_paths,
-    read_predictions,
-    summarize,
-    summarize_seeds,
-)
 from modelval.metrics.binary import (
     binary_brier_score,
     binary_calibration_error,
@@ -78,6 +69,7 @@ from modelval.metrics.imbalance import (
     shot_groups,
 )
 from modelval.metrics.intervals import wilson_interval
+from modelval.metrics.io import PredictionFile, read_predictions
 from modelval.metrics.multilabel import (
     LabelCalibration,
     MultilabelCalibration,
@@ -95,18 +87,9 @@ from modelval.metrics.temperature import (
     temperature_sweep,
 )
 
-_PLOTS = (
-    "reliability_diagram",
-    "smooth_reliability_diagram",
-    "confidence_histogram",
-    "ece_vs_temperature",
-    "multilabel_reliability_diagram",
-)
-
 __all__ = [
     "AVERAGES",
     "CONVENTIONS",
-    "ArtifactKey",
     "BinaryCalibrator",
     "BinaryTemperatureScaling",
     "BootstrapInterval",
@@ -141,15 +124,12 @@ __all__ = [
     "calibration_card",
     "calibration_intervals",
     "classwise_calibration_error",
-    "confidence_histogram",
     "confusion_matrix",
     "debiased_l2_calibration_error",
     "detect_task",
     "ece_at_bin_counts",
     "ece_by_group",
     "ece_sweep",
-    "ece_vs_temperature",
-    "evaluate_paths",
     "expected_calibration_error",
     "fit_binary_temperature",
     "fit_platt",
@@ -161,34 +141,21 @@ __all__ = [
     "maximum_calibration_error",
     "multilabel_calibration",
     "multilabel_calibration_error",
-    "multilabel_reliability_diagram",
     "negative_log_likelihood",
     "per_class_accuracy",
     "per_class_accuracy_from_confmat",
     "precision_recall_f1",
     "read_predictions",
     "reliability_bins",
-    "reliability_diagram",
     "reweighted_accuracy",
     "rms_calibration_error",
     "shot_accuracy",
     "shot_groups",
     "smooth_ece",
     "smooth_reliability_curve",
-    "smooth_reliability_diagram",
     "softmax",
-    "summarize",
-    "summarize_seeds",
     "temperature_sweep",
     "top1_confidences",
     "wilson_interval",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    # matplotlib is imported only when a plot is asked for.
-    if name in _PLOTS:
-        from modelval.metrics import plots
-
-        return getattr(plots, name)
-    raise AttributeError(f"module 'modelval.metrics' has no attribute {name!r}")

@@ -1,0 +1,121 @@
+"""Decoded stimuli: a stimulus folder discovered, verified against its manifest and decoded once (uint8)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import torch
+
+from modelval.datasets.cache import cache_enabled, load_or_decode
+from modelval.datasets.manifest import hash_stimuli, load_manifest, manifest_differences
+from modelval.datasets.registry import get_dataset
+from modelval.datasets.stimuli import Stimulus, decode_stimuli, discover_stimuli
+from modelval.errors import DataError
+from modelval.records.provenance import json_digest
+
+
+@dataclass
+class StimulusSet:
+    """The stimuli's names and categories plus their pixels, decoded once as uint8 (N, 3, 224, 224).
+
+    Evaluate any number of models or preprocessing configurations on one instance: the pixels are
+    decoded once (and, with ``cache=True``, once per data set across processes).
+    """
+
+    root: Path
+    stimuli: list[Stimulus]
+    images: torch.Tensor
+    cache_status: str = "off"  # "hit", "miss", "rebuilt" (bad entry replaced) or "off"
+    verification: str = "not checked"  # "verified", "modified: ...", or "not checked" (a subset)
+    #: SHA-256 of each file's bytes, by relative path (``None`` for a set built in memory).
+    digests: dict[str, str] | None = None
+    dataset: str = "cue-conflict"
+
+    @classmethod
+    def load(
+        cls,
+        root: str | os.PathLike[str],
+        *,
+        workers: int = 0,
+        progress: bool = True,
+        expected_count: int | Literal["registry"] | None = "registry",
+        cache: bool = True,
+        cache_dir: str | os.PathLike[str] | None = None,
+        dataset: str = "cue-conflict",
+        verify: bool | None = None,
+        allow_modified: bool = False,
+    ) -> StimulusSet:
+        """Discover, verify and decode the stimuli of ``dataset`` under ``root``.
+
+        ``verify`` (default: when the full official set is loaded, ``expected_count="registry"``)
+        checks every file's name and SHA-256 against the committed manifest and refuses a modified
+        set with an error naming the files, unless ``allow_modified``: then it is evaluated and
+        :attr:`verification` says what differs. ``allow_modified`` also accepts a subset of the set
+        (any number of images; the registry's count is not enforced), which is always checked against
+        the manifest, so the result says which files are missing. The same content digests key the decode cache (see
+        :mod:`modelval.datasets.cache`), so a hit gives the pixels of exactly these files; the cache
+        holds the cue-conflict set, as the 160-image sets decode in well under a second.
+        """
+        root = Path(root)
+        if allow_modified and expected_count == "registry":
+            # A subset is a modified set too; it is verified below and reported as such.
+            expected_count, verify = None, True if verify is None else verify
+        stimuli = discover_stimuli(root, expected_count=expected_count, dataset=dataset)
+        check = expected_count == "registry" if verify is None else verify
+        digests = hash_stimuli(root, [s.relpath for s in stimuli])
+        verification = "not checked"
+        if check:
+            verification = _verify(root, digests, dataset, allow_modified)
+
+        def decode() -> torch.Tensor:
+            return decode_stimuli(root, stimuli, workers=workers, progress=progress)
+
+        if dataset != "cue-conflict" or not cache_enabled(cache):
+            return cls(root, stimuli, decode(), verification=verification, digests=digests, dataset=dataset)
+        images, status = load_or_decode(root, stimuli, decode, cache_dir=cache_dir, digests=digests)
+        return cls(root, stimuli, images, status, verification, digests, dataset)
+
+    def __len__(self) -> int:
+        return len(self.stimuli)
+
+    def provenance(self, content_sha256: str | None = None) -> dict[str, object]:
+        """The ``"stimuli"`` part of a provenance record (``content_sha256``: the digest when already computed)."""
+        return {
+            "dataset": self.dataset,
+            "images": len(self),
+            "content_sha256": content_sha256 or self.content_digest(),
+            "verification": self.verification,
+            "root": str(self.root),
+        }
+
+    def content_digest(self) -> str:
+        """One SHA-256 for exactly these stimuli in this order: of each file's digest, else of the pixels."""
+        if self.digests is not None and all(s.relpath in self.digests for s in self.stimuli):
+            return json_digest([[s.relpath, self.digests[s.relpath]] for s in self.stimuli])
+        pixels = hashlib.sha256(f"{tuple(self.images.shape)}|{self.images.dtype}|".encode())
+        pixels.update(self.images.contiguous().numpy().tobytes())
+        return json_digest([[s.relpath for s in self.stimuli], pixels.hexdigest()])
+
+
+def _verify(root: Path, digests: dict[str, str], dataset: str, allow_modified: bool) -> str:
+    """ "verified", or what differs from the manifest (only with ``allow_modified``; else an error)."""
+    if get_dataset(dataset).manifest is None:
+        # model-vs-human's further sets publish no checksums: the structure, and the record of the first fetch
+        from modelval.datasets.release import release_status
+
+        return release_status(root, dataset, digests, allow_modified=allow_modified)
+    problems = manifest_differences(digests, load_manifest(dataset=dataset))
+    if not problems:
+        return "verified"
+    shown = "; ".join(problems[:5]) + (f"; and {len(problems) - 5} more" if len(problems) > 5 else "")
+    summary = f"{len(problems)} file{'s' if len(problems) != 1 else ''} differ{'' if len(problems) != 1 else 's'}"
+    if not allow_modified:
+        raise DataError(
+            f"{root} is not the published {dataset} set: {shown}. Restore it (`modelval download-data --force`) "
+            "or pass --allow-modified-stimuli to evaluate it anyway"
+        )
+    return f"modified: {summary} from the manifest ({shown})"

@@ -1,0 +1,336 @@
+"""The figures researchers publish next to humans, drawn as the papers draw them.
+
+- :func:`plot_shape_bias_figure`: model-vs-human's shape-bias matrix plot (Geirhos et al., ICLR 2019,
+  Fig. 4): one row per shape category, the bottom axis the fraction of *texture* decisions and the top
+  axis the fraction of *shape* decisions (``modelvshuman/plotting/plot.py``,
+  ``plot_shape_bias_matrixplot``). The humans are pooled over all their trials, as upstream pools the
+  observers of "humans" (``humans_mode="mean"`` draws the mean over observers instead); the categories
+  are ordered by the humans (most shape-biased at the bottom, as upstream), and every row says how many
+  conflict stimuli it has and on how many shape or texture decisions each point rests.
+- :func:`plot_shape_bias_boxplot`: upstream's box plot: per observer, the spread of its 16
+  per-category shape biases.
+- :func:`plot_paired_categories`: ``modelval compare``'s figure: per category the values of A and B,
+  and A − B with its 95% interval and Holm-adjusted exact test.
+- :func:`write_human_figures`: all figures of ``modelval human-figures``, including accuracy
+  (:mod:`modelval.figures.accuracy`) and error consistency
+  (:mod:`modelval.figures.consistency`).
+
+Every function takes ``ax=None`` and returns the Figure; :func:`~modelval.figures.style.save_figure`
+writes it (PNG and PDF).
+"""
+
+from __future__ import annotations
+
+import math
+import textwrap
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from modelval.behaviour.categories import CATEGORIES
+from modelval.behaviour.consistency import kappa_matrix
+from modelval.behaviour.humans import HumanComparison, HumanPanel
+from modelval.behaviour.paired import PairedComparison
+from modelval.behaviour.shape_bias import ShapeBiasResult, compute_shape_bias
+from modelval.behaviour.trials import Trial, decisions_from_trials
+from modelval.figures.style import (
+    HUMAN_COLOUR,
+    HUMAN_MODES,
+    Sources,
+    add_sources,
+    new_axes,
+    pyplot,
+    save_figure,
+    style,
+)
+
+__all__ = [
+    "HumanShapeBias",
+    "category_order",
+    "human_shape_bias",
+    "plot_paired_categories",
+    "plot_shape_bias_boxplot",
+    "plot_shape_bias_figure",
+    "save_figure",
+    "shape_bias_of",
+    "write_human_figures",
+]
+
+
+def shape_bias_of(trials: Sequence[Trial]) -> ShapeBiasResult:
+    """Shape bias (overall and per category) of cue-conflict trials, without a bootstrap."""
+    return compute_shape_bias(decisions_from_trials(trials), n_bootstrap=0)
+
+
+class HumanShapeBias:
+    """The humans' shape bias, overall and per category, pooled over their trials or averaged over observers."""
+
+    def __init__(self, panel: HumanPanel, mode: str = "pooled") -> None:
+        if mode not in HUMAN_MODES:
+            raise ValueError(f"humans_mode must be one of {HUMAN_MODES}, got {mode!r}")
+        self.mode = mode
+        self.observers = {name: shape_bias_of(trials) for name, trials in sorted(panel.observers.items())}
+        pooled = compute_shape_bias(
+            [d for trials in panel.observers.values() for d in decisions_from_trials(trials)], n_bootstrap=0
+        )
+        self.decisions = {
+            c: pooled.per_category[c].shape_hits + pooled.per_category[c].texture_hits for c in CATEGORIES
+        }
+        if mode == "pooled":
+            self.overall = pooled.shape_bias
+            self.per_category = {c: pooled.per_category[c].shape_bias for c in CATEGORIES}
+        else:
+            self.overall = float(np.mean([r.shape_bias for r in self.observers.values()]))
+            with np.errstate(invalid="ignore"):
+                self.per_category = {
+                    c: float(np.nanmean([r.per_category[c].shape_bias for r in self.observers.values()]))
+                    for c in CATEGORIES
+                }
+
+    @property
+    def label(self) -> str:
+        how = "all trials pooled" if self.mode == "pooled" else "mean over observers"
+        return f"humans, {len(self.observers)} observers, {how} ({self.overall:.1%})"
+
+
+def human_shape_bias(panel: HumanPanel, mode: str = "pooled") -> HumanShapeBias:
+    return HumanShapeBias(panel, mode)
+
+
+def category_order(humans: HumanShapeBias | None) -> list[str]:
+    """Categories by the humans' fraction of texture decisions, lowest first (drawn at the bottom, as upstream);
+    ties and the no-humans case alphabetical."""
+    if humans is None:
+        return list(CATEGORIES)
+    return sorted(CATEGORIES, key=lambda c: (1 - humans.per_category[c], c))
+
+
+def plot_shape_bias_figure(
+    models: Mapping[str, Sequence[Trial]],
+    humans: HumanPanel | None,
+    *,
+    humans_mode: str = "pooled",
+    sources: Sources | None = None,
+    styles: Mapping[str, int] | None = None,
+    title: str = "Shape bias on cue-conflict images",
+    ax: Any = None,
+) -> Any:
+    """The shape-bias matrix plot in model-vs-human's orientation (see the module doc); returns the Figure."""
+    fig, ax = new_axes(ax, (7.6, 8.0))
+    reference = human_shape_bias(humans, humans_mode) if humans is not None else None
+    order = category_order(reference)
+    rows = np.arange(len(order))
+    counts: dict[str, list[int]] = {c: [] for c in order}
+    for i in range(len(order) - 1):
+        ax.axhline(i + 0.5, color="grey", linestyle=":", alpha=0.4, linewidth=0.8)
+    if reference is not None:
+        for result in reference.observers.values():
+            values = [1 - result.per_category[c].shape_bias for c in order]
+            ax.scatter(values, rows, s=14, color=HUMAN_COLOUR, alpha=0.2, marker="D", linewidths=0, zorder=2)
+        ax.scatter(
+            [1 - reference.per_category[c] for c in order], rows, s=60, color=HUMAN_COLOUR, marker="D",
+            edgecolor="black", linewidths=0.5, zorder=4, label=reference.label + "; faint: each observer",
+        )  # fmt: skip
+        ax.axvline(1 - reference.overall, color=HUMAN_COLOUR, linewidth=1.6, zorder=1)
+        for c in order:
+            counts[c].append(reference.decisions[c])
+    # a small vertical offset per model, so equal values (e.g. two models at 0) do not hide each other
+    shifts = (np.arange(len(models)) - (len(models) - 1) / 2) * min(0.22, 0.5 / max(len(models), 1))
+    conflicts: dict[str, int] = {}
+    for index, (label, trials) in enumerate(models.items()):
+        colour, marker = style((styles or {}).get(label, index))
+        result = shape_bias_of(trials)
+        ax.scatter(
+            [1 - result.per_category[c].shape_bias for c in order], rows + shifts[index], s=46, color=colour,
+            marker=marker, edgecolor="black", linewidths=0.4, zorder=3,
+            label=f"{label} ({result.shape_bias:.1%} shape bias)",
+        )  # fmt: skip
+        ax.axvline(1 - result.shape_bias, color=colour, linewidth=1.4, linestyle="--", zorder=1)
+        for c in order:
+            counts[c].append(result.per_category[c].shape_hits + result.per_category[c].texture_hits)
+            conflicts[c] = _stimuli(result, c)
+    if not conflicts and reference is not None:
+        first = next(iter(reference.observers.values()))
+        conflicts = {c: _stimuli(first, c) for c in order}
+    ax.set_yticks(rows, [f"{c} ({conflicts.get(c, 0)})" for c in order])
+    ax.set_ylim(-0.5, len(order) - 0.5)
+    ax.set_xlim(0, 1)
+    ax.set_xticks(np.arange(0, 1.01, 0.1))
+    ax.set_ylabel("shape category (conflict stimuli)")
+    ax.set_xlabel("Fraction of 'texture' decisions")
+    top = ax.secondary_xaxis("top", functions=(lambda x: 1 - x, lambda x: 1 - x))
+    top.set_xticks(np.arange(0, 1.01, 0.1))
+    top.set_xlabel("Fraction of 'shape' decisions")
+    right = ax.secondary_yaxis("right")
+    right.set_yticks(rows, [" | ".join(str(n) for n in counts[c]) for c in order], fontsize=7)
+    who = (["humans"] if reference is not None else []) + list(models)
+    right.set_ylabel("shape + texture decisions behind each point\n(" + " | ".join(who) + ")", fontsize=8)
+    ax.set_title(title, fontsize=11, pad=10)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.08), ncol=1, frameon=False, fontsize=8.5,
+              title="lines: overall values (shape + texture decisions pooled)", title_fontsize=8.5)  # fmt: skip
+    add_sources(fig, sources, ["cue-conflict"])
+    return fig
+
+
+def _stimuli(result: ShapeBiasResult, category: str) -> int:
+    """Conflict stimuli of ``category`` (every answer: shape, texture or other)."""
+    row = result.per_category[category]
+    return row.shape_hits + row.texture_hits + row.other
+
+
+def plot_shape_bias_boxplot(
+    models: Mapping[str, Sequence[Trial]],
+    humans: HumanPanel | None,
+    *,
+    humans_mode: str = "pooled",
+    sources: Sources | None = None,
+    styles: Mapping[str, int] | None = None,
+    ax: Any = None,
+) -> Any:
+    """model-vs-human's box plot: per observer, its 16 per-category shape biases (humans as in ``humans_mode``)."""
+    fig, ax = new_axes(ax, (max(4.0, 1.1 * (len(models) + 1) + 1.5), 4.2))
+    data, labels, colours = [], [], []
+    if humans is not None:
+        reference = human_shape_bias(humans, humans_mode)
+        data.append([v for v in reference.per_category.values() if not math.isnan(v)])
+        labels.append(f"humans\n({humans_mode})")
+        colours.append(HUMAN_COLOUR)
+    for index, (label, trials) in enumerate(models.items()):
+        result = shape_bias_of(trials)
+        data.append([r.shape_bias for r in result.per_category.values() if not math.isnan(r.shape_bias)])
+        labels.append(label)
+        colours.append(style((styles or {}).get(label, index))[0])
+    boxes = ax.boxplot(data, patch_artist=True, showfliers=False, widths=0.6, medianprops={"color": "black"})
+    for patch, colour in zip(boxes["boxes"], colours, strict=True):
+        patch.set(facecolor=colour, alpha=0.55, edgecolor=colour)
+    for i, values in enumerate(data, start=1):
+        ax.scatter(np.full(len(values), i) + np.linspace(-0.12, 0.12, len(values)), values, s=9, color="black",
+                   alpha=0.5, zorder=3)  # fmt: skip
+    ax.set_xticks(np.arange(1, len(labels) + 1), [textwrap.fill(label, 16) for label in labels], fontsize=8)
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_ylabel("shape bias per category")
+    ax.set_title("Shape bias of the 16 categories (box: quartiles; dots: categories)", fontsize=10)
+    ax.grid(axis="y", alpha=0.3)
+    add_sources(fig, sources, ["cue-conflict"])
+    return fig
+
+
+def plot_paired_categories(result: PairedComparison, *, ax: Any = None) -> Any:
+    """``compare``'s figure: left, A and B per category; right, A − B with its 95% interval and Holm p."""
+    plt = pyplot()
+    categories = list(result.per_category)
+    rows = np.arange(len(categories))
+    if ax is None:
+        fig, (left, right) = plt.subplots(1, 2, figsize=(10.0, 6.6), sharey=True)
+    else:
+        fig, left, right = ax.figure, ax, ax.twiny()
+    for index, key in enumerate(("a", "b")):
+        colour, marker = style(index)
+        values = [getattr(result.per_category[c], key) for c in categories]
+        left.scatter(
+            values,
+            rows + (index - 0.5) * 0.24,
+            s=42,
+            color=colour,
+            marker=marker,
+            edgecolor="black",
+            linewidths=0.4,
+            label=f"{result.names[index]} ({[result.value_a, result.value_b][index]:.1%})",
+        )
+    left.set_yticks(rows, [f"{c} (n={result.per_category[c].images})" for c in categories])
+    left.set_ylim(len(categories) - 0.5, -0.5)
+    left.set_xlim(-0.02, 1.02)
+    left.set_xlabel(result.statistic.replace("_", " "))
+    left.grid(axis="x", alpha=0.3)
+    left.legend(loc="upper center", bbox_to_anchor=(0.5, -0.08), frameon=False, fontsize=8.5)
+    for i, category in enumerate(categories):
+        row = result.per_category[category]
+        low, high = row.ci95
+        xerr = None if math.isnan(low) else [[row.difference - low], [high - row.difference]]
+        significant = not math.isnan(row.p_holm) and row.p_holm < 0.05
+        right.errorbar(row.difference, i, xerr=xerr, fmt="o", color="black" if significant else "grey", capsize=3,
+                       markerfacecolor="black" if significant else "white")  # fmt: skip
+        p_text = "n/a" if math.isnan(row.p_holm) else f"{row.p_holm:.2g}"
+        right.annotate(f"Holm p {p_text}", (1.0, i), xycoords=("axes fraction", "data"), xytext=(4, 0),
+                       textcoords="offset points", va="center", fontsize=7)  # fmt: skip
+    right.axvline(0, color="black", linewidth=1)
+    right.set_xlim(-1.02, 1.02)
+    right.set_xlabel("A − B per category, paired bootstrap 95% CI\nfilled: Holm-adjusted exact test p < 0.05")
+    right.grid(axis="x", alpha=0.3)
+    low, high = result.ci95
+    fig.suptitle(
+        f"{result.dataset}: {result.statistic.replace('_', ' ')} A − B = {result.difference:+.1%} "
+        f"[{low:+.1%}, {high:+.1%}] ({result.resampling} resampled), permutation p = {result.test.p:.2g}",
+        fontsize=10,
+    )
+    fig.tight_layout()
+    return fig
+
+
+def write_human_figures(
+    models: Mapping[str, Mapping[str, Sequence[Trial]]],
+    panels: Mapping[str, HumanPanel],
+    comparisons: Mapping[str, Mapping[str, HumanComparison]],
+    out_dir: str | Path,
+    *,
+    sources: Sources | None = None,
+    humans_mode: str = "pooled",
+    na_handling: str = "wrong",
+) -> list[Path]:
+    """Every figure for ``models[label][dataset] -> trials`` into ``out_dir`` (PNG and PDF each).
+
+    shape-bias (matrix plot) and shape-bias-boxplot (cue-conflict), accuracy-by-dataset,
+    error-consistency (datasets without conditions; those with conditions have model-vs-human's line plots,
+    :mod:`modelval.figures.conditions`), human-likeness (accuracy difference, observed and error
+    consistency; within each condition where there are conditions) and one error-consistency matrix of all
+    observers per experiment.
+    """
+    from modelval.behaviour.benchmark import score_humans, score_observer
+    from modelval.behaviour.experiments import experiment
+    from modelval.figures.accuracy import plot_accuracy_by_dataset
+    from modelval.figures.consistency import (
+        plot_error_consistency,
+        plot_human_likeness,
+        plot_kappa_matrix,
+    )
+
+    out = Path(out_dir)
+    written: list[Path] = []
+    cue = {label: d["cue-conflict"] for label, d in models.items() if "cue-conflict" in d}
+    if cue:
+        panel = panels.get("cue-conflict")
+        styles = {label: index for index, label in enumerate(models)}  # the same colour in every figure
+        figure = plot_shape_bias_figure(cue, panel, humans_mode=humans_mode, sources=sources, styles=styles)
+        written += save_figure(figure, out / "shape-bias.png")
+        figure = plot_shape_bias_boxplot(cue, panel, humans_mode=humans_mode, sources=sources, styles=styles)
+        written += save_figure(figure, out / "shape-bias-boxplot.png")
+    figure = plot_accuracy_by_dataset(models, panels, humans_mode=humans_mode, sources=sources, na_handling=na_handling)
+    written += save_figure(figure, out / "accuracy-by-dataset.png")
+    # On a dataset with conditions, kappa over the pooled trials also counts the accuracy differences between the
+    # conditions; model-vs-human compares within each condition: those datasets get their own line plots
+    # (condition_figures) and the benchmark's per-condition values in the human-likeness views.
+    parametric = {d for d in panels if experiment(d).parametric}
+    pooled = {label: {d: r for d, r in per.items() if d not in parametric} for label, per in comparisons.items()}
+    if any(pooled.values()):
+        written += save_figure(plot_error_consistency(pooled, sources=sources), out / "error-consistency.png")
+    within = {
+        label: {
+            d: score_observer(trials, panels[d], na_handling=na_handling)
+            for d, trials in per.items()
+            if d in parametric
+        }
+        for label, per in models.items()
+    }
+    humans = {d: score_humans(panels[d], na_handling=na_handling) for d in parametric}
+    figure = plot_human_likeness(
+        comparisons, panels, na_handling=na_handling, sources=sources, per_condition=within, humans_per_condition=humans
+    )
+    written += save_figure(figure, out / "human-likeness.png")
+    for dataset, panel in panels.items():
+        observers = {**panel.observers, **{label: d[dataset] for label, d in models.items() if dataset in d}}
+        matrix = kappa_matrix(observers, na_handling=na_handling)
+        figure = plot_kappa_matrix(matrix, humans=list(panel.observers), dataset=dataset, sources=sources)
+        written += save_figure(figure, out / f"error-consistency-matrix-{dataset}.png")
+    return written

@@ -1,0 +1,204 @@
+"""Report rows and their tables: one :class:`ReportRow` per evaluated (model, source, normalization).
+
+The same rows feed the CLI table, the pytest terminal summary and the files written by ``--report-dir``
+(:mod:`modelval.runner.reports`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from modelval import jsonio
+from modelval.behaviour.shape_bias import ShapeBiasResult
+from modelval.judgement.expected import ExpectedShapeBias
+from modelval.judgement.sanity import VERDICT as SANITY_VERDICT
+
+
+@dataclass
+class ReportRow:
+    model: str
+    label: str
+    source: str
+    normalization: str
+    result: ShapeBiasResult
+    expected: ExpectedShapeBias | None = None
+    verdict: str | None = None  # overrides the expected-value verdict (e.g. "DETECTED" for wrong normalization)
+    note: str = ""
+    #: What produced the row (modelval.records.provenance; docs/provenance.md); empty when unknown.
+    provenance: dict[str, object] = field(default_factory=dict)
+    #: The row's id in the run store, when it was recorded.
+    run_id: int | None = None
+    #: Categories the model's head has no output for (a label map): their shape bias is undefined.
+    unmapped: tuple[str, ...] = ()
+
+    @property
+    def withheld(self) -> str | None:
+        """Why no shape bias is shown (the model is not a working classifier), or ``None``."""
+        if self.final_verdict == SANITY_VERDICT:
+            return f"withheld: {SANITY_VERDICT} (cue-conflict accuracy below the sanity gate)"
+        return None
+
+    @property
+    def difference(self) -> float | None:
+        if self.expected is None or self.expected.value is None or self.withheld:
+            return None
+        return self.result.shape_bias - self.expected.value
+
+    @property
+    def final_verdict(self) -> str:
+        if self.verdict:
+            return self.verdict
+        return self.expected.verdict(self.result.shape_bias) if self.expected else "n/a"
+
+    def to_dict(self) -> dict[str, object]:
+        result = self.result.to_dict()
+        per_category = result["per_category"]
+        assert isinstance(per_category, dict)
+        for name in self.unmapped:
+            per_category[name]["shape_bias"] = jsonio.Undefined(UNMAPPED_REASON.format(category=name))
+        difference: object = self.difference
+        if self.withheld:
+            withheld = jsonio.Undefined(self.withheld)
+            result["shape_bias"] = withheld
+            result["ci95"] = [withheld, withheld]
+            for values in per_category.values():
+                values["shape_bias"] = withheld
+            difference = withheld
+        return {
+            "model": self.model,
+            "label": self.label,
+            "source": self.source,
+            "normalization": self.normalization,
+            **result,
+            "expected": None if self.expected is None else self.expected.value,
+            "tolerance": None if self.expected is None else self.expected.tolerance,
+            "expected_source": None if self.expected is None else self.expected.source,
+            "difference": difference,
+            "verdict": self.final_verdict,
+            "note": self.note,
+            **({"provenance": self.provenance} if self.provenance else {}),
+        }
+
+
+UNMAPPED_REASON = "unmapped: the label map gives the model no output for {category}, so it can never answer it"
+
+
+def _pct(value: float | None) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "n/a"
+    return f"{value * 100:.2f}%"
+
+
+def signed_pp(value: float | None, digits: int = 2) -> str:
+    """A difference of two percentages, in percentage points: ``+0.68 pp`` (never ``-0.00``)."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "n/a"
+    text = f"{value * 100:+.{digits}f}"
+    if float(text) == 0:
+        text = f"{0:.{digits}f}"  # a difference that rounds to zero has no sign
+    return f"{text} pp"
+
+
+WITHHELD = "withheld"
+
+
+COMPARISON_COLUMNS = ("Model", "Source", "Normalization", "Shape bias", "Expected", "Difference", "Verdict")
+BREAKDOWN_COLUMNS = ("Model", "Normalization", "Shape hits", "Texture hits", "Other", "Conflicts", "Cue acc.", "95% CI")
+
+
+def _comparison_cells(row: ReportRow) -> list[str]:
+    expected = row.expected.value if row.expected else None
+    return [
+        row.label,
+        row.source,
+        row.normalization,
+        WITHHELD if row.withheld else _pct(row.result.shape_bias),
+        _pct(expected),
+        WITHHELD if row.withheld else signed_pp(row.difference),
+        row.final_verdict,
+    ]
+
+
+def _breakdown_cells(row: ReportRow) -> list[str]:
+    r = row.result
+    # the interval names what its bootstrap resampled (texture images by default)
+    interval = WITHHELD if row.withheld else f"[{_pct(r.ci_low)}, {_pct(r.ci_high)}] {r.ci_resampling}"
+    return [
+        row.label,
+        row.normalization,
+        str(r.shape_hits),
+        str(r.texture_hits),
+        str(r.other),
+        str(r.conflict_images),
+        _pct(r.cue_accuracy),
+        interval,
+    ]
+
+
+def _text_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
+    line = "  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True))
+    rule = "-" * len(line)
+    body = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
+    return "\n".join([line, rule, *body])
+
+
+def format_comparison(rows: Sequence[ReportRow]) -> str:
+    """The "Model | Source | Normalization | Shape bias | Expected | Difference | Verdict" table."""
+    return _text_table(COMPARISON_COLUMNS, [_comparison_cells(r) for r in rows])
+
+
+def format_breakdown(rows: Sequence[ReportRow]) -> str:
+    return _text_table(BREAKDOWN_COLUMNS, [_breakdown_cells(r) for r in rows])
+
+
+def format_per_category(result: ShapeBiasResult, *, unmapped: Sequence[str] = (), withheld: bool = False) -> str:
+    """Hits per shape category and their shape bias (``unmapped`` categories: the head cannot answer them;
+    ``withheld``: the model is not a working classifier, so no shape bias is shown)."""
+    header = ("Category", "Shape hits", "Texture hits", "Other", "Shape bias")
+
+    def value(category: str, bias: float) -> str:
+        if withheld:
+            return WITHHELD
+        return "unmapped" if category in unmapped else _pct(bias)
+
+    rows = [
+        [c, str(v.shape_hits), str(v.texture_hits), str(v.other), value(c, v.shape_bias)]
+        for c, v in result.per_category.items()
+    ]
+    return _text_table(header, rows)
+
+
+def format_report(rows: Sequence[ReportRow], *, per_category: bool = True) -> str:
+    """The full human-readable report: comparison, breakdown, and per-category detail."""
+    parts = ["SHAPE BIAS COMPARISON", format_comparison(rows), "", "DETAILED BREAKDOWN", format_breakdown(rows)]
+    if per_category:
+        for row in rows:
+            table = format_per_category(row.result, unmapped=row.unmapped, withheld=bool(row.withheld))
+            parts += ["", f"Per shape category: {row.label} ({row.normalization})", table]
+    sources = {r.expected.source for r in rows if r.expected and r.expected.value is not None}
+    if sources:
+        parts += ["", "Expected values: " + "; ".join(sorted(sources))]
+    return "\n".join(parts)
+
+
+def format_markdown(rows: Sequence[ReportRow]) -> str:
+    def md(header: Sequence[str], body: Sequence[Sequence[str]]) -> str:
+        lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in body])
+
+    return (
+        "\n\n".join(
+            [
+                "# Shape-bias validation report",
+                md(COMPARISON_COLUMNS, [_comparison_cells(r) for r in rows]),
+                "## Breakdown",
+                md(BREAKDOWN_COLUMNS, [_breakdown_cells(r) for r in rows]),
+            ]
+        )
+        + "\n"
+    )
+
+

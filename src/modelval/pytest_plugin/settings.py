@@ -1,0 +1,159 @@
+"""The pytest plugin's settings as data: one option, one ini key and (where it exists) one environment variable each.
+
+Every setting named ``x_y`` is ``--modelval-x-y`` on the command line and ``modelval_x_y`` in the ini file
+(``[tool.pytest.ini_options]``, ``pytest.ini``, ...). Precedence: the command line, then the environment
+variable, then the ini key, then the default. A path from the ini file is relative to that file's folder,
+one from the command line or the environment to the folder pytest was started in.
+
+Nothing here imports torch: these run for every test session of every project that has modelval installed.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import pytest
+
+Kind = Literal["path", "text", "flag"]
+
+
+@dataclass(frozen=True)
+class Setting:
+    name: str
+    kind: Kind
+    help: str
+    env: str | None = None
+    choices: tuple[str, ...] | None = None
+
+    @property
+    def option(self) -> str:
+        return "--modelval-" + self.name.replace("_", "-")
+
+    @property
+    def ini(self) -> str:
+        return f"modelval_{self.name}"
+
+    @property
+    def dest(self) -> str:
+        return f"modelval_{self.name}"
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting("data_root", "path", "cue-conflict stimuli folder (default: the per-user cache, fetched on first use)",
+            env="MODELVAL_DATA_ROOT"),
+    Setting("reference_dir", "path", "published raw-data CSVs of texture-vs-shape (default: the per-user cache)",
+            env="MODELVAL_REFERENCE_DIR"),
+    Setting("checkpoint_dir", "path", "downloaded weights (default: the per-user cache)",
+            env="MODELVAL_CHECKPOINT_DIR"),
+    Setting("device", "text", "auto, cpu, cuda, cuda:N or mps (default: cpu)", env="MODELVAL_DEVICE"),
+    Setting("models_file", "path", "the models file (default: modelval.toml or [tool.modelval] in pyproject.toml, "
+            "looked for in the folder pytest was started in, then in the rootdir)", env="MODELVAL_MODELS_FILE"),
+    Setting("report_dir", "path", "write JSON/CSV/Markdown reports, decision CSVs and plots there"),
+    Setting("allow_modified_stimuli", "flag", "evaluate a stimulus folder that differs from the published 1280 "
+            "(a subset, for quick runs); the reports say so"),
+    Setting("allow_missing_data", "flag", "skip (instead of fail) modelval cases whose stimuli or bundled model "
+            "cannot be had (ignored when MODELVAL_STRICT_DATA=1)"),
+    Setting("strict_weights", "flag", "fail (instead of skip) cases whose downloaded weights are missing "
+            "(the nightly GPU job)", env="MODELVAL_STRICT_WEIGHTS"),
+    Setting("executor", "text", "serial (default) or ray: evaluate the models file's models as Ray tasks, one "
+            "per model, before the cases are judged", env="MODELVAL_EXECUTOR", choices=("serial", "ray")),
+    Setting("ray_address", "text", "an existing Ray cluster for --modelval-executor ray (default: a local one)",
+            env="RAY_ADDRESS"),
+)  # fmt: skip
+BY_NAME = {setting.name: setting for setting in SETTINGS}
+
+#: Set to 1 (CI does) and no missing-data skip is allowed, whatever the options say.
+STRICT_DATA_ENV = "MODELVAL_STRICT_DATA"
+
+
+def add_options(parser: pytest.Parser) -> None:
+    """Register every setting as ``--modelval-*`` and as an ini key ``modelval_*``."""
+    group = parser.getgroup("modelval", "modelval: shape-bias validation of image classifiers")
+    for setting in SETTINGS:
+        env = f" (env {setting.env})" if setting.env else ""
+        if setting.kind == "flag":
+            group.addoption(setting.option, dest=setting.dest, action="store_true", default=None,
+                            help=setting.help + env)  # fmt: skip
+            parser.addini(setting.ini, setting.help, type="bool", default=False)
+        else:
+            metavar = "DIR" if setting.kind == "path" and "file" not in setting.name else None
+            group.addoption(setting.option, dest=setting.dest, default=None, metavar=metavar or setting.name.upper(),
+                            choices=setting.choices, help=setting.help + env)  # fmt: skip
+            parser.addini(setting.ini, setting.help, default=None)
+
+
+def _flag(text: str) -> bool:
+    return text.strip().lower() in ("1", "true", "yes", "on")
+
+
+def setting(config: pytest.Config, name: str) -> Any:
+    """The value of a setting: command line, then environment, then ini, else ``None`` (``False`` for flags).
+
+    Paths come back as absolute :class:`~pathlib.Path` objects.
+    """
+    spec = BY_NAME[name]
+    given = config.getoption(spec.dest)
+    base = config.invocation_params.dir
+    if given is None and spec.env and os.environ.get(spec.env):
+        given = _flag(os.environ[spec.env]) if spec.kind == "flag" else os.environ[spec.env]
+    if given is None:
+        ini = config.getini(spec.ini)
+        if spec.kind == "flag":
+            return bool(ini)
+        if ini in (None, "", []):
+            return None
+        given = str(ini)
+        base = config.inipath.parent if config.inipath is not None else config.rootpath
+    if spec.kind == "flag":
+        return bool(given)
+    if spec.kind == "path":
+        return (Path(base) / Path(str(given)).expanduser()).resolve()
+    return str(given)
+
+
+def allow_missing_data(config: pytest.Config) -> bool:
+    return bool(setting(config, "allow_missing_data")) and not _flag(os.environ.get(STRICT_DATA_ENV, ""))
+
+
+def missing_resource(config: pytest.Config, message: str, *, kind: Literal["data", "weights"] = "data") -> None:
+    """Fail the case with the one-line ``message``; skip instead where the user allowed it.
+
+    Missing data fails unless ``--modelval-allow-missing-data``: a validation that validated nothing must not
+    pass green. Missing downloaded weights skip unless ``--modelval-strict-weights`` (no network in most CI).
+    """
+    if kind == "weights":
+        if setting(config, "strict_weights"):
+            pytest.fail(f"[strict weights] {message}", pytrace=False)
+        pytest.skip(message)
+    if allow_missing_data(config):
+        pytest.skip(message)
+    pytest.fail(f"{message} (pass --modelval-allow-missing-data to skip instead)", pytrace=False)
+
+
+def find_models_file(config: pytest.Config) -> Path | None:
+    """The models file: the setting, else one in the folder pytest was started in, else in the rootdir."""
+    from modelval.runner.models_file import find_models_file as find_in
+
+    given = setting(config, "models_file")
+    if given is not None:
+        return Path(given)
+    for folder in dict.fromkeys((Path(config.invocation_params.dir), Path(config.rootpath))):
+        found = find_in(folder)
+        if found is not None:
+            return found
+    return None
+
+
+def worker_device(requested: str, worker: str | None) -> str:
+    """``cuda`` on an xdist worker with several GPUs visible: ``cuda:K mod count`` for worker gwK."""
+    if worker is None or not worker.startswith("gw") or requested not in ("auto", "cuda"):
+        return requested
+    import torch
+
+    count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    if count < 2:
+        return requested
+    return f"cuda:{int(worker[2:]) % count}"

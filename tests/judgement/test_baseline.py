@@ -1,0 +1,179 @@
+"""Regression baselines: the committed one passes, a preprocessing change is caught and explained."""
+
+import json
+
+import pytest
+
+from modelval.cli import main
+from modelval.errors import DataError
+from modelval.judgement.baseline import compare_to_baseline, load_baseline, save_baseline
+from modelval.paths import package_data
+from modelval.runner.matrix import MAX_BASELINE_FLIPS
+
+COMMITTED = package_data("baselines/efficientnet_lite0.json")
+
+
+def test_committed_baseline_format():
+    baseline = load_baseline(COMMITTED)
+    assert baseline["model"] == "efficientnet_lite0" and baseline["normalization"] == "model"
+    assert len(baseline["images"]) == 1280
+    first = baseline["images"][0]
+    assert set(first) == {"name", "shape", "texture", "decision", "top5"}
+    probabilities = [p for _, p in first["top5"]]
+    assert len(probabilities) == 5 and probabilities == sorted(probabilities, reverse=True)
+    assert first["decision"] == first["top5"][0][0]
+
+
+@pytest.mark.slow
+def test_committed_baseline_still_holds(bundled_evaluations):
+    comparison = compare_to_baseline(
+        load_baseline(COMMITTED), bundled_evaluations("model"), max_flips=MAX_BASELINE_FLIPS
+    )
+    assert comparison.passed, comparison.format()
+    assert comparison.max_shift < 1e-3
+
+
+@pytest.mark.slow
+def test_preprocessing_change_is_reported_image_by_image(bundled_evaluations):
+    baseline = load_baseline(COMMITTED)
+    changed = bundled_evaluations("imagenet")
+    comparison = compare_to_baseline(baseline, changed)
+    assert not comparison.passed
+    decisions_then = {r["name"]: r["decision"] for r in baseline["images"]}
+    expected_flips = sum(decisions_then[d.stimulus_name] != d.response for d in changed.decisions)
+    assert len(comparison.flips) == expected_flips > 100
+    flip = comparison.flips[0]
+    assert decisions_then[flip.name] == flip.before != flip.after
+    assert comparison.shape_bias_delta == pytest.approx(changed.result.shape_bias - baseline["summary"]["shape_bias"])
+    text = comparison.format()
+    assert f"{len(comparison.flips)} of 1280 decisions flipped" in text and f"{flip.name}: {flip.before} -> " in text
+    assert comparison.largest_shifts[0].delta != 0
+
+
+def test_cli_save_then_compare_with_a_changed_normalization(stimulus_subset, tmp_path, capsys, bundled_evaluations):
+    # On 4 stimuli per category (64): the round trip is the same code as on 1280, and the session's
+    # full-set evaluations give each of these images' decisions (they do not depend on the batch).
+    subset = stimulus_subset(4)
+    out = tmp_path / "lite0.json"
+    common = ["--data-root", str(subset), "--device", "cpu", "--no-progress", "--allow-modified-stimuli"]
+    assert main(["baseline", "save", "--model", "efficientnet_lite0", "--out", str(out), *common]) == 0
+    saved = load_baseline(out)
+    assert len(saved["images"]) == 64
+    library = {d.imagename: d.response for d in bundled_evaluations("model").decisions}
+    assert {r["name"]: r["decision"] for r in saved["images"]} == {
+        r["name"]: library[r["name"]] for r in saved["images"]
+    }
+    capsys.readouterr()
+    code = main(["baseline", "compare", str(out), "--normalization", "imagenet", "--json", *common])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 1 and report["passed"] is False
+    wrong = {d.imagename: d.response for d in bundled_evaluations("imagenet").decisions}
+    assert report["flipped"] == sum(library[r["name"]] != wrong[r["name"]] for r in saved["images"]) > 0
+    assert any("flipped decisions > --max-flips 0" in f for f in report["failures"])
+
+
+def test_bad_baseline_files_are_clear_errors(tmp_path, capsys):
+    with pytest.raises(DataError, match="not found"):
+        load_baseline(tmp_path / "absent.json")
+    (tmp_path / "broken.json").write_text("{not json")
+    with pytest.raises(DataError, match="not a JSON baseline"):
+        load_baseline(tmp_path / "broken.json")
+    (tmp_path / "other.json").write_text(json.dumps({"format": "something-else"}))
+    with pytest.raises(DataError, match="not a modelval baseline"):
+        load_baseline(tmp_path / "other.json")
+    assert main(["baseline", "compare", str(tmp_path / "other.json")]) == 2
+    assert "not a modelval baseline" in capsys.readouterr().err
+
+
+def test_baseline_of_other_stimuli_is_refused(bundled_evaluations, tmp_path):
+    baseline = load_baseline(COMMITTED)
+    baseline["images"] = [*baseline["images"][:-1], {**baseline["images"][-1], "name": "cat9-dog9.png"}]
+    path = save_baseline(tmp_path / "b.json", baseline)
+    with pytest.raises(DataError, match="different stimuli"):
+        compare_to_baseline(load_baseline(path), bundled_evaluations("model"))
+
+
+def test_baseline_of_a_spec_with_a_label_map(stimulus_subset, ten_way_head, tmp_path, capsys):
+    from modelval.behaviour.categories import CATEGORIES
+
+    spec = ["--label-map", str(ten_way_head.label_map), "--mean", "0.5,0.5,0.5", "--std", "0.5,0.5,0.5"]
+    common = ["--data-root", str(stimulus_subset(2)), "--device", "cpu", "--no-progress", "--allow-modified-stimuli"]
+    out = tmp_path / "ten.json"
+    argv = ["baseline", "save", "--model", ten_way_head.spec, "--out", str(out), *spec, *common]
+    assert main(argv) == 0
+    assert {r["decision"] for r in load_baseline(out)["images"]} <= set(CATEGORIES[:10])
+    capsys.readouterr()
+    # The baseline names a factory file: it runs only when the model is given again (or with --trust-repo).
+    again = ["--model", ten_way_head.spec]
+    assert main(["baseline", "compare", str(out), "--json", *again, *spec, *common]) == 0
+    assert json.loads(capsys.readouterr().out)["flipped"] == 0
+    # The map is not stored in the baseline: without it the head is refused, with its size.
+    assert main(["baseline", "compare", str(out), "--trust-repo", *common]) == 2
+    assert "head has 10 outputs" in capsys.readouterr().err
+
+
+# --- a baseline is data: the code its "model" names runs only with consent (issue 23) -------------------
+
+FACTORY_WITH_A_SIDE_EFFECT = """
+import pathlib
+pathlib.Path(__file__).with_name("ran.txt").write_text("the baseline's code ran")
+import torch
+def make():
+    return torch.nn.Sequential(torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(3, 1000))
+"""
+
+
+@pytest.mark.parametrize("model", ["{folder}/nets.py:make", "nets_module_of_a_baseline:make", "this:s"])
+def test_a_baseline_naming_code_runs_nothing_without_consent(model, tmp_path, capsys):
+    (tmp_path / "nets.py").write_text(FACTORY_WITH_A_SIDE_EFFECT)
+    (tmp_path / "nets_module_of_a_baseline.py").write_text(FACTORY_WITH_A_SIDE_EFFECT)
+    spec = model.format(folder=tmp_path)
+    baseline = {**load_baseline(COMMITTED), "model": spec}
+    path = save_baseline(tmp_path / "shared-baseline.json", baseline)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.syspath_prepend(str(tmp_path))
+        assert main(["baseline", "compare", str(path), "--data-root", str(tmp_path / "no-stimuli")]) == 2
+    captured = capsys.readouterr()
+    err = captured.err
+    assert err.count("\n") == 1 and f"baseline {path}: its model {spec!r} runs" in err
+    assert f"pass --model {spec} to run it" in err and "--trust-repo" in err
+    assert not (tmp_path / "ran.txt").exists()  # nothing was imported, let alone called
+    assert "Beautiful is better than ugly" not in captured.out  # `import this` never ran either
+
+
+def test_a_baseline_hub_model_needs_the_same_consent(tmp_path):
+    from modelval.errors import ModelvalError
+    from modelval.judgement.baseline import baseline_model
+
+    baseline = {**load_baseline(COMMITTED), "model": "hub:someone/repo/entry"}
+    with pytest.raises(ModelvalError, match=r"runs the Python code of github.com/someone/repo in this process"):
+        baseline_model(baseline, "b.json")
+    # consent: the model given again on the command line, or --trust-repo
+    assert baseline_model(baseline, "b.json", model="efficientnet_lite0") == "efficientnet_lite0"
+    assert baseline_model(baseline, "b.json", trust_code=True) == "hub:someone/repo/entry"
+    # names that run no code of the file's choosing need none
+    for spec in ("efficientnet_lite0", "timm:resnet18.a1_in1k", "hf:facebook/deit-tiny-patch16-224"):
+        assert baseline_model({**baseline, "model": spec}, "b.json") == spec
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"images": "oops"}, r'"images" must be a non-empty list of per-image records, got str'),
+        ({"images": [1, 2]}, r'"images"\[0\] must be an object'),
+        ({"model": ["a", "b"]}, r'"model" must be a non-empty string, got list'),
+        ({"summary": []}, r'"summary" must be an object'),
+        ({"summary": {"shape_bias": "high"}}, r'"summary.shape_bias" must be a number or null'),
+        ({"images": [{"name": "a.png", "decision": "cat", "top5": "cat"}]}, r'"images"\[0\].top5 must be a list'),
+        ({"images": [{"name": "a.png", "decision": "kitten", "top5": []}]}, r"'kitten' is not one of the 16"),
+        ({"images": [{"name": "a.png", "decision": "cat", "top5": [["cat", "high"]]}]}, r"top5 must be a list"),
+    ],
+)
+def test_baseline_fields_of_the_wrong_type_are_one_line_naming_the_field(change, message, tmp_path, capsys):
+    path = tmp_path / "b.json"
+    path.write_text(json.dumps({**load_baseline(COMMITTED), **change}))
+    with pytest.raises(DataError, match=message):
+        load_baseline(path)
+    assert main(["baseline", "compare", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"modelval: error: {path}: ") and err.count("\n") == 1

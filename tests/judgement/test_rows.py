@@ -1,0 +1,101 @@
+"""Tables, report files and plots from real results (published decisions and the bundled model)."""
+
+import csv
+import json
+
+import pytest
+from PIL import Image
+
+from modelval.behaviour.decisions import read_decisions
+from modelval.behaviour.shape_bias import compute_shape_bias
+from modelval.judgement.expected import expected_for
+from modelval.judgement.rows import ReportRow, format_markdown, format_report
+from modelval.runner.reports import write_reports, write_validation_reports
+
+
+@pytest.fixture(scope="module")
+def published_row(resnet50_reference_csv):
+    result = compute_shape_bias(read_decisions(resnet50_reference_csv))
+    return ReportRow("resnet50_in", "ResNet-50 (IN)", "decision file", "n/a", result, expected_for("resnet50_in"))
+
+
+def test_row_compares_with_the_sourced_expected_value(published_row):
+    assert published_row.difference == pytest.approx(162 / 734 - 0.2139)
+    assert published_row.final_verdict == "PASS"
+    record = published_row.to_dict()
+    assert record["expected"] == 0.2139 and record["tolerance"] == 0.015
+    assert "texture-vs-shape README" in record["expected_source"]
+
+
+def test_report_text_has_every_part(published_row):
+    text = format_report([published_row])
+    for part in ("SHAPE BIAS COMPARISON", "DETAILED BREAKDOWN", "Per shape category", "22.07%", "+0.68 pp", "clock"):
+        assert part in text
+
+
+def test_written_reports_round_trip(published_row, tmp_path):
+    json_path, csv_path, md_path = write_reports([published_row], tmp_path)
+    (record,) = json.loads(json_path.read_text())
+    assert (record["shape_hits"], record["texture_hits"], record["verdict"]) == (162, 572, "PASS")
+    (row,) = list(csv.DictReader(csv_path.open()))
+    assert row["model"] == "resnet50_in" and float(row["shape_bias"]) == pytest.approx(0.2207, abs=1e-4)
+    assert "per_category" not in row
+    assert md_path.read_text() == format_markdown([published_row])
+    assert "| ResNet-50 (IN) | decision file | n/a | 22.07% | 21.39% | +0.68 pp | PASS |" in md_path.read_text()
+
+
+@pytest.mark.slow
+def test_validation_report_directory(bundled_evaluations, tmp_path):
+    evaluations = {("efficientnet_lite0", n): bundled_evaluations(n) for n in ("model", "imagenet")}
+    rows = [
+        ReportRow("efficientnet_lite0", "EfficientNet-Lite0", "pypi", n, e.result) for (_, n), e in evaluations.items()
+    ]
+    written = write_validation_reports(rows, evaluations, tmp_path)
+    names = sorted(str(p.relative_to(tmp_path)) for p in written)
+    assert names == [
+        "decisions/efficientnet_lite0__imagenet.csv",
+        "decisions/efficientnet_lite0__model.csv",
+        "plots/efficientnet_lite0.png",
+        "shape_bias.csv",
+        "shape_bias.json",
+        "shape_bias.md",
+    ]
+    decisions = read_decisions(tmp_path / "decisions" / "efficientnet_lite0__model.csv")
+    assert [d.response for d in decisions] == [
+        d.response for d in evaluations[("efficientnet_lite0", "model")].decisions
+    ]
+    with Image.open(tmp_path / "plots" / "efficientnet_lite0.png") as image:
+        assert image.format == "PNG" and image.size[0] > 400
+
+
+def test_written_json_is_strict_when_the_shape_bias_is_undefined(tmp_path):
+    # A model that never answers shape or texture: shape bias 0/0, so its difference from the expected
+    # value is NaN as well; json.dumps wrote a bare NaN there. The report says null and why.
+    from modelval.behaviour.decisions import Decision
+
+    decisions = [Decision(f"cat{i}-bear{i}.png", "cat", "bear", "boat") for i in range(20)]
+    result = compute_shape_bias(decisions, n_bootstrap=0)
+    row = ReportRow("resnet50_in", "ResNet-50 (IN)", "test", "model", result, expected_for("resnet50_in"))
+    json_path, _, _ = write_reports([row], tmp_path)
+    (record,) = json.loads(json_path.read_text(), parse_constant=lambda c: pytest.fail(f"non-JSON constant {c}"))
+    assert record["shape_bias"] is None
+    assert record["difference"] is None and record["null_reasons"]["difference"]
+
+
+@pytest.mark.parametrize("model", ["../../escaped", "/tmp/absolute", "sub/dir", "../../../../../etc/escaped"])
+def test_the_report_writer_refuses_a_model_id_that_is_a_path(model, tmp_path):
+    """The models file refuses such ids; the writer refuses them too, before it writes anything."""
+    from modelval.behaviour.decisions import Decision
+    from modelval.errors import DataError
+    from modelval.evaluation import Evaluation
+    from modelval.preprocessing import PreprocessConfig
+
+    decisions = [Decision(f"cat{i}-bear{i}.png", "cat", "bear", "cat") for i in range(4)]
+    result = compute_shape_bias(decisions, n_bootstrap=0)
+    evaluation = Evaluation(model, PreprocessConfig(), "mean", [], None, decisions, result)  # type: ignore[arg-type]
+    row = ReportRow(model, model, "test", "model", result)
+    reports = tmp_path / "reports" / "inner"
+    with pytest.raises(DataError, match=r"refusing to write .*(plain name|outside the report folder)"):
+        write_validation_reports([row], {(model, "model"): evaluation}, reports)
+    assert not (tmp_path / "reports").exists() or not any((tmp_path / "reports").rglob("*.*"))
+    assert not any(p.name.startswith("escaped") for p in tmp_path.rglob("*"))

@@ -1,0 +1,85 @@
+"""The run store: runs recorded by the commands, listed, shown, and compared field by field."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+import pytest
+
+from modelval.cli import main
+from modelval.records.run_store import RunStore, diff_runs, since_last_run
+
+
+def _provenance(**changes):
+    record = {
+        "schema_version": 1,
+        "created": "2026-11-24T00:00:00+00:00",
+        "packages": {"torch": "2.15.0", "torchvision": "0.29.2"},
+        "preprocessing": {"resize": None, "crop": None, "mean": [0.5, 0.5, 0.5]},
+        "output_cache": "miss",
+    }
+    for path, value in changes.items():
+        section, key = path.split("__")
+        record[section] = {**record[section], key: value}
+    return record
+
+
+@pytest.fixture
+def store(tmp_path, monkeypatch):
+    monkeypatch.setenv("MODELVAL_RUNS_DB", str(tmp_path / "runs.sqlite"))
+    return RunStore()
+
+
+def test_diff_names_values_flips_per_category_and_provenance(store):
+    first = store.record("shape-bias", model="m", dataset="cue-conflict", label="p",
+                         summary={"shape_bias": 0.24, "shape_hits": 197},
+                         decisions={"a.png": ["cat", "cat"], "b.png": ["cat", "dog"], "c.png": ["dog", "dog"]},
+                         provenance=_provenance())  # fmt: skip
+    second = store.record("shape-bias", model="m", dataset="cue-conflict", label="p",
+                          summary={"shape_bias": 0.22, "shape_hits": 197},
+                          decisions={"a.png": ["cat", "dog"], "b.png": ["cat", "dog"], "c.png": ["dog", "cat"]},
+                          provenance={**_provenance(packages__torch="2.16.0", preprocessing__resize=256),
+                                      "created": "2026-11-25T00:00:00+00:00", "output_cache": "hit"})  # fmt: skip
+    difference = diff_runs(store.get(first), store.get(second))
+    assert difference.values == {"shape_bias": (0.24, 0.22)}
+    assert difference.flips == {"cat": 1, "dog": 1} and sorted(difference.flipped_images) == ["a.png", "c.png"]
+    # what differs, by name; the timestamp and the cache status are not reasons for a change
+    assert difference.provenance_text() == "torch 2.15.0 → 2.16.0, resize none → 256"
+    assert since_last_run(second).a.id == first  # the previous run of the same command, model and label
+    assert since_last_run(first) is None
+    json.dumps(difference.to_dict())
+
+
+def test_commands_record_runs_and_the_cli_lists_shows_and_diffs_them(store, modelval_reference_dir, capsys):
+    path = modelval_reference_dir / "edge-experiment_vgg_session_1.csv"
+    for _ in range(2):
+        assert main(["accuracy", "--decisions", str(path), "--json"]) == 0
+    capsys.readouterr()
+    assert main(["runs", "list", "--json"]) == 0
+    runs = json.loads(capsys.readouterr().out)
+    assert [run["command"] for run in runs] == ["accuracy", "accuracy"]
+    assert runs[0]["summary"]["accuracy"] == pytest.approx(0.24375)
+    assert runs[0]["provenance"]["decisions_file"]["path"] == str(path)
+    assert main(["runs", "diff", str(runs[0]["id"])]) == 0
+    out = capsys.readouterr().out
+    assert "no reported value differs" in out and "decisions flipped: 0 of 160" in out
+    assert main(["runs", "show", "999"]) == 2
+    assert "no run 999" in capsys.readouterr().err
+
+
+def test_nothing_is_recorded_when_turned_off(store, modelval_reference_dir, monkeypatch):
+    monkeypatch.setenv("MODELVAL_NO_RUN_STORE", "1")
+    assert main(["accuracy", "--decisions", str(modelval_reference_dir / "edge-experiment_vgg_session_1.csv")]) == 0
+    monkeypatch.delenv("MODELVAL_NO_RUN_STORE")
+    assert store.runs() == []
+
+
+def test_an_unusable_store_is_a_warning_not_a_failure(tmp_path, monkeypatch, modelval_reference_dir):
+    bad = tmp_path / "runs.sqlite"
+    bad.write_text("not a database")
+    monkeypatch.setenv("MODELVAL_RUNS_DB", str(bad))
+    with pytest.warns(UserWarning, match="the run was not recorded"):
+        assert main(["accuracy", "--decisions", str(modelval_reference_dir / "edge-experiment_vgg_session_1.csv")]) == 0
+    with pytest.raises(sqlite3.DatabaseError):
+        sqlite3.connect(bad).execute("SELECT 1 FROM runs")  # the file was left as it was

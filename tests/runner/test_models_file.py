@@ -1,0 +1,53 @@
+"""Values in a models file (a shared, committed file): each bad one is one line naming the table and the key."""
+
+from __future__ import annotations
+
+import pytest
+
+from modelval.errors import DataError
+from modelval.runner.models_file import read_models_file
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        (
+            'checkpoint = "/etc/passwd"',
+            r"\[models\.a\]: 'checkpoint' '/etc/passwd' is outside the models file's folder",
+        ),
+        ('checkpoint = "../../../etc/shadow"', r"'checkpoint' '\.\./\.\./\.\./etc/shadow' is outside"),
+        ('checkpoint = "~/weights/best.pt"', r"'checkpoint' '~/weights/best.pt' is outside"),
+        ('label_map = "../maps/ten.json"', r"'label_map' '\.\./maps/ten.json' is outside"),
+        ('baseline = "/tmp/decisions.csv"', r"'baseline' '/tmp/decisions.csv' is outside"),
+        ("input_size = 1000000000", r"'input_size' must be a whole number of pixels from 16 to 4096, got 1000000000"),
+        ("std = [0, 0, 0]", r"\[models\.a\]: std must be positive"),
+        ("mean = [nan, 0.5, 0.5]", r"\[models\.a\]: mean must be finite numbers"),
+        ("checkpoint_key = 3", r"'checkpoint_key' must be a non-empty string, got 3"),
+        ('strip_prefix = ""', r"'strip_prefix' must be a non-empty string"),
+    ],
+)
+def test_a_bad_value_names_the_table_and_key(line, message, tmp_path):
+    path = tmp_path / "project" / "modelval.toml"
+    path.parent.mkdir()
+    path.write_text(f'[models.a]\nspec = "nets.py:build"\n{line}\n')
+    with pytest.raises(DataError, match=message) as caught:
+        read_models_file(path)
+    assert "\n" not in str(caught.value)
+
+
+def test_paths_inside_the_folder_and_checkpoint_layout_keys_are_read(tmp_path):
+    path = tmp_path / "modelval.toml"
+    path.write_text(
+        '[models.a]\nspec = "nets.py:build"\ncheckpoint = "runs/../runs/best.ckpt"\n'
+        'checkpoint_key = "state_dict_ema"\nstrip_prefix = "model."\ninput_size = 4096\n'
+    )
+    (model,) = read_models_file(path)
+    assert model.checkpoint == tmp_path / "runs" / "best.ckpt"
+    assert (model.checkpoint_key, model.strip_prefix, model.overrides.input_size) == ("state_dict_ema", "model.", 4096)
+
+
+def test_a_binary_file_is_no_models_file(tmp_path):
+    path = tmp_path / "modelval.toml"
+    path.write_bytes(bytes(range(256)))
+    with pytest.raises(DataError, match=r"not a text \(UTF-8\) file; a models file is TOML"):
+        read_models_file(path)
