@@ -11,9 +11,8 @@ from modelval.behaviour.accuracy import AccuracyResult
 from modelval.behaviour.conditions import ConditionAccuracy
 from modelval.behaviour.trials import NAME_CODES
 from modelval.cli._args import add_json_option, output_file
+from modelval.cli._options import DATASET_NAMES, add_observer_options, evaluation_options, model_options
 from modelval.cli._output import out, out_json
-from modelval.cli.data import DATASET_NAMES
-from modelval.cli.humans import add_observer_options
 
 #: experiment -> the image-name code texture-vs-shape writes (``edg`` for edges, ...)
 CODE_OF = {dataset: code for code, dataset in NAME_CODES.items()}
@@ -44,7 +43,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from modelval import api
-    from modelval.cli.shape_bias import evaluation_options, model_options
 
     if args.decisions is not None and args.decisions_out is not None:
         args._parser.error("--decisions-out writes a model's decisions; it needs --model, not --decisions")

@@ -7,8 +7,7 @@ from pathlib import Path
 
 from modelval.api.pipeline import run_model
 from modelval.cli._args import add_json_option, bounded_float, bounded_int, output_file
-from modelval.cli._output import out, out_json
-from modelval.cli.shape_bias import (
+from modelval.cli._options import (
     NORMALIZATION_HELP,
     RESIZE_HELP,
     add_evaluation_options,
@@ -18,6 +17,7 @@ from modelval.cli.shape_bias import (
     evaluation_options,
     model_options,
 )
+from modelval.cli._output import out, out_json
 from modelval.preprocessing import NORMALIZATION_CHOICES
 
 

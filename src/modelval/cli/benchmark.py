@@ -15,8 +15,8 @@ from pathlib import Path
 from modelval import jsonio
 from modelval.behaviour.consistency import NA_HANDLING
 from modelval.behaviour.experiments import BENCHMARK_DATASETS, experiment
+from modelval.cli._options import add_observer_options, evaluation_options, model_options
 from modelval.cli._output import out, out_json
-from modelval.cli.humans import add_observer_options
 from modelval.errors import DataError
 
 
@@ -90,7 +90,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from modelval.api.benchmark import benchmark
-    from modelval.cli.shape_bias import evaluation_options, model_options
 
     if not args.decisions and not args.model:
         args._parser.error("give at least one --decisions or --model")

@@ -23,8 +23,8 @@ from modelval.cli._args import (
     add_report_dir_option,
     add_resample_option,
 )
+from modelval.cli._options import add_observer_options, observer_trials
 from modelval.cli._output import out, out_json
-from modelval.cli.humans import add_observer_options, observer_trials
 from modelval.errors import DataError
 
 

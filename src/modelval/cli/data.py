@@ -7,21 +7,12 @@ import sys
 from pathlib import Path
 
 from modelval.cli._args import bounded_float, bounded_int
+from modelval.cli._options import DATA_ROOT_HELP, add_dataset_option
 from modelval.cli._output import out
 from modelval.datasets.fetch import SOURCES, download_raw_data, download_stimuli
 from modelval.datasets.manifest import verify_stimuli
 from modelval.datasets.registry import get_dataset, list_datasets
 from modelval.datasets.stimuli import discover_stimuli, resolve_data_root, summarize
-
-DATASET_NAMES = tuple(entry.name for entry in list_datasets())
-DATA_ROOT_HELP = (
-    "the folder of the stimulus set itself (default: $MODELVAL_DATA_ROOT for cue-conflict; else "
-    "$MODELVAL_DATA_HOME/<set>, $MODELVAL_DATA_HOME being the parent folder of all sets; else the user cache)"
-)
-
-
-def add_dataset_option(parser: argparse.ArgumentParser, default: str | None = "cue-conflict") -> None:
-    parser.add_argument("--dataset", choices=DATASET_NAMES, default=default, help=f"stimulus set (default: {default})")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -10,8 +10,7 @@ from modelval.atomic import write_text
 from modelval.behaviour.humans import HumanComparison, compare_with_humans
 from modelval.behaviour.trials import Trial
 from modelval.cli._args import add_bootstrap_options, add_report_dir_option, add_resample_option
-from modelval.cli._output import out
-from modelval.cli.humans import (
+from modelval.cli._options import (
     REFERENCE_DIR_HELP,
     add_human_options,
     add_observer_options,
@@ -19,6 +18,7 @@ from modelval.cli.humans import (
     model_trials,
     observer_trials,
 )
+from modelval.cli._output import out
 from modelval.datasets.fetch import RAW_DATA_REPOSITORY, published_path
 from modelval.datasets.human_data import human_data_dir
 from modelval.datasets.reference import load_reference_panel

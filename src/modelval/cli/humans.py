@@ -15,7 +15,6 @@ from pathlib import Path
 
 from modelval import api, jsonio
 from modelval.atomic import write_text
-from modelval.behaviour.consistency import NA_HANDLING
 from modelval.behaviour.humans import HumanComparison
 from modelval.behaviour.trials import DATASETS, Trial
 from modelval.cli._args import (
@@ -25,73 +24,17 @@ from modelval.cli._args import (
     add_report_dir_option,
     add_resample_option,
 )
+from modelval.cli._options import (
+    REFERENCE_DIR_HELP,
+    add_human_options,
+    add_observer_options,
+    add_reference_option,
+    evaluation_options,
+    model_options,
+)
 from modelval.cli._output import out, out_json
-from modelval.datasets.fetch import REFERENCE_DIR_ENV
 from modelval.errors import DataError
 from modelval.figures.style import pyplot
-
-#: ``--reference-dir`` means the same wherever human data are read.
-REFERENCE_DIR_HELP = (
-    f"the published raw-data folder (default: ${REFERENCE_DIR_ENV}, then the user cache; "
-    "`modelval download-data --humans` fills it)"
-)
-
-
-def add_observer_options(parser: argparse.ArgumentParser) -> None:
-    """Options for commands that may evaluate a registered model first (same pipeline as shape-bias)."""
-    from modelval.cli.shape_bias import (
-        add_evaluation_options,
-        add_model_options,
-        add_protocol_options,
-        add_spec_options,
-    )
-
-    group = parser.add_argument_group("evaluating a model (--model), as shape-bias does")
-    add_protocol_options(group)
-    add_evaluation_options(group)
-    add_model_options(group)
-    add_spec_options(parser)
-
-
-def add_human_options(parser: argparse.ArgumentParser) -> None:
-    """``--resample-observers`` and ``--na``: how the human panel enters the statistics."""
-    parser.add_argument(
-        "--resample-observers",
-        action="store_true",
-        help="the bootstrap also draws the human observers with replacement (default: the published observers "
-        "are held fixed, so the interval covers other trials only)",
-    )
-    parser.add_argument(
-        "--na",
-        choices=NA_HANDLING,
-        default="wrong",
-        help="a human trial without an answer ('na', a timeout): wrong (default, as model-vs-human), or exclude: "
-        "left out of every pair it occurs in",
-    )
-
-
-def add_reference_option(parser: argparse.ArgumentParser) -> None:
-    """``--allow-modified-reference``: compare against human files that differ from the published ones."""
-    parser.add_argument(
-        "--allow-modified-reference",
-        action="store_true",
-        help="use a reference folder whose human observer files differ from the published manifest (changed, "
-        "missing or extra files); the output says what differs",
-    )
-
-
-def model_trials(args: argparse.Namespace, model: str, dataset: str) -> list[Trial]:
-    """Evaluate a model on ``dataset`` (the shape-bias pipeline) and return its trials."""
-    return observer_trials(args, model, dataset).trials
-
-
-def observer_trials(args: argparse.Namespace, source: str, dataset: str | None) -> api.ObserverTrials:
-    """``source``: a decision CSV or a model spec -> its trials, dataset, label and provenance."""
-    from modelval.cli.shape_bias import evaluation_options, model_options
-
-    return api.observer_trials(
-        source, dataset=dataset, options=evaluation_options(args), model_options=model_options(args)
-    )
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -126,8 +69,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from modelval import api
-    from modelval.cli.shape_bias import evaluation_options, model_options
 
     if (args.decisions is None) == (not args.model):
         args._parser.error("give exactly one of --model or --decisions")

@@ -6,9 +6,8 @@ import argparse
 import sys
 
 from modelval.cli._args import CHECKPOINT_DIR_HELP, add_json_option, batch_size, bounded_int
+from modelval.cli._options import DATA_ROOT_HELP, add_model_options
 from modelval.cli._output import out, out_json
-from modelval.cli.data import DATA_ROOT_HELP
-from modelval.cli.shape_bias import add_model_options
 from modelval.errors import ModelvalError
 
 

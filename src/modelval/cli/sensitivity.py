@@ -11,14 +11,14 @@ from modelval.cli._args import (
     add_permutation_option,
     add_resample_option,
 )
-from modelval.cli._output import out, out_json
-from modelval.cli.shape_bias import (
+from modelval.cli._options import (
     add_evaluation_options,
     add_model_options,
     add_spec_options,
     evaluation_options,
     model_options,
 )
+from modelval.cli._output import out, out_json
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

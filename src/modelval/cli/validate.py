@@ -14,8 +14,8 @@ from modelval.cli._args import (
     batch_size,
     device_name,
 )
+from modelval.cli._options import DATA_ROOT_HELP
 from modelval.cli._output import out, out_json
-from modelval.cli.data import DATA_ROOT_HELP
 from modelval.errors import ModelvalError
 from modelval.runner.executors import EXECUTORS
 
