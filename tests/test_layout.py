@@ -4,11 +4,11 @@
         -> behaviour / models / metrics -> ground
     figures and contrib stand beside judgement: below the front door, above the wings they draw or read.
 
-The shells are clients of the front door: a shell never runs a forward pass itself (no shell imports
-``modelval.evaluation`` or ``modelval.models.loader``), and the runner reaches a model only through
-``modelval.api``. The test reads every module's imports (``import`` statements anywhere in the file,
-including the lazy ones inside functions and those under ``TYPE_CHECKING``) with :mod:`ast`, so a
-forbidden edge fails here the day it is written.
+The shells are clients of the front door: a shell never loads a model or runs a forward pass itself (no
+shell imports the loader or the forward path: :data:`PIPELINE_NAMES`), so the runner, the plugin and every
+command reach a model only through ``modelval.api``. The test reads every module's imports (``import``
+statements anywhere in the file, including the lazy ones inside functions and those under ``TYPE_CHECKING``)
+with :mod:`ast`, so a forbidden edge fails here the day it is written.
 """
 
 from __future__ import annotations
@@ -36,9 +36,9 @@ BELOW_API = {"judgement", "figures", "contrib", "evaluation", "datasets", "recor
 ALLOWED: dict[str, set[str]] = {
     # The shells: argparse / pytest / the validation matrix above the front door. The command line drives the
     # runner (`modelval validate`), the plugin drives the runner; none of them runs a forward pass itself.
-    "cli": {"runner", "api"} | BELOW_API - {"evaluation"},
-    "pytest_plugin": {"runner", "api"} | BELOW_API - {"evaluation"},
-    "runner": {"api"} | BELOW_API - {"evaluation"},
+    "cli": {"runner", "api"} | BELOW_API,
+    "pytest_plugin": {"runner", "api"} | BELOW_API,
+    "runner": {"api"} | BELOW_API,
     # The front door: one pipeline from a model (or a decision file) to a typed result.
     "api": BELOW_API,
     # What a number means against the published one; may run the sanity probe's forward.
@@ -57,13 +57,17 @@ ALLOWED: dict[str, set[str]] = {
     "ground": set(),
     "package": set(WINGS),  # modelval/__init__.py re-exports lazily; __main__ calls the cli
 }
-#: Single modules a wing may not import although their wing is allowed: the shells reach models only through
-#: the front door (``api.run_model`` loads them), never with the loader itself.
+#: Single modules a wing may not import although their wing is allowed.
 FORBIDDEN_MODULES: dict[str, set[str]] = {
-    "cli": {"modelval.models.loader"},
-    "pytest_plugin": {"modelval.models.loader"},
-    "runner": {"modelval.models.loader", "modelval.models.registry"},
+    "cli": {"modelval.models.loader", "modelval.evaluation.forward"},
+    "pytest_plugin": {"modelval.models.loader", "modelval.evaluation.forward"},
+    "runner": {"modelval.models.loader", "modelval.evaluation.forward"},
 }
+#: What loads a model or runs a forward pass: the front door's job (``api.run_model``), never a shell's.
+PIPELINE_NAMES = frozenset({
+    "load_model", "load_entry", "evaluate", "model_outputs", "category_probabilities",
+    "category_probabilities_by_aggregation", "probe_sanity", "sensitivity_card",
+})  # fmt: skip
 
 
 def wing_of(module: str) -> str:
@@ -148,6 +152,32 @@ def test_every_module_belongs_to_a_wing():
 def test_imports_flow_downward():
     problems = forbidden_imports()
     assert not problems, "imports against the layout (see docs/architecture.md):\n" + "\n".join(problems)
+
+
+def pipeline_names_imported(source: str, where: str) -> list[str]:
+    """Each import of a :data:`PIPELINE_NAMES` name from a modelval module in ``source``."""
+    problems = []
+    for node in ast.walk(ast.parse(source, filename=where)):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("modelval"):
+            problems += [f"{where}:{node.lineno} imports {alias.name} from {node.module}"
+                         for alias in node.names if alias.name in PIPELINE_NAMES]  # fmt: skip
+    return problems
+
+
+def test_shells_reach_models_only_through_the_front_door():
+    problems = [
+        problem
+        for path in all_modules()
+        if wing_of(module_name(path)) in SHELLS
+        for problem in pipeline_names_imported(path.read_text(), module_name(path))
+    ]
+    assert not problems, "a shell loads or runs a model itself (use modelval.api.run_model):\n" + "\n".join(problems)
+
+
+def test_the_front_door_rule_can_fail():
+    """The check sees an import of the loader by name, as the runner had (`from modelval.models import load_model`)."""
+    planted = "def f():\n    from modelval.models import load_model\n    from modelval.evaluation import evaluate\n"
+    assert len(pipeline_names_imported(planted, "modelval.runner.planted")) == 2
 
 
 def test_metrics_wing_stands_alone():

@@ -79,12 +79,14 @@ def test_real_run_with_wrong_normalization_is_diagnosed_as_preprocessing(modelva
 def test_baseline_failure_is_diagnosed_against_the_models_own_config(modelval_runner):
     """The bundled model under ImageNet mean/std against its committed baseline: flips, blamed on preprocessing."""
     from modelval.judgement.expected import expected_for
+    from modelval.judgement.verdicts import against_baseline
     from modelval.models import get_entry
     from modelval.paths import package_data
 
     entry = get_entry("efficientnet_lite0")
     wrong = modelval_runner.evaluate("efficientnet_lite0", "imagenet")
-    judgement = modelval_runner._judge_baseline(entry, wrong, package_data(expected_for(entry.name).baseline))
+    baseline = package_data(expected_for(entry.name).baseline)
+    judgement = against_baseline(wrong, baseline, entry.preprocess.for_stimuli(None))
     assert not judgement.passed
     flips = int(judgement.verdict.removeprefix("BASELINE (").split()[0])
     assert flips > 100

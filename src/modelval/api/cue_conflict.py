@@ -9,7 +9,6 @@ and spec options), so a notebook and ``modelval <command> --json`` give the same
 from __future__ import annotations
 
 import dataclasses
-import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +25,7 @@ if TYPE_CHECKING:
     from modelval.judgement.rows import ReportRow
     from modelval.judgement.sanity import Sanity
     from modelval.preprocessing import PreprocessConfig
+    from modelval.records.run_store import RunStore
 
 
 @dataclass
@@ -48,8 +48,10 @@ class ShapeBiasReport(JSONResult):
 
     @property
     def shape_bias(self) -> float:
-        """The shape bias; NaN when the gate withholds it (not a working classifier: see ``sanity``)."""
-        return math.nan if self.gate_failed else self.row.result.shape_bias
+        """The shape bias. When the gate withholds it (not a working classifier: see ``sanity``), reading it
+        raises :class:`~modelval.judgement.rows.ShapeBiasWithheld` with the reason (``result.shape_bias`` is the
+        raw computation, ungated)."""
+        return self.row.shape_bias
 
     @property
     def gate_failed(self) -> bool:
@@ -110,6 +112,7 @@ def shape_bias(
     sanity_gate: bool = True,
     early_gate: bool = True,
     name: str | None = None,
+    run_store: RunStore | None = None,
     **settings: Any,
 ) -> ShapeBiasReport:
     """Cue-conflict shape bias of ``model`` (Geirhos et al., ICLR 2019), as ``modelval shape-bias --model``.
@@ -182,11 +185,11 @@ def shape_bias(
         details["unmapped_categories"] = list(unmapped)
         details["mapped_conflicts"] = _mapped_conflicts(evaluation.decisions, unmapped, options, row.withheld)
     report = ShapeBiasReport(row, sanity, evaluation.decisions, details, gated=sanity_gate, run=run)
-    summary = {**_shape_bias_summary(evaluation.result), "verdict": report.to_dict()["verdict"]}
+    summary = row.summary()  # a withheld number is null with its reason in the store too
     decisions = {d.imagename: [d.shape, d.response] for d in evaluation.decisions}
     protocol = protocol_label(options)
     report.details["run_id"] = store_run(
-        "shape-bias", run.model, options.dataset, summary, row.provenance, decisions, protocol, options.record
+        run_store, "shape-bias", run.model, options.dataset, summary, row.provenance, decisions, protocol
     )
     return report
 
@@ -231,10 +234,5 @@ def shape_bias_of_decisions(
             "comparable with published values"
         )
     return ShapeBiasReport(row, sanity, decisions, details, gated=sanity_gate)
-
-
-def _shape_bias_summary(result: ShapeBiasResult) -> dict[str, Any]:
-    payload = result.to_dict()
-    return {key: payload[key] for key in ("shape_bias", "ci95", "cue_accuracy", "shape_hits", "texture_hits", "other")}
 
 

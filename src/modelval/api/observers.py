@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from modelval.behaviour.humans import HumanComparison
     from modelval.behaviour.trials import Trial
     from modelval.preprocessing import PreprocessConfig
+    from modelval.records.run_store import RunStore
 
 
 @dataclass
@@ -124,6 +125,7 @@ def accuracy(
     preprocess: PreprocessConfig | None = None,
     options: EvaluationOptions | None = None,
     model_options: ModelOptions | None = None,
+    run_store: RunStore | None = None,
     **settings: Any,
 ) -> AccuracyReport:
     """16-class accuracy of a model (spec or ``nn.Module``) or a decision CSV, as ``modelval accuracy``.
@@ -157,8 +159,8 @@ def accuracy(
     report = AccuracyReport(observed.label, result, observed.run, observed.provenance, warning, conditions)
     summary = {"accuracy": result.accuracy, "correct": result.correct, "images": result.images}
     protocol = protocol_label(dataclasses.replace(options, dataset=observed.dataset))
-    store_run("accuracy", observed.label, observed.dataset, summary, observed.provenance,
-            _trial_decisions(observed.trials), protocol, options.record)  # fmt: skip
+    store_run(run_store, "accuracy", observed.label, observed.dataset, summary, observed.provenance,
+              _trial_decisions(observed.trials), protocol)  # fmt: skip
     return report
 
 
@@ -231,6 +233,7 @@ def compare_with_humans(
     resample_observers: bool = False,
     na_handling: str = "wrong",
     allow_modified_reference: bool = False,
+    run_store: RunStore | None = None,
     **settings: Any,
 ) -> HumansReport:
     """Accuracy and error consistency of a model or decision CSV with the human observers (``modelval humans``).
@@ -309,8 +312,8 @@ def compare_with_humans(
     )  # fmt: skip
     summary = {key: report.to_dict().get(key) for key in ("accuracy", "error_consistency", "observed_consistency")}
     protocol = protocol_label(dataclasses.replace(options, dataset=observed.dataset))
-    store_run("humans", observed.label, observed.dataset, summary, provenance, _trial_decisions(trials), protocol,
-            options.record)  # fmt: skip
+    store_run(run_store, "humans", observed.label, observed.dataset, summary, provenance, _trial_decisions(trials),
+              protocol)  # fmt: skip
     return report
 
 

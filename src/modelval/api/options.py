@@ -65,9 +65,6 @@ class EvaluationOptions:
     #: Reuse and store the model's raw outputs in the output cache (:mod:`modelval.records.output_cache`); ``None``:
     #: on unless ``$MODELVAL_NO_OUTPUT_CACHE`` is set.
     output_cache: bool | None = None
-    #: Record the run in the run store (:mod:`modelval.records.run_store`; ``modelval runs``); ``None``: on
-    #: unless ``$MODELVAL_NO_RUN_STORE`` is set.
-    record: bool | None = None
 
     def __post_init__(self) -> None:
         check_seed(self.seed)  # before any model runs: a bad seed would fail only after the evaluation
@@ -98,6 +95,8 @@ class ModelOptions:
     checkpoint_dir: PathLike | None = None
     #: Never download (``None``: ``$MODELVAL_OFFLINE``).
     offline: bool | None = None
+    #: The folder a spec's relative file paths are resolved from (a models file's folder); ``None``: as given.
+    base_dir: PathLike | None = None
 
     def overrides(self) -> PreprocessOverrides:
         from modelval.preprocessing import PreprocessOverrides

@@ -8,6 +8,7 @@ downloaded, so a missing data folder never costs a download.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
@@ -16,6 +17,7 @@ from modelval.api.options import EvaluationOptions, ModelOptions
 from modelval.errors import ModelvalError
 
 if TYPE_CHECKING:
+    import torch
     from torch import nn
 
     from modelval.datasets.stimulus_set import StimulusSet
@@ -76,6 +78,14 @@ class ModelRun:
         )
         return record
 
+    def detached(self) -> ModelRun:
+        """This run without its module (and without the entry's build function): what another process needs to
+        judge and report it (a Ray task's or an xdist worker's result), at the size of the outputs, not the weights.
+        """
+        entry = dataclasses.replace(self.loaded.entry, build=_built_elsewhere, resolve_preprocess=None)
+        loaded = dataclasses.replace(self.loaded, entry=entry, model=cast(Any, None))
+        return dataclasses.replace(self, loaded=loaded)
+
     def preprocessing(self) -> dict[str, object]:
         """The preprocessing applied, and where each value came from."""
         config = self.loaded.config
@@ -84,6 +94,10 @@ class ModelRun:
             "sources": dict(config.preprocess_sources),
             "native_input_size": config.native_input_size,
         }
+
+
+def _built_elsewhere(context: Any) -> Any:
+    raise ModelvalError("this model run was detached from its module (it ran in another process); load it again")
 
 
 @contextlib.contextmanager
@@ -148,11 +162,18 @@ def load(
     model_options: ModelOptions | None = None,
     progress: bool = False,
     name: str | None = None,
+    device: torch.device | None = None,
 ) -> tuple[LoadedModel, str]:
-    """``(loaded model, report name)`` for a spec string, an ``nn.Module`` (with ``preprocess``) or a loaded model."""
+    """``(loaded model, report name)`` for a spec string, an ``nn.Module`` (with ``preprocess``) or a loaded model.
+
+    ``device`` is the evaluation device, resolved once at the door (``None``: ``model_options.device``).
+    """
+    from pathlib import Path
+
     from modelval.models.registry import LoadedModel, load_entry
 
     opts = model_options or ModelOptions()
+    target = device if device is not None else opts.device
     if isinstance(model, LoadedModel):
         return model, name or model.config.spec or model.entry.name
     if isinstance(model, str):
@@ -173,9 +194,10 @@ def load(
             trust_repo=opts.trust_repo,
             imagenet_head=opts.label_map is None,
             checkpoint_dir=opts.checkpoint_dir,
-            device=opts.device,
+            device=target,
             offline=opts.offline,
             progress=progress,
+            base_dir=None if opts.base_dir is None else Path(opts.base_dir),
         )
         return loaded, name or model
     from torch import nn
@@ -198,7 +220,7 @@ def load(
         checkpoint_key=opts.checkpoint_key,
         strip_prefix=opts.strip_prefix,
         checkpoint_dir=opts.checkpoint_dir,
-        device=opts.device,
+        device=target,
         offline=opts.offline,
         progress=progress,
     )
@@ -236,6 +258,7 @@ def run_model(
     model_options: ModelOptions | None = None,
     name: str | None = None,
     sanity_probe: bool = False,
+    stimuli: StimulusSet | None = None,
 ) -> ModelRun:
     """Load ``model`` and evaluate it on ``options.dataset`` under the protocol in ``options``.
 
@@ -247,16 +270,29 @@ def run_model(
     (:func:`modelval.judgement.sanity.probe_sanity`): when it shows for certain that the model is not a
     working classifier, the run stops there and ``evaluation`` covers that sample only; otherwise the full
     run follows, unchanged (the sample has its own batches).
+
+    ``stimuli`` are stimuli already decoded (a :class:`~modelval.datasets.stimulus_set.StimulusSet` of
+    ``options.dataset``), for a caller that evaluates many models on one set (the validation runner); ``None``
+    finds, verifies and decodes ``options.dataset`` here.
+
+    The device is resolved here, once (``model_options.device``, ``"auto"``: CUDA when available), and the
+    model is loaded onto it and evaluated on it.
     """
     from modelval.evaluation import decision_flips, evaluate
+    from modelval.runtime import resolve_device
 
     options = options or EvaluationOptions()
     model_options = model_options or ModelOptions()
     check_model(model, preprocess)  # an unknown name or a module without preprocessing fails first
     label_map = model_options.read_label_map()  # a bad map fails before anything is loaded
+    if stimuli is not None and stimuli.dataset != options.dataset:
+        raise ModelvalError(f"the stimuli given are the {stimuli.dataset} set, but options.dataset is "
+                            f"{options.dataset}")  # fmt: skip
+    device = resolve_device(model_options.device)  # the one place "auto" becomes a device
     with torch_threads(options.threads) as threads:
         # Stimuli before weights: a missing or broken data folder fails before any download starts.
-        stimuli = load_stimuli(options, offline=model_options.offline)
+        if stimuli is None:
+            stimuli = load_stimuli(options, offline=model_options.offline)
         loaded, label = load(
             model,
             preprocess=preprocess,
@@ -264,12 +300,13 @@ def run_model(
             model_options=model_options,
             progress=options.progress,
             name=name,
+            device=device,
         )
         config = loaded.config.preprocess.for_stimuli(options.resize)
         settings: dict[str, Any] = dict(
             model_name=label,
             batch_size=options.batch_size,
-            device=model_options.device,
+            device=device,
             aggregation=options.aggregation,
             progress=options.progress,
             n_bootstrap=options.bootstrap,

@@ -44,6 +44,7 @@ from modelval.records.output_cache import OutputCache
 if TYPE_CHECKING:
 
     from modelval.preprocessing import PreprocessConfig
+    from modelval.records.run_store import RunStore
 
 
 def sensitivity_card(
@@ -193,6 +194,7 @@ def sensitivity(
     preprocess: PreprocessConfig | None = None,
     options: EvaluationOptions | None = None,
     model_options: ModelOptions | None = None,
+    run_store: RunStore | None = None,
     **settings: Any,
 ) -> SensitivityCard:
     """The protocol-sensitivity card of ``model`` (``modelval sensitivity``): each protocol choice varied alone.
@@ -246,6 +248,6 @@ def sensitivity(
     summary = {"reference": payload["reference"]["shape_bias"], "top_factor": payload["top_factor"],
                **{f"delta {row['factor']}={row['value']}": row["delta"] for row in payload["variants"]}}  # fmt: skip
     protocol = protocol_label(options)
-    store_run("sensitivity", label, options.dataset, summary, card.provenance, None, protocol, options.record)
+    store_run(run_store, "sensitivity", label, options.dataset, summary, card.provenance, None, protocol)
     return card
 

@@ -1,13 +1,16 @@
 """What the front-door functions share: strict JSON text of a result, the provenance of a result
-recomputed from a decision file, and the run store's entry (``modelval runs``) of every call."""
+recomputed from a decision file, and the run store's entry (``modelval runs``) of a call that was given a store."""
 
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from modelval import jsonio
 from modelval.api.options import EvaluationOptions
+
+if TYPE_CHECKING:
+    from modelval.records.run_store import RunStore
 
 
 class JSONResult:
@@ -27,6 +30,7 @@ def protocol_label(options: EvaluationOptions) -> str:
 
 
 def store_run(
+    run_store: RunStore | None,
     command: str,
     model: str | None,
     dataset: str | None,
@@ -34,21 +38,14 @@ def store_run(
     provenance: dict[str, Any],
     decisions: dict[str, list[str]] | None,
     label: str | None,
-    enabled: bool | None,
 ) -> int | None:
-    """Record a run in the run store (``modelval runs``) unless turned off; its id."""
+    """Record a run in ``run_store`` (``modelval runs``) when the caller passed one; its id."""
     from modelval.records.run_store import record_run
 
     return record_run(
-        command,
-        model=model,
-        dataset=dataset,
-        summary=summary,
-        provenance=provenance,
-        decisions=decisions,
-        label=label,
-        enabled=enabled,
-    )
+        run_store, command, model=model, dataset=dataset, summary=summary, provenance=provenance,
+        decisions=decisions, label=label,
+    )  # fmt: skip
 
 
 def decision_file_provenance(path: str | os.PathLike[str]) -> dict[str, Any]:

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from modelval.behaviour.cue_conflict import Stimulus
     from modelval.behaviour.refined_bias import RankSensitivity
     from modelval.behaviour.shape_bias import ShapeBiasResult
+    from modelval.records.run_store import RunStore
 
 FORMAT = "modelval-saved-outputs"
 FORMAT_VERSION = 1
@@ -179,7 +180,7 @@ def rescore(
     seed: int = 0,
     resample: str | None = None,
     ranks: bool = False,
-    record: bool = True,
+    run_store: RunStore | None = None,
 ) -> RescoreReport:
     """The shape bias of saved outputs under ``aggregation`` (default: the saved one), ``label_map`` (default:
     the saved one, else ImageNet-1k) and a subset of the 16 ``categories``.
@@ -233,7 +234,7 @@ def rescore(
     report = RescoreReport(
         saved.model, aggregation, result, chosen, mapper.label_map.origin, rank_result, provenance, decisions
     )
-    if record:
+    if run_store is not None:
         from modelval.records.run_store import record_run
 
         payload = result.to_dict()
@@ -241,6 +242,7 @@ def rescore(
         if rank_result is not None:
             summary.update(shape_mrr=rank_result.shape_mrr, texture_mrr=rank_result.texture_mrr)
         label = f"{saved.dataset}: rescore aggregation={aggregation} categories={len(chosen)}"
-        record_run("rescore", model=saved.model, dataset=saved.dataset, summary=summary, provenance=provenance,
-                   decisions={d.imagename: [d.shape, d.response] for d in decisions}, label=label)  # fmt: skip
+        record_run(run_store, "rescore", model=saved.model, dataset=saved.dataset, summary=summary,
+                   provenance=provenance, decisions={d.imagename: [d.shape, d.response] for d in decisions},
+                   label=label)  # fmt: skip
     return report

@@ -13,6 +13,7 @@ from modelval.behaviour.trials import NAME_CODES
 from modelval.cli._args import add_json_option, output_file
 from modelval.cli._options import DATASET_NAMES, add_observer_options, evaluation_options, model_options
 from modelval.cli._output import out, out_json
+from modelval.records.run_store import default_run_store
 
 #: experiment -> the image-name code texture-vs-shape writes (``edg`` for edges, ...)
 CODE_OF = {dataset: code for code, dataset in NAME_CODES.items()}
@@ -48,8 +49,9 @@ def run(args: argparse.Namespace) -> int:
         args._parser.error("--decisions-out writes a model's decisions; it needs --model, not --decisions")
     source = args.decisions if args.decisions is not None else args.model
     report = api.accuracy(
-        source, dataset=args.dataset, options=evaluation_options(args), model_options=model_options(args)
-    )
+        source, dataset=args.dataset, options=evaluation_options(args), model_options=model_options(args),
+        run_store=default_run_store(),
+    )  # fmt: skip
     if args.decisions_out and report.run is not None:
         from modelval.behaviour.decisions import write_decisions
         from modelval.behaviour.trials import trials_from_decisions, write_trials

@@ -96,6 +96,7 @@ def run_save(args: argparse.Namespace) -> int:
 
 def run_compare(args: argparse.Namespace) -> int:
     from modelval.judgement.baseline import baseline_model, compare_to_baseline, load_baseline, record_comparison
+    from modelval.records.run_store import default_run_store
 
     baseline = load_baseline(args.baseline)
     model = baseline_model(baseline, args.baseline, model=args.model, trust_code=args.trust_repo)
@@ -114,7 +115,7 @@ def run_compare(args: argparse.Namespace) -> int:
         max_probability_shift=args.max_probability_shift,
     )
     record_comparison(
-        comparison, run.evaluation, run.provenance(), label=f"baseline {args.baseline}", enabled=run.options.record
+        comparison, run.evaluation, run.provenance(), label=f"baseline {args.baseline}", run_store=default_run_store()
     )
     if args.json:
         out_json(comparison.to_dict())

@@ -35,6 +35,7 @@ from modelval.cli._options import (
 from modelval.cli._output import out, out_json
 from modelval.errors import DataError
 from modelval.figures.style import pyplot
+from modelval.records.run_store import default_run_store
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -84,6 +85,7 @@ def run(args: argparse.Namespace) -> int:
         resample_observers=args.resample_observers,
         na_handling=args.na,
         allow_modified_reference=args.allow_modified_reference,
+        run_store=default_run_store(),
     )
     payload = report.to_dict()
     panel = report.panel

@@ -8,6 +8,7 @@ from pathlib import Path
 from modelval.behaviour.categories import AGGREGATIONS
 from modelval.cli._args import add_bootstrap_options, add_json_option, add_resample_option
 from modelval.cli._output import out, out_json
+from modelval.records.run_store import default_run_store
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -45,6 +46,7 @@ def run(args: argparse.Namespace) -> int:
         seed=args.seed,
         resample=args.resample,
         ranks=args.rank,
+        run_store=default_run_store(),
     )
     if args.json:
         out_json(report.to_json())

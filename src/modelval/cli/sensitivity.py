@@ -19,6 +19,7 @@ from modelval.cli._options import (
     model_options,
 )
 from modelval.cli._output import out, out_json
+from modelval.records.run_store import default_run_store
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -50,7 +51,9 @@ def run(args: argparse.Namespace) -> int:
     from modelval.api.protocol import format_card
     from modelval.figures.sensitivity import plot_card
 
-    card = api.sensitivity(args.model, options=evaluation_options(args), model_options=model_options(args))
+    card = api.sensitivity(
+        args.model, options=evaluation_options(args), model_options=model_options(args), run_store=default_run_store()
+    )
     if args.out:
         import matplotlib.pyplot as plt
 

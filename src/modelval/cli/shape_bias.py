@@ -26,6 +26,7 @@ from modelval.cli._options import (
 from modelval.cli._output import out, out_json, warn
 from modelval.judgement.sanity import SANITY_THRESHOLD
 from modelval.judgement.sanity import VERDICT as SANITY_VERDICT
+from modelval.records.run_store import default_run_store
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -100,6 +101,7 @@ def run(args: argparse.Namespace) -> int:
             sanity_gate=not args.no_sanity_gate,
             # Decisions asked for are all decisions: a random sample would not do.
             early_gate=args.decisions_out is None and args.report_dir is None,
+            run_store=default_run_store(),
         )
         if args.save_outputs is not None and report.run is not None:
             from modelval.api.saved_outputs import save_outputs

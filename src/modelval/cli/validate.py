@@ -42,6 +42,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_json_option(parser, '{"cases": [...]}')
     add_report_dir_option(parser, "the JSON/CSV/Markdown reports, per-image decisions and plots")
     parser.add_argument(
+        "--no-output-cache",
+        action="store_true",
+        help="run every model even when its outputs on these stimuli are stored (or set MODELVAL_NO_OUTPUT_CACHE=1)",
+    )
+    parser.add_argument(
         "--allow-modified-stimuli",
         action="store_true",
         help="evaluate a stimulus folder other than the published 1280 (a subset, for a quick check)",
@@ -63,12 +68,12 @@ def run(args: argparse.Namespace) -> int:
     from modelval.datasets.fetch import ensure_stimuli
     from modelval.datasets.stimulus_set import StimulusSet
     from modelval.judgement.rows import format_breakdown, format_comparison
+    from modelval.records.run_store import default_run_store
     from modelval.runner.cases import build_user_cases
     from modelval.runner.executors import evaluate_models
     from modelval.runner.matrix import ValidationRunner
     from modelval.runner.models_file import find_models_file, read_models_file
     from modelval.runner.reports import write_validation_reports
-    from modelval.runtime import resolve_device
 
     path = args.models_file or find_models_file()
     if path is None:
@@ -82,9 +87,11 @@ def run(args: argparse.Namespace) -> int:
     stimuli = StimulusSet.load(root, progress=progress, allow_modified=args.allow_modified_stimuli)
     runner = ValidationRunner(
         stimuli=stimuli,
-        device=str(resolve_device(args.device)),
+        device=args.device,  # resolved once per run, by the front door
         checkpoint_dir=Path(args.checkpoint_dir) if args.checkpoint_dir else None,
         batch_size=args.batch_size,
+        run_store=default_run_store(),
+        output_cache=False if args.no_output_cache else None,
     )
     runner.add_user_models(models)
     cases = build_user_cases(models)
@@ -99,27 +106,23 @@ def run(args: argparse.Namespace) -> int:
         if progress:
             print(f"validating {case.id} ...", file=sys.stderr)
         # A model that cannot be loaded or run fails its own cases (verdict ERROR); the other models still run.
-        judgements.append(runner.run_isolated(case))
+        judgements.append(runner.run(case))
     failed = [(case, j) for case, j in zip(cases, judgements, strict=True) if not j.passed]
-    written = write_validation_reports(runner.rows, runner.evaluations, args.report_dir) if args.report_dir else []
+    written = []
+    if args.report_dir:
+        written = write_validation_reports(runner.rows, runner.evaluations, args.report_dir, runner.run_store)
     if args.json:
         rows: list[dict[str, object]] = []
         for case, judgement in zip(cases, judgements, strict=True):
-            spec = case.user.spec if case.user else case.model
-            row = judgement.row
-            if row is None:
-                label = case.user.label if case.user else case.model
-                rows.append({"label": label, "spec": spec, "normalization": case.normalization, "shape_bias": None,
-                             "expected": None, "difference": None, "verdict": judgement.verdict,
-                             "error": judgement.message})  # fmt: skip
-                continue
-            record = row.to_dict()  # a withheld shape bias (not a working classifier) is null with its reason
+            assert judgement.row is not None
+            record = judgement.row.to_dict()  # a withheld shape bias is null with its reason
             rows.append(
                 {
-                    "label": row.label,
-                    "spec": spec,
-                    "normalization": row.normalization,
+                    "label": judgement.row.label,
+                    "spec": case.user.spec if case.user else case.model,
+                    "normalization": judgement.row.normalization,
                     **{key: record[key] for key in ("shape_bias", "expected", "difference", "verdict")},
+                    **({"error": judgement.message} if judgement.row.error is not None else {}),
                 }
             )
         out_json({"models_file": str(path), "cases": rows, "written": [str(p) for p in written]})

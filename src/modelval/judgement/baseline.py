@@ -28,7 +28,7 @@ from modelval.atomic import write_text
 from modelval.behaviour.categories import CATEGORIES
 from modelval.errors import DataError
 from modelval.evaluation import Evaluation
-from modelval.records.run_store import RunDiff
+from modelval.records.run_store import RunDiff, RunStore
 
 FORMAT = "modelval-baseline/1"
 TOP_K = 5
@@ -315,16 +315,16 @@ def record_comparison(
     provenance: dict[str, Any],
     *,
     label: str,
-    enabled: bool | None = None,
+    run_store: RunStore | None,
 ) -> None:
-    """Record a comparison in the run store and fill in what changed since the previous one (same label)."""
+    """Record a comparison in ``run_store`` and fill in what changed since the previous one (same label)."""
     from modelval.records.run_store import record_run, since_last_run
 
     result = evaluation.result
     summary = {"flipped": len(comparison.flips), "shape_bias": result.shape_bias, "passed": comparison.passed}
     decisions = {d.imagename: [d.shape, d.response] for d in evaluation.decisions}
     comparison.run_id = record_run(
-        "baseline", model=comparison.model, dataset="cue-conflict", summary=summary, provenance=provenance,
-        decisions=decisions, label=label, enabled=enabled,
+        run_store, "baseline", model=comparison.model, dataset="cue-conflict", summary=summary, provenance=provenance,
+        decisions=decisions, label=label,
     )  # fmt: skip
-    comparison.since_last_run = since_last_run(comparison.run_id)
+    comparison.since_last_run = since_last_run(run_store, comparison.run_id)

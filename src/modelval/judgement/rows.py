@@ -12,12 +12,30 @@ from dataclasses import dataclass, field
 
 from modelval import jsonio
 from modelval.behaviour.shape_bias import ShapeBiasResult
+from modelval.errors import ModelvalError
 from modelval.judgement.expected import ExpectedShapeBias
 from modelval.judgement.sanity import VERDICT as SANITY_VERDICT
 
 
+class ShapeBiasWithheld(ModelvalError):
+    """A shape bias was read that the sanity gate withholds: the model is not a working classifier (under this
+    normalization, or under its own), so the number means nothing.
+
+    Raised wherever a withheld shape bias is read from Python (``report.shape_bias``, ``row.shape_bias``), so
+    a NaN never slips into a table; the raw computation stays readable as ``.result.shape_bias`` for a caller
+    who wants it anyway (or pass ``sanity_gate=False``).
+    """
+
+
 @dataclass
 class ReportRow:
+    """One evaluated (model, source, normalization) case: its result, what was expected and the verdict.
+
+    A row whose number the sanity gate withholds says why (:attr:`withheld`) and shows the number nowhere
+    (tables, JSON, CSV, the run store, plots); a row of a model that could not be loaded or run carries the
+    one-line :attr:`error` and the verdict ``ERROR``.
+    """
+
     model: str
     label: str
     source: str
@@ -32,13 +50,37 @@ class ReportRow:
     run_id: int | None = None
     #: Categories the model's head has no output for (a label map): their shape bias is undefined.
     unmapped: tuple[str, ...] = ()
+    #: Why the sanity gate withholds this row's number although its verdict is not the gate's own (a wrong
+    #: normalization that breaks a working model is *detected*, and its number is still no result).
+    withheld_because: str | None = None
+    #: The one-line reason a model could not be loaded or run (verdict ``ERROR``; no result).
+    error: str | None = None
+
+    @classmethod
+    def for_error(cls, model: str, label: str, source: str, normalization: str, error: str) -> ReportRow:
+        """The row of a case whose model could not be loaded or run: the verdict ``ERROR`` and its reason."""
+        from modelval.behaviour.shape_bias import compute_shape_bias
+
+        empty = compute_shape_bias([], n_bootstrap=0)
+        return cls(model, label, source, normalization, empty, verdict=ERROR_VERDICT, error=error)
 
     @property
     def withheld(self) -> str | None:
-        """Why no shape bias is shown (the model is not a working classifier), or ``None``."""
-        if self.final_verdict == SANITY_VERDICT:
+        """Why no shape bias is shown (the model is not a working classifier, or could not run), or ``None``."""
+        if self.error is not None:
+            return f"error: {self.error}"
+        if self.withheld_because is not None:
+            return f"withheld: {self.withheld_because}"
+        if self.final_verdict.startswith(SANITY_VERDICT):
             return f"withheld: {SANITY_VERDICT} (cue-conflict accuracy below the sanity gate)"
         return None
+
+    @property
+    def shape_bias(self) -> float:
+        """The shape bias; reading a withheld one raises :class:`ShapeBiasWithheld` with the reason."""
+        if self.withheld:
+            raise ShapeBiasWithheld(f"{self.label} ({self.normalization}): no shape bias, {self.withheld}")
+        return self.result.shape_bias
 
     @property
     def difference(self) -> float | None:
@@ -66,6 +108,12 @@ class ReportRow:
             for values in per_category.values():
                 values["shape_bias"] = withheld
             difference = withheld
+        if self.error is not None:  # nothing was measured: no counts either
+            nothing = jsonio.Undefined(self.withheld or "")
+            for key in ("shape_hits", "texture_hits", "other", "conflict_images", "cue_accuracy"):
+                if key in result:
+                    result[key] = nothing
+            result["per_category"] = {}
         return {
             "model": self.model,
             "label": self.label,
@@ -78,8 +126,19 @@ class ReportRow:
             "difference": difference,
             "verdict": self.final_verdict,
             "note": self.note,
+            **({"error": self.error} if self.error is not None else {}),
             **({"provenance": self.provenance} if self.provenance else {}),
         }
+
+    def summary(self) -> dict[str, object]:
+        """The row's headline numbers as the run store keeps them: withheld ones are null with their reason."""
+        payload = self.to_dict()
+        keys = ("shape_bias", "ci95", "cue_accuracy", "shape_hits", "texture_hits", "other", "verdict", "error")
+        return {key: payload[key] for key in keys if key in payload}
+
+
+#: The verdict of a case whose model could not be loaded or run (its error is the message).
+ERROR_VERDICT = "ERROR"
 
 
 UNMAPPED_REASON = "unmapped: the label map gives the model no output for {category}, so it can never answer it"
@@ -110,19 +169,22 @@ BREAKDOWN_COLUMNS = ("Model", "Normalization", "Shape hits", "Texture hits", "Ot
 
 def _comparison_cells(row: ReportRow) -> list[str]:
     expected = row.expected.value if row.expected else None
+    shown = "error" if row.error is not None else WITHHELD
     return [
         row.label,
         row.source,
         row.normalization,
-        WITHHELD if row.withheld else _pct(row.result.shape_bias),
+        shown if row.withheld else _pct(row.result.shape_bias),
         _pct(expected),
-        WITHHELD if row.withheld else signed_pp(row.difference),
-        row.final_verdict,
+        shown if row.withheld else signed_pp(row.difference),
+        f"{ERROR_VERDICT}: {row.error}" if row.error is not None else row.final_verdict,
     ]
 
 
 def _breakdown_cells(row: ReportRow) -> list[str]:
     r = row.result
+    if row.error is not None:  # nothing was measured
+        return [row.label, row.normalization, *["-"] * (len(BREAKDOWN_COLUMNS) - 3), "error"]
     # the interval names what its bootstrap resampled (texture images by default)
     interval = WITHHELD if row.withheld else f"[{_pct(r.ci_low)}, {_pct(r.ci_high)}] {r.ci_resampling}"
     return [
@@ -176,6 +238,8 @@ def format_report(rows: Sequence[ReportRow], *, per_category: bool = True) -> st
     parts = ["SHAPE BIAS COMPARISON", format_comparison(rows), "", "DETAILED BREAKDOWN", format_breakdown(rows)]
     if per_category:
         for row in rows:
+            if row.error is not None:
+                continue
             table = format_per_category(row.result, unmapped=row.unmapped, withheld=bool(row.withheld))
             parts += ["", f"Per shape category: {row.label} ({row.normalization})", table]
     sources = {r.expected.source for r in rows if r.expected and r.expected.value is not None}

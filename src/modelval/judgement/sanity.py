@@ -202,6 +202,15 @@ def sanity_check(result: ShapeBiasResult, threshold: float = SANITY_THRESHOLD) -
     return Sanity(passed=not math.isnan(accuracy) and accuracy >= threshold, cue_accuracy=accuracy, threshold=threshold)
 
 
+def sanity_of(result: ShapeBiasResult, early: EarlyDecision | None) -> Sanity:
+    """The gate's verdict on a run: the early sample's when it stopped the run (``result`` then covers the
+    sample only), else the full result's (with the early decision, if any, attached)."""
+    if early is not None and not early.passed:
+        return Sanity(passed=False, cue_accuracy=early.sample_accuracy, early=early)
+    check = sanity_check(result)
+    return Sanity(check.passed, check.cue_accuracy, check.threshold, early)
+
+
 @dataclass
 class SanityProbe:
     """What :func:`probe_sanity` evaluated: the sample's positions in the stimulus set (sorted), their

@@ -197,8 +197,9 @@ def modelval_reference_dir(pytestconfig: pytest.Config) -> Path:
 
 @pytest.fixture(scope="session")
 def modelval_device(pytestconfig: pytest.Config) -> str:
-    """The device cases run on (default cpu); one GPU per xdist worker when several are visible."""
-    return worker_device(setting(pytestconfig, "device") or "cpu", os.environ.get("PYTEST_XDIST_WORKER"))
+    """The device cases run on (default auto: CUDA when available, as everywhere in modelval); one GPU per xdist
+    worker when several are visible."""
+    return worker_device(setting(pytestconfig, "device") or "auto", os.environ.get("PYTEST_XDIST_WORKER"))
 
 
 @pytest.fixture(scope="session")
@@ -236,7 +237,9 @@ def _reference_csv(config: pytest.Config) -> Path | None:
 def modelval_runner(
     pytestconfig: pytest.Config, modelval_stimulus_set: Any, modelval_device: str, modelval_checkpoint_dir: Path
 ) -> Any:
-    """Evaluates each (model, normalization) once per session; its rows feed the final table and reports."""
+    """Evaluates each (model, normalization) once per session through the front door; its rows feed the final
+    table and reports, and each case is recorded in the run store (``MODELVAL_NO_RUN_STORE=1``: not)."""
+    from modelval.records.run_store import default_run_store
     from modelval.runner.matrix import ValidationRunner
 
     runner = ValidationRunner(
@@ -244,6 +247,7 @@ def modelval_runner(
         device=modelval_device,
         checkpoint_dir=modelval_checkpoint_dir,
         reference_csv=_reference_csv(pytestconfig),
+        run_store=default_run_store(),
         # Not the CLI's default 32, so modelval's own CLI test also checks batch-size independence; not 64
         # either, which is up to 25% slower on CPU for the larger EfficientNets (docs/performance.md).
         batch_size=48,
@@ -273,7 +277,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     workeroutput = getattr(config, "workeroutput", None)
     if workeroutput is not None and runner is not None and runner.rows:
         # Our own objects between our own processes (not untrusted input): pickle keeps them whole.
-        workeroutput[_WORKER_OUTPUT] = pickle.dumps((runner.rows, runner.evaluations))
+        workeroutput[_WORKER_OUTPUT] = pickle.dumps((runner.rows, runner.evaluations, runner.run_store))
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -284,17 +288,21 @@ def pytest_testnodedown(node: Any, error: Any) -> None:
         node.config.stash.setdefault(MERGED_KEY, []).append(pickle.loads(payload))
 
 
-def merged_results(config: pytest.Config) -> tuple[list[Any], dict[Any, Any]]:
-    """Rows and evaluations of this process and of every worker, ordered by model and case."""
+def merged_results(config: pytest.Config) -> tuple[list[Any], dict[Any, Any], Any]:
+    """Rows and evaluations of this process and of every worker, ordered by model and case, and the run store
+    their cases were recorded in."""
     rows: list[Any] = []
     evaluations: dict[Any, Any] = {}
+    store = None
     runner = config.stash.get(RUNNER_KEY, None)
     if runner is not None:
         rows.extend(runner.rows)
         evaluations.update(runner.evaluations)
-    for worker_rows, worker_evaluations in config.stash.get(MERGED_KEY, []):
+        store = runner.run_store
+    for worker_rows, worker_evaluations, worker_store in config.stash.get(MERGED_KEY, []):
         rows.extend(worker_rows)
         evaluations.update(worker_evaluations)
+        store = store or worker_store
     # The same order whatever worker ran what (-n 2 prints the table -n 0 prints): registry order,
     # then the models file's order; within a model, its own normalization first.
     from modelval.models import list_models
@@ -304,14 +312,14 @@ def merged_results(config: pytest.Config) -> tuple[list[Any], dict[Any, Any]]:
         if not isinstance(case, CaseProblem):
             order.setdefault(case.model, len(order))
     rows.sort(key=lambda r: (order.get(r.model, len(order)), not r.normalization.startswith("model "), r.normalization))
-    return rows, evaluations
+    return rows, evaluations, store
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     """Print the comparison table and breakdown of every validation case run in this session."""
     if getattr(config, "workerinput", None) is not None:
         return  # a worker: the controller prints
-    rows, evaluations = merged_results(config)
+    rows, evaluations, store = merged_results(config)
     if not rows:
         return
     from modelval.judgement.rows import format_breakdown, format_comparison
@@ -323,5 +331,5 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     terminalreporter.write_line(format_breakdown(rows))
     report_dir = setting(config, "report_dir")
     if report_dir:
-        written = write_validation_reports(rows, evaluations, Path(report_dir))
+        written = write_validation_reports(rows, evaluations, Path(report_dir), store)
         terminalreporter.write_line(f"\nreports written to {report_dir}: {len(written)} files")

@@ -48,7 +48,8 @@ SETTINGS: tuple[Setting, ...] = (
             env="MODELVAL_REFERENCE_DIR"),
     Setting("checkpoint_dir", "path", "downloaded weights (default: the per-user cache)",
             env="MODELVAL_CHECKPOINT_DIR"),
-    Setting("device", "text", "auto, cpu, cuda, cuda:N or mps (default: cpu)", env="MODELVAL_DEVICE"),
+    Setting("device", "text", "auto, cpu, cuda, cuda:N or mps (default: auto, CUDA when available)",
+            env="MODELVAL_DEVICE"),
     Setting("models_file", "path", "the models file (default: modelval.toml or [tool.modelval] in pyproject.toml, "
             "looked for in the folder pytest was started in, then in the rootdir)", env="MODELVAL_MODELS_FILE"),
     Setting("report_dir", "path", "write JSON/CSV/Markdown reports, decision CSVs and plots there"),

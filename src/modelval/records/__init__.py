@@ -14,6 +14,7 @@ _EXPORTS = {
     "environment": "modelval.records.provenance",
     "state_dict_digest": "modelval.records.provenance",
     "RunStore": "modelval.records.run_store",
+    "default_run_store": "modelval.records.run_store",
     "record_run": "modelval.records.run_store",
 }
 

@@ -8,7 +8,9 @@ moved, which decisions flipped (per category), and which provenance fields diffe
 ("torch 2.15.0 -> 2.16.0, resize none -> 256").
 
 Location: ``$MODELVAL_RUNS_DB``, else ``runs.sqlite`` in the per-user data folder
-(``platformdirs.user_data_dir("modelval")``); ``MODELVAL_NO_RUN_STORE=1`` records nothing. SQLite in WAL
+(``platformdirs.user_data_dir("modelval")``); ``MODELVAL_NO_RUN_STORE=1`` records nothing. Recording is the
+caller's choice: the command line and the pytest plugin pass the store to the front door, a library call records
+nothing unless it is given one (as lm-evaluation-harness passes its ``evaluation_tracker`` in). SQLite in WAL
 mode with a busy timeout: concurrent runs (pytest-xdist workers, Ray tasks, two shells) each add their row.
 A run that cannot be recorded (read-only folder, full disk) is still reported, with a warning.
 """
@@ -197,7 +199,18 @@ def _record(row: tuple[Any, ...]) -> RunRecord:
     )  # fmt: skip
 
 
+def default_run_store(enabled: bool | None = None) -> RunStore | None:
+    """The per-user run store (``$MODELVAL_RUNS_DB``, else the user data folder), or ``None`` when recording is
+    off (``enabled=False`` or ``$MODELVAL_NO_RUN_STORE``).
+
+    What a shell passes to the front door: the command line and the pytest plugin record their runs; a library
+    call records nothing unless the caller passes a store (``modelval.shape_bias(..., run_store=RunStore())``).
+    """
+    return RunStore() if run_store_enabled(enabled) else None
+
+
 def record_run(
+    store: RunStore | None,
     command: str,
     *,
     model: str | None,
@@ -206,13 +219,13 @@ def record_run(
     provenance: Mapping[str, Any],
     decisions: Mapping[str, Sequence[str]] | None = None,
     label: str | None = None,
-    enabled: bool | None = None,
 ) -> int | None:
-    """Record a run in the default store unless turned off; a store that cannot be written is a warning."""
-    if not run_store_enabled(enabled):
+    """Record a run in ``store`` (nothing when it is ``None``); its id. A store that cannot be written is a
+    warning: the result itself is fine, only its record is missing."""
+    if store is None:
         return None
     try:
-        return RunStore().record(
+        return store.record(
             command, model=model, dataset=dataset, summary=summary, provenance=provenance, decisions=decisions,
             label=label,
         )  # fmt: skip
@@ -221,13 +234,12 @@ def record_run(
         return None
 
 
-def since_last_run(run_id: int | None) -> RunDiff | None:
-    """The difference between recorded run ``run_id`` and the run before it of the same command, model and
-    label (``None`` when nothing was recorded or there is no earlier run)."""
-    if run_id is None:
+def since_last_run(store: RunStore | None, run_id: int | None) -> RunDiff | None:
+    """The difference between recorded run ``run_id`` of ``store`` and the run before it of the same command,
+    model and label (``None`` when nothing was recorded or there is no earlier run)."""
+    if store is None or run_id is None:
         return None
     try:
-        store = RunStore()
         run = store.get(run_id)
         earlier = store.previous(run)
     except DataError as error:

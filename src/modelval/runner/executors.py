@@ -19,8 +19,7 @@ from typing import TYPE_CHECKING, Any
 from modelval.errors import ModelvalError
 
 if TYPE_CHECKING:
-    from modelval.evaluation import Evaluation
-    from modelval.models import ModelEntry
+    from modelval.api.pipeline import ModelRun
     from modelval.runner.matrix import ValidationRunner
 
 EXECUTORS: tuple[str, ...] = ("serial", "ray")
@@ -39,10 +38,12 @@ def evaluate_models(
     executor: str = "serial",
     address: str | None = None,
 ) -> None:
-    """Evaluate each ``(model, normalizations)`` of ``work`` into ``runner.evaluations``.
+    """Evaluate each ``(model, normalizations)`` of ``work`` into ``runner.runs``.
 
     ``serial`` evaluates in this process; ``ray`` runs one Ray task per model (``address``: an existing
-    cluster, e.g. ``ray://head:10001`` or ``auto``; ``None`` starts a local instance for this call).
+    cluster, e.g. ``ray://head:10001`` or ``auto``; ``None`` starts a local instance for this call). A model
+    that cannot be loaded or run is left out here: its cases meet the error again when they are judged and
+    fail with it, one line each, as in a serial run.
     """
     check_executor(executor)
     if executor == "ray":
@@ -52,14 +53,17 @@ def evaluate_models(
     if executor == "serial":
         for model, normalizations in work:
             for normalization in normalizations:
-                runner.evaluate(model, normalization)
+                try:
+                    runner.model_run(model, normalization)
+                except ModelvalError:
+                    break  # recorded in runner.failures; its cases report it
         return
-    runner.evaluations.update(_evaluate_on_ray(runner, work, address))
+    runner.runs.update(_evaluate_on_ray(runner, work, address))
 
 
 def _evaluate_on_ray(
     runner: ValidationRunner, work: Sequence[tuple[str, Sequence[str]]], address: str | None
-) -> dict[tuple[str, str], Evaluation]:
+) -> dict[tuple[str, str], ModelRun]:
     import ray
 
     started = not ray.is_initialized()
@@ -71,17 +75,19 @@ def _evaluate_on_ray(
         task = ray.remote(num_gpus=1 if gpus >= 1 else 0, num_cpus=1 if gpus < 1 else 0)(_evaluate_one_model)
         stimuli = ray.put(runner.stimuli)
         settings = {
-            "device": "cuda" if gpus >= 1 else "cpu",
+            # "auto" inside the task: the GPU Ray gave it, else its CPU (the front door resolves it there, once).
+            "device": "auto",
             "checkpoint_dir": runner.checkpoint_dir,
             "reference_csv": runner.reference_csv,
             "batch_size": runner.batch_size,
+            "output_cache": runner.output_cache,
         }
         users = list(runner.user_models.values())
         futures = [task.remote(stimuli, settings, users, model, list(normalizations)) for model, normalizations in work]
-        results: dict[tuple[str, str], Evaluation] = {}
-        for evaluations, entries in ray.get(futures):
-            results.update(evaluations)
-            runner.user_entries.update(entries)
+        results: dict[tuple[str, str], ModelRun] = {}
+        for runs, failures in ray.get(futures):
+            results.update(runs)
+            runner.failures.update(failures)
         return results
     finally:
         if started:
@@ -90,36 +96,20 @@ def _evaluate_on_ray(
 
 def _evaluate_one_model(
     stimuli: Any, settings: dict[str, Any], users: list[Any], model: str, normalizations: list[str]
-) -> tuple[dict[tuple[str, str], Evaluation], dict[str, ModelEntry]]:
+) -> tuple[dict[tuple[str, str], ModelRun], dict[tuple[str, str], str]]:
     """A Ray task: evaluate one model under its normalizations in a runner of its own (a worker process).
 
-    Returns the evaluations and the entries of the user's models it loaded (what the judgement reads: the
-    source and the entry's preprocessing), without their build functions, which stay in the task.
+    Returns the runs without their modules (the weights stay in the task; the judgement reads the outputs,
+    the entry and the provenance) and the one-line reasons of what could not be loaded or run.
     """
-    import dataclasses
-
     import torch
 
-    from modelval.runner.matrix import ValidationRunner
+    from modelval.runner.matrix import ValidationRunner, detached_runs
 
     # The task holds one CPU (or one GPU): torch in this worker uses that many threads, not the node's all.
     cpus = os.environ.get("OMP_NUM_THREADS")
     torch.set_num_threads(max(1, int(cpus)) if cpus and cpus.isdigit() else 1)
-    runner = ValidationRunner(stimuli=stimuli, record=False, **settings)
+    runner = ValidationRunner(stimuli=stimuli, **settings)
     runner.add_user_models(users)
-    for normalization in normalizations:
-        try:
-            runner.evaluate(model, normalization)
-        except ModelvalError:
-            # A model that cannot be loaded or run: its cases, judged in the calling process, evaluate it
-            # there and get the one-line ERROR verdict, as in a serial run; the other tasks' models are unaffected.
-            break
-    entries = {
-        name: dataclasses.replace(entry, build=_built_in_a_ray_task, resolve_preprocess=None)
-        for name, entry in runner.user_entries.items()
-    }
-    return runner.evaluations, entries
-
-
-def _built_in_a_ray_task(context: Any) -> Any:
-    raise ModelvalError("this model entry was loaded in a Ray task; load it again where it is needed")
+    evaluate_models(runner, [(model, normalizations)])
+    return detached_runs(runner.runs), runner.failures

@@ -8,12 +8,16 @@ import json
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from modelval import jsonio
 from modelval.atomic import replacing, write_text
-from modelval.evaluation import Evaluation
 from modelval.figures.shape_bias import plot_per_category
 from modelval.judgement.rows import ReportRow, format_markdown
+
+if TYPE_CHECKING:
+    from modelval.evaluation import Evaluation
+    from modelval.records.run_store import RunStore
 
 
 def report_file(directory: str | os.PathLike[str], *parts: str) -> Path:
@@ -63,10 +67,12 @@ def write_validation_reports(
     rows: Sequence[ReportRow],
     evaluations: Mapping[tuple[str, str], Evaluation],
     directory: str | os.PathLike[str],
+    run_store: RunStore | None = None,
 ) -> list[Path]:
     """Everything ``pytest --report-dir`` writes: the tables as JSON/CSV/Markdown, per-image decision
-    CSVs in the published raw-data format (``decisions/<model>__<normalization>.csv``) and one
-    per-category plot per model (``plots/<model>.png``, all its normalizations in one figure)."""
+    CSVs in the published raw-data format (``decisions/<model>__<normalization>.csv``), one
+    per-category plot per model (``plots/<model>.png``, all its normalizations in one figure, withheld
+    numbers left out) and, for the rows recorded in ``run_store``, what changed since the last run."""
     from modelval.behaviour.decisions import write_decisions
 
     directory = Path(directory)
@@ -74,7 +80,7 @@ def write_validation_reports(
     decisions = {key: report_file(directory, "decisions", f"{key[0]}__{key[1]}.csv") for key in evaluations}
     plots = {model: report_file(directory, "plots", f"{model}.png") for model, _ in evaluations}
     written = write_reports(rows, directory)
-    written += write_since_last_run(rows, directory)
+    written += write_since_last_run(rows, directory, run_store)
     for (model, normalization), evaluation in evaluations.items():
         path = decisions[(model, normalization)]
         written.append(write_decisions(path, evaluation.decisions, subject=model))
@@ -87,7 +93,7 @@ def write_validation_reports(
     return written
 
 
-def write_since_last_run(rows: Sequence[ReportRow], directory: Path) -> list[Path]:
+def write_since_last_run(rows: Sequence[ReportRow], directory: Path, run_store: RunStore | None) -> list[Path]:
     """``since_last_run.json`` and ``.md``: each recorded case against the previous run of the same case.
 
     What a nightly report needs: which numbers moved, which decisions flipped and which provenance fields
@@ -98,7 +104,7 @@ def write_since_last_run(rows: Sequence[ReportRow], directory: Path) -> list[Pat
     recorded = [row for row in rows if row.run_id is not None]
     if not recorded:
         return []
-    changes = {f"{row.model} ({row.normalization})": since_last_run(row.run_id) for row in recorded}
+    changes = {f"{row.model} ({row.normalization})": since_last_run(run_store, row.run_id) for row in recorded}
     json_path = directory / "since_last_run.json"
     json_path.write_text(jsonio.dumps({case: d.to_dict() if d else None for case, d in changes.items()}, indent=2))
     lines = ["# Since the last run", ""]
