@@ -8,7 +8,9 @@ Prediction files are JSONL rows ``{"label": int, "pred": int, "conf": float}`` (
 ``.npz`` with arrays ``logits`` (N, C) and ``labels`` (N,), or ``.pt`` with a dict of those tensors.
 
 Every function runs exactly what its command runs, so a notebook and ``modelval <command> --json`` give the
-same numbers. Results have ``.to_dict()`` (the command's JSON object) and ``.to_json()`` (strict JSON text).
+same numbers. Results have ``.to_json()``, the strict JSON text the command's ``--json`` prints, and
+``.to_dict()``, that JSON object (``ece`` prints a list, one object per file: :meth:`ECEReport.to_list`; its
+``to_dict()`` adds the per-set means the table prints).
 """
 
 from __future__ import annotations
@@ -162,10 +164,11 @@ def ece_of_artifacts(
     Each file's rows ``{label, pred, conf}`` give the top-1 confidence ``conf`` and whether the prediction was
     right (``label == pred``). The estimand is the binned top-1 ECE of Guo et al. (2017, eq. 3),
     ``sum_m |B_m| / N * |acc(B_m) - conf(B_m)|``, with MCE (the largest bin gap), RMS and the accuracy beside
-    it. Bins are :func:`modelval.metrics.calibration.reliability_bins`': ``n_bins`` uniform bins ``(lo, hi]``
-    with a confidence of 0 in the first (``convention="default"``), torchmetrics' ``[lo, hi)`` bins with its
-    hidden ``[1, 1]`` bin (``"torchmetrics"``), or equal-mass bins (``adaptive``). Intervals are percentile
-    bootstrap 95% intervals whose unit is the prediction (rows resampled with replacement), seeded.
+    it. The bins are those of :func:`modelval.metrics.calibration.reliability_bins`: ``n_bins`` uniform bins
+    ``(lo, hi]`` with a confidence of 0 in the first (``convention="default"``), torchmetrics' ``[lo, hi)``
+    bins with its hidden ``[1, 1]`` bin (``"torchmetrics"``), or equal-mass bins (``adaptive``). Intervals are
+    seeded percentile bootstrap 95% intervals whose unit is the prediction (rows resampled with replacement,
+    drawn as multinomial cell counts: :mod:`modelval.metrics.bootstrap`), with the bin edges held fixed.
 
     Folders named ``preds-<event>-lb<k>-set<j>-seed<s>-vNNN`` (W&B artifact downloads; see
     :mod:`modelval.contrib.wandb_artifacts`) are de-duplicated: one file per (event, label budget, set), the
@@ -282,16 +285,6 @@ class ReliabilityReport(JSONResult):
         return {**self.record(), "written": [str(path) for path in self.written]}
 
 
-def _conf_rows(path: Path, strict: bool, what: str) -> PredictionFile:
-    """The rows of a prediction file that carry a valid ``conf``; a file with none is one DataError line."""
-    from modelval.metrics.io import read_predictions
-
-    data = read_predictions(path, strict=strict)
-    if data.skipped:
-        raise DataError(f"{path}: {what}: {data.reason}")
-    return data
-
-
 def reliability(
     path: PathLike,
     *,
@@ -368,12 +361,15 @@ def reliability(
     from modelval.atomic import write_text
     from modelval.metrics.calibration import reliability_bins
     from modelval.metrics.estimators import resolve_n_bins
+    from modelval.metrics.io import read_predictions
 
     _check_bins(n_bins)
     _check_bootstrap(bootstrap)
     _check_convention(convention)
     path = Path(path)
-    data = _conf_rows(path, strict, "cannot draw a reliability diagram")
+    data = read_predictions(path, strict=strict)
+    if data.skipped:  # no rows with a valid conf (or no conf key at all): nothing to bin
+        raise DataError(f"{path}: cannot draw a reliability diagram: {data.reason}")
     bins_used, _ = resolve_n_bins(n_bins, data.rows_used)
     correct = data.labels == data.preds
     bins = reliability_bins(data.conf, correct, bins_used, adaptive=adaptive, convention=convention)
@@ -387,15 +383,15 @@ def reliability(
         )  # fmt: skip
     report = ReliabilityReport(path, bins, data.rows_used, data.rows_dropped, intervals)
     folder = None if report_dir is None else Path(report_dir)
-    targets = [Path(figure) if figure is not None else None, folder and folder / f"{path.stem}-reliability.png"]
-    if any(target is not None for target in targets):
+    targets = [] if figure is None else [Path(figure)]
+    if folder is not None:
+        targets.append(folder / f"{path.stem}-reliability.png")
+    if targets:
         from modelval.figures.calibration import reliability_diagram
 
         ece_interval = intervals["ece"].as_list() if intervals else None
-        for target in targets:
-            if target is not None:
-                title = f"Reliability: {path.name}"
-                report.written.append(reliability_diagram(bins, target, title=title, ece_interval=ece_interval))
+        title = f"Reliability: {path.name}"
+        report.written = [reliability_diagram(bins, t, title=title, ece_interval=ece_interval) for t in targets]
         report.figure = report.written[0]
     if folder is not None:
         report.written.append(write_text(folder / "reliability.json", jsonio.dumps(report.record(), indent=2) + "\n"))
@@ -495,8 +491,8 @@ def recalibrate(
     (``modelval temperature``).
 
     ``method`` is a logit scaling fitted by minimising the validation NLL (Guo et al. 2017):
-    ``"temperature"`` (``softmax(z / T)``), ``"vector"`` or ``"matrix"`` (with ``odir``: the ODIR
-    regularisation of Kull et al. 2019, i.e. Dirichlet calibration on log-probabilities' logits); or a
+    ``"temperature"`` (``softmax(z / T)``), ``"vector"`` (``softmax(w * z + b)``) or ``"matrix"``
+    (``softmax(W z + b)``), the last two optionally with the ODIR regularisation of Kull et al. 2019; or a
     top-label calibrator of the top-1 confidence (``"histogram"``: histogram binning with ``n_bins`` bins;
     ``"isotonic"``: isotonic regression), which gives no distribution over the classes and so no NLL or
     Brier score after it.
@@ -727,7 +723,7 @@ def _train_counts(given: PerClass) -> np.ndarray:
 
 def _calibration_of_rows(
     data: PredictionFile,
-    n_bins: int | str,
+    n_bins: int | Literal["auto"],
     counts: np.ndarray | None,
     *,
     many: int,
@@ -746,7 +742,7 @@ def _calibration_of_rows(
     if valid != rows:
         why = f"only {valid} of {rows} rows carry a valid conf (a number in [0, 1])"
         return {"ece": jsonio.Undefined(f"no calibration numbers: {why}")}
-    bins_used, _ = resolve_n_bins(n_bins, rows)  # type: ignore[arg-type]
+    bins_used, _ = resolve_n_bins(n_bins, rows)
     correct = data.labels == data.preds
     bins = reliability_bins(data.conf, correct, bins_used)
     out: dict[str, Any] = {**bins.summary()}
