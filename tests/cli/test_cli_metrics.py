@@ -370,3 +370,21 @@ def test_bins_auto_is_the_cube_root_rule_per_file(tmp_path, capsys):
     out = tmp_path / "r.png"
     assert main(["reliability", str(path), "--out", str(out), "--bins", "auto", "--bootstrap", "0", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["n_bins"] == 10
+
+
+def test_the_text_tables_show_the_front_doors_numbers(tmp_path, capsys):
+    """The commands format what modelval.api.predictions returns: the text and a notebook agree."""
+    from modelval.api.predictions import prediction_metrics, reliability
+
+    path = write_jsonl(tmp_path / "p.jsonl", good_rows())
+    figure = tmp_path / "rel.png"
+    assert main(["reliability", str(path), "--out", str(figure), "--bins", "4", "--bootstrap", "50"]) == 0
+    text = capsys.readouterr().out
+    report = reliability(path, n_bins=4, bootstrap=50)
+    low, high = report.intervals["ece"].low, report.intervals["ece"].high
+    assert f"ECE {report.ece:.4f} [{low:.4f}, {high:.4f}], MCE {report.mce:.4f}, 10 rows used" in text
+    assert main(["metrics", str(path), "--bins", "4", "--bootstrap", "0"]) == 0
+    text = capsys.readouterr().out
+    numbers = prediction_metrics(path, n_bins=4, bootstrap=0)
+    assert f"  balanced accuracy   {numbers.balanced_accuracy:.4f}\n" in text
+    assert f"  ECE                 {numbers.ece:.4f}  (4 bins)" in text and numbers.ece == pytest.approx(0.26)

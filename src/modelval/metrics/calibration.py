@@ -366,7 +366,46 @@ def reliability_bins(
     adaptive: bool = False,
     convention: Convention = "default",
 ) -> ReliabilityBins:
-    """Count, accuracy and mean confidence per confidence bin (see the module docstring for the edges)."""
+    """Count, accuracy and mean confidence per confidence bin (see the module docstring for the edges).
+
+    The bins from which ECE, MCE and RMS are computed, and which a reliability diagram draws: bin ``m`` holds
+    the predictions whose top-1 confidence falls in it, ``accuracy[m]`` is the fraction of them that are right
+    and ``confidence[m]`` their mean confidence. ``convention="default"``: ``n_bins`` uniform bins
+    ``(lo, hi]`` with a confidence of 0 in the first; ``"torchmetrics"``: torchmetrics 1.x's ``[lo, hi)`` bins
+    plus a hidden ``[1, 1]`` bin; ``adaptive``: equal-mass bins (scikit-learn's quantile edges), ties kept
+    in one bin and empty bins dropped.
+
+    Parameters
+    ----------
+    confidences
+        Top-1 confidences in [0, 1], one per prediction (numpy array, torch tensor or list).
+    correct
+        Whether each prediction was right: 0/1 or bool, the same length.
+    n_bins
+        The number of bins requested (15, as Guo et al. 2017).
+    adaptive
+        Equal-mass (quantile) bins instead of uniform ones.
+    convention
+        ``"default"`` or ``"torchmetrics"`` (see the module docstring).
+
+    Returns
+    -------
+    ReliabilityBins
+        Per-bin ``edges``, ``counts``, ``accuracy`` and ``confidence`` (NaN for an empty bin), with ``ece``,
+        ``mce``, ``rms``, ``effective_bins`` (non-empty bins), ``min_bin_count`` and each bin's Wilson
+        interval (``accuracy_interval()``).
+
+    Examples
+    --------
+    >>> from modelval.metrics import reliability_bins
+    >>> conf = [0.0, 0.25, 0.5, 0.5, 0.75, 1.0, 1.0, 0.6, 0.9, 0.3]
+    >>> correct = [0, 1, 0, 1, 1, 1, 0, 1, 1, 0]
+    >>> bins = reliability_bins(conf, correct, n_bins=4)
+    >>> bins.counts.tolist(), bins.accuracy.round(4).tolist()
+    ([2, 3, 2, 3], [0.5, 0.3333, 1.0, 0.6667])
+    >>> bins.confidence.round(4).tolist(), round(bins.ece, 4), round(bins.mce, 4)
+    ([0.125, 0.4333, 0.675, 0.9667], 0.26, 0.375)
+    """
     _check_n_bins(n_bins)
     conf, flags = _checked(confidences, correct)
     # torchmetrics bins float32 input in float32 and float64 input in float64; the default convention uses float64.
@@ -404,7 +443,45 @@ def expected_calibration_error(
     adaptive: bool = False,
     convention: Convention = "default",
 ) -> float:
-    """ECE: bin-mass-weighted mean of ``|accuracy - confidence|`` over the confidence bins."""
+    """ECE: bin-mass-weighted mean of ``|accuracy - confidence|`` over the confidence bins.
+
+    The binned top-1 expected calibration error of Guo et al. (2017, eq. 3),
+    ``sum_m |B_m| / N * |acc(B_m) - conf(B_m)|``, with the bins of :func:`reliability_bins`: ``n_bins``
+    uniform bins ``(lo, hi]`` with a confidence of 0 in the first (``convention="default"``, as scikit-learn's
+    ``calibration_curve``), torchmetrics 1.x's ``[lo, hi)`` bins (``"torchmetrics"``), or equal-mass bins
+    (``adaptive``). For an interval see :func:`modelval.metrics.bootstrap.calibration_intervals`.
+
+    Parameters
+    ----------
+    confidences
+        Top-1 confidences in [0, 1], one per prediction (numpy array, torch tensor or list); for an ``(N, C)``
+        probability matrix use :func:`top1_confidences` first.
+    correct
+        Whether each prediction was right: 0/1 or bool, the same length.
+    n_bins
+        The number of bins (15, as Guo et al. 2017).
+    adaptive
+        Equal-mass (quantile) bins instead of uniform ones.
+    convention
+        ``"default"`` or ``"torchmetrics"`` (see the module docstring).
+
+    Returns
+    -------
+    float
+        The ECE, in [0, 1].
+
+    Examples
+    --------
+    Confidences on the edges of 4 bins, where the two conventions bin differently:
+
+    >>> from modelval.metrics import expected_calibration_error
+    >>> conf = [0.0, 0.25, 0.5, 0.5, 0.75, 1.0, 1.0, 0.6, 0.9, 0.3]
+    >>> correct = [0, 1, 0, 1, 1, 1, 0, 1, 1, 0]
+    >>> round(expected_calibration_error(conf, correct, n_bins=4), 4)
+    0.26
+    >>> round(expected_calibration_error(conf, correct, n_bins=4, convention="torchmetrics"), 4)
+    0.22
+    """
     return reliability_bins(confidences, correct, n_bins, adaptive=adaptive, convention=convention).ece
 
 

@@ -161,7 +161,47 @@ def precision_recall_f1(
     num_classes: int | None = None,
     zero_division: float | str = "warn",
 ) -> PrecisionRecallF1:
-    """Precision, recall and F1 like ``sklearn.metrics.precision_recall_fscore_support``."""
+    """Precision, recall and F1 like ``sklearn.metrics.precision_recall_fscore_support``.
+
+    Per class ``c``: precision ``TP / (TP + FP)``, recall ``TP / (TP + FN)`` and F1
+    ``2 TP / (2 TP + FP + FN)``, averaged as scikit-learn does (see the module docstring for ``average``
+    and ``zero_division``).
+
+    Parameters
+    ----------
+    labels
+        True classes, non-negative integers (numpy array, torch tensor or list).
+    preds
+        Predicted classes, the same length.
+    average
+        ``"macro"`` (unweighted mean over classes), ``"micro"`` (pooled counts), ``"weighted"`` (mean
+        weighted by each class's support) or ``None`` (one value per class).
+    num_classes
+        Score the classes ``0 .. num_classes - 1`` (absent classes count, as in torchmetrics); ``None``: the
+        classes present in ``labels`` or ``preds`` (scikit-learn's default).
+    zero_division
+        The value of a ratio whose denominator is 0: ``"warn"`` (0 with a ``RuntimeWarning``), 0, 1 or NaN.
+
+    Returns
+    -------
+    PrecisionRecallF1
+        ``precision``, ``recall`` and ``f1`` (floats, or arrays with ``average=None``) and ``support``, the
+        number of true examples of each class.
+
+    Examples
+    --------
+    >>> from modelval.metrics import precision_recall_f1
+    >>> labels = [0, 0, 0, 0, 0, 1, 1, 2]
+    >>> preds = [0, 0, 0, 1, 1, 1, 0, 2]
+    >>> per_class = precision_recall_f1(labels, preds, average=None)
+    >>> per_class.precision.round(4).tolist(), per_class.recall.tolist(), per_class.support.tolist()
+    ([0.75, 0.3333, 1.0], [0.6, 0.5, 1.0], [5, 2, 1])
+    >>> macro = precision_recall_f1(labels, preds)
+    >>> round(macro.precision, 4), round(macro.recall, 4), round(macro.f1, 4)
+    (0.6944, 0.7, 0.6889)
+    >>> precision_recall_f1(labels, preds, average="micro").f1  # single-label data: the accuracy
+    0.625
+    """
     if average not in AVERAGES:
         raise InputValidationError(f"average must be one of {AVERAGES}, got {average!r}")
     _check_zero_division(zero_division)

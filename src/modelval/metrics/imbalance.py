@@ -109,7 +109,37 @@ def load_class_weights(path: str | Path, num_classes: int | None = None) -> np.n
 
 
 def reweighted_accuracy(labels: Any, preds: Any, class_weights: Any) -> float:
-    """``sum_c w_c * acc_c`` with ``w`` normalised to sum 1 (one weight per class)."""
+    """``sum_c w_c * acc_c`` with ``w`` normalised to sum 1 (one weight per class).
+
+    ``acc_c`` is the accuracy on the test examples of class ``c`` (its recall); the weights are usually the
+    training-set class frequencies, so the number estimates the accuracy on the training distribution
+    from a (balanced) test set. A class with weight > 0 but no test examples makes it undefined: that is an
+    error, not a class silently dropped.
+
+    Parameters
+    ----------
+    labels
+        True classes ``0 .. K - 1`` (numpy array, torch tensor or list).
+    preds
+        Predicted classes, the same length.
+    class_weights
+        ``K`` weights, finite, 0 or more, not all 0 (e.g. training images per class); normalised here.
+
+    Returns
+    -------
+    float
+        The reweighted accuracy, in [0, 1].
+
+    Examples
+    --------
+    Per-class accuracies 0.8, 0.5 and 1.0, weighted 1 : 2 : 1:
+
+    >>> from modelval.metrics import reweighted_accuracy
+    >>> labels = [0, 0, 0, 0, 0, 1, 1, 2]
+    >>> preds = [0, 0, 0, 0, 1, 1, 0, 2]
+    >>> round(reweighted_accuracy(labels, preds, [1, 2, 1]), 4)  # (0.8 + 2 * 0.5 + 1.0) / 4
+    0.7
+    """
     w = normalize_class_weights(class_weights)
     y, p = validate_labels(labels, preds, len(w))
     acc = per_class_accuracy(y, p, len(w))
