@@ -68,6 +68,13 @@ _LAZY = {
     "run_model": "modelval.api",
     "save_outputs": "modelval.api",
     "rescore": "modelval.api",
+    "audit_preprocessing": "modelval.api",
+    "compare": "modelval.api",
+    "human_figures": "modelval.api",
+    "ece_of_artifacts": "modelval.api",
+    "prediction_metrics": "modelval.api",
+    "recalibrate": "modelval.api",
+    "reliability": "modelval.api",
 }
 
 __all__ = ["ModelvalError", "PreprocessConfig", "__version__", *sorted(_LAZY)]

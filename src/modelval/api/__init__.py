@@ -25,6 +25,8 @@ _EXPORTS = {
     "model_calibration_card": "modelval.api.calibration",
     "compare_with_humans": "modelval.api.observers",
     "observer_trials": "modelval.api.observers",
+    "HumanFiguresReport": "modelval.api.observers",
+    "human_figures": "modelval.api.observers",
     "sensitivity": "modelval.api.protocol",
     "shape_bias": "modelval.api.cue_conflict",
     "shape_bias_of_decisions": "modelval.api.cue_conflict",
@@ -33,6 +35,18 @@ _EXPORTS = {
     "load_saved_outputs": "modelval.api.saved_outputs",
     "rescore": "modelval.api.saved_outputs",
     "save_outputs": "modelval.api.saved_outputs",
+    "AuditReport": "modelval.api.audit",
+    "audit_preprocessing": "modelval.api.audit",
+    "ComparisonReport": "modelval.api.comparison",
+    "compare": "modelval.api.comparison",
+    "ECEReport": "modelval.api.predictions",
+    "PredictionMetricsReport": "modelval.api.predictions",
+    "RecalibrationReport": "modelval.api.predictions",
+    "ReliabilityReport": "modelval.api.predictions",
+    "ece_of_artifacts": "modelval.api.predictions",
+    "prediction_metrics": "modelval.api.predictions",
+    "recalibrate": "modelval.api.predictions",
+    "reliability": "modelval.api.predictions",
 }
 
 __all__ = sorted(_EXPORTS)

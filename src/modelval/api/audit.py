@@ -8,16 +8,18 @@ runs that source's own transform on real stimuli, and measures the largest diffe
 cue-conflict protocol: no resize, no crop). Mismatches are flagged in words.
 
 ``measure_normalizations`` adds the measured effect: shape bias and cue-conflict accuracy of the
-real model under its own and the forced normalizations.
+real model under its own and the forced normalizations. :func:`audit_preprocessing` is the front door
+(``modelval audit-preprocessing``).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -31,6 +33,9 @@ from modelval.preprocessing import (
     pil_to_uint8,
     prepare_batch,
 )
+
+if TYPE_CHECKING:
+    from modelval.datasets.stimulus_set import StimulusSet
 
 #: Largest input difference (normalized units) still counted as "the same tensor" (float rounding).
 PIXEL_TOLERANCE = 1e-3
@@ -85,6 +90,9 @@ class SourceReport:
 
 @dataclass(frozen=True)
 class NormalizationMeasurement:
+    """The model under one normalization on all stimuli. A normalization under which it is not a working
+    classifier (below the sanity gate) has no shape bias: :attr:`withheld` says why, and it is shown nowhere."""
+
     model: str
     normalization: str
     mean: tuple[float, float, float]
@@ -94,9 +102,16 @@ class NormalizationMeasurement:
     shape_hits: int
     texture_hits: int
     conflict_images: int
+    #: Why the sanity gate withholds the shape bias (cue-conflict accuracy below it), or ``None``.
+    withheld: str | None = None
 
     def to_dict(self) -> dict[str, object]:
-        return dataclasses.asdict(self)
+        from modelval import jsonio
+
+        payload: dict[str, object] = dataclasses.asdict(self)
+        if self.withheld is not None:
+            payload["shape_bias"] = jsonio.Undefined(self.withheld)
+        return payload
 
 
 @dataclass
@@ -317,43 +332,52 @@ def audit_group(name: str, images: Sequence[Image.Image]) -> AuditReport:
 
 def measure_normalizations(
     entry_name: str,
-    stimuli,
+    stimuli: StimulusSet,
     *,
-    checkpoint_dir=None,
+    checkpoint_dir: str | os.PathLike[str] | None = None,
     offline: bool | None = None,
-    device: str = "cpu",
+    device: str | torch.device = "auto",
     batch_size: int = 32,
     progress: bool = False,
     evaluated: Callable[[str], ShapeBiasResult] | None = None,
 ) -> list[NormalizationMeasurement]:
-    """Shape bias and cue-conflict accuracy of the real model under each normalization (no resize).
+    """Shape bias and cue-conflict accuracy of the real model under each normalization (no resize), each run
+    through :func:`modelval.api.run_model` on ``stimuli`` (one distinct mean/std once).
 
     ``evaluated(normalization)``, when given, supplies results already computed on the same stimuli
     (a test session's validation runner) instead of evaluating again.
     """
-    from modelval.evaluation import evaluate
-    from modelval.models import load_model
+    from modelval.api.options import EvaluationOptions, ModelOptions
+    from modelval.api.pipeline import load, run_model
+    from modelval.judgement.sanity import VERDICT, sanity_check
+    from modelval.runtime import resolve_device
 
-    loaded = load_model(entry_name, checkpoint_dir=checkpoint_dir, offline=offline, device=device, progress=progress)
-    measured, seen = [], set()
+    target = resolve_device(device)  # once, for every normalization
+    model_options = ModelOptions(device=str(target), checkpoint_dir=checkpoint_dir, offline=offline)
+    measured: list[NormalizationMeasurement] = []
+    seen: set[tuple[tuple[float, ...], tuple[float, ...]]] = set()
+    own: PreprocessConfig | None = None
+    if evaluated is not None:  # only the model's own preprocessing is needed here
+        own = load(entry_name, model_options=model_options, device=target)[0].config.preprocess
     for normalization in NORMALIZATION_CHOICES:
-        config = loaded.config.preprocess.with_normalization(normalization).for_stimuli(None)
-        if (config.mean, config.std) in seen:
-            continue
-        seen.add((config.mean, config.std))
+        if own is not None:
+            config = own.with_normalization(normalization).for_stimuli(None)
+            if (config.mean, config.std) in seen:  # the same input as one already measured
+                continue
         if evaluated is not None:
             result = evaluated(normalization)
         else:
-            result = evaluate(
-                loaded.model,
-                config,
-                stimuli,
-                model_name=entry_name,
-                device=device,
-                batch_size=batch_size,
-                progress=progress,
-                n_bootstrap=0,
-            ).result
+            options = EvaluationOptions(
+                normalization=normalization, batch_size=batch_size, bootstrap=0, progress=progress
+            )
+            run = run_model(entry_name, options=options, model_options=model_options, stimuli=stimuli)
+            own = own or run.loaded.config.preprocess
+            result = run.evaluation.result
+        assert own is not None
+        config = own.with_normalization(normalization).for_stimuli(None)
+        seen.add((config.mean, config.std))
+        sanity = sanity_check(result)
+        withheld = None if sanity.passed else f"withheld: {VERDICT} under this normalization ({sanity.message()})"
         measured.append(
             NormalizationMeasurement(
                 entry_name,
@@ -365,9 +389,105 @@ def measure_normalizations(
                 result.shape_hits,
                 result.texture_hits,
                 result.conflict_images,
+                withheld,
             )
         )
     return measured
+
+
+def audit_preprocessing(
+    model: str | None = None,
+    *,
+    images: int = 16,
+    measure: bool = False,
+    data_root: str | os.PathLike[str] | None = None,
+    checkpoint_dir: str | os.PathLike[str] | None = None,
+    offline: bool | None = None,
+    device: str = "auto",
+    batch_size: int = 32,
+    progress: bool = False,
+) -> list[AuditReport]:
+    """Compare each source's preprocessing of a model with its training config, pixel by pixel on real stimuli.
+
+    For every registered source of the model (torchvision, torch.hub, HuggingFace's shipped processor, timm's
+    data config, ...) the input that source would feed is computed on ``images`` real cue-conflict stimuli and
+    compared with the training reference (the model's own mean/std, interpolation, no resize); differences in
+    normalization, interpolation or size are flagged. With ``measure`` the model is also evaluated on all
+    stimuli under each normalization (its weights must be present: measuring never downloads); a
+    normalization under which it is no working classifier has its shape bias withheld.
+
+    Parameters
+    ----------
+    model
+        A registry entry (``deit_small_hf``: that entry's group) or a model group (``deit_small``); ``None``:
+        every model.
+    images
+        The number of stimuli compared pixel by pixel (1 to 1280), spread over the set.
+    measure
+        Also evaluate the model (each entry of the group whose weights are present) under each normalization.
+    data_root
+        The cue-conflict folder (default: ``$MODELVAL_DATA_ROOT``, else the per-user cache).
+    checkpoint_dir
+        Where downloaded weights are (default: ``$MODELVAL_CHECKPOINT_DIR``, else the per-user cache).
+    offline
+        Never download the stimuli (``None``: ``$MODELVAL_OFFLINE``).
+    device
+        ``"auto"`` (CUDA when available), ``"cpu"``, ``"cuda[:N]"`` or ``"mps"``, for ``measure``.
+    batch_size
+        Images per batch, for ``measure``.
+    progress
+        Show progress bars.
+
+    Returns
+    -------
+    list of AuditReport
+        One report per model group: each source's preprocessing, its pixel difference from the reference, its
+        flags, and (with ``measure``) the measurements.
+
+    Examples
+    --------
+    The bundled EfficientNet-Lite0 (``STIMULI`` is the cue-conflict folder): its package's own eval transform
+    resizes to 256 px and crops 224, which rescales the 224 px stimuli, so its input differs from the protocol's:
+
+    >>> import modelval
+    >>> report, = modelval.audit_preprocessing("efficientnet_lite0", images=4, data_root=STIMULI)
+    >>> source = report.sources[0]
+    >>> source.status, (source.config.resize, source.config.crop), round(source.max_abs_diff, 3)
+    ('MISMATCH: rescales stimuli', (256, 224), 2.0)
+    """
+    from modelval.datasets.fetch import ensure_stimuli
+    from modelval.datasets.stimuli import discover_stimuli, load_image
+    from modelval.datasets.stimulus_set import StimulusSet
+    from modelval.errors import InputValidationError
+    from modelval.models import weights_status
+
+    if not 1 <= images <= 1280:
+        raise InputValidationError(f"images must be 1 to 1280 (the stimuli compared), got {images}")
+    groups = [group_of(entries_in_group(model)[0])] if model else all_groups()  # an unknown name fails first
+    root = ensure_stimuli(data_root, offline=offline, progress=progress)
+    stimuli = discover_stimuli(root)
+    step = max(1, len(stimuli) // images)
+    from torchvision.transforms.functional import to_pil_image
+
+    pictures = [to_pil_image(load_image(root / s.relpath)) for s in stimuli[::step][:images]]
+    reports = [audit_group(group, pictures) for group in groups]
+    if measure:
+        full = StimulusSet.load(root, progress=progress)
+        for report in reports:
+            # A registry entry measures that entry; a model group measures each source that is present.
+            single = model is not None and model not in all_groups()
+            names = [model] if single and model is not None else [e.name for e in entries_in_group(report.group)]
+            for name in names:
+                status = weights_status(name, checkpoint_dir)
+                if not status.available:
+                    # Measuring never downloads: weights are fetched explicitly (`modelval fetch`).
+                    report.measurement_notes.append(f"not measured: {status.message}")
+                    continue
+                report.measurements += measure_normalizations(
+                    name, full, checkpoint_dir=checkpoint_dir, offline=offline, device=device, batch_size=batch_size,
+                    progress=progress,
+                )  # fmt: skip
+    return reports
 
 
 # --- Text output -------------------------------------------------------------------------------------
@@ -401,10 +521,13 @@ def format_audit(report: AuditReport) -> str:
             f"    {'model':<22} {'normalization':<22} {'shape bias':>10} {'cue acc.':>9} {'shape':>6} {'texture':>8}"
         )
         for m in report.measurements:
+            shown = "withheld" if m.withheld else _fmt_float(m.shape_bias)
             lines.append(
-                f"    {m.model:<22} {m.normalization:<22} {_fmt_float(m.shape_bias):>10} "
+                f"    {m.model:<22} {m.normalization:<22} {shown:>10} "
                 f"{_fmt_float(m.cue_accuracy):>9} {m.shape_hits:>6} {m.texture_hits:>8}"
             )
+            if m.withheld:
+                lines.append(f"      {m.withheld}")
     lines.extend(f"note: {note}" for note in report.measurement_notes)
     return "\n".join(lines)
 
@@ -419,6 +542,7 @@ __all__ = [
     "SourceReport",
     "all_groups",
     "audit_group",
+    "audit_preprocessing",
     "entries_in_group",
     "format_audit",
     "measure_normalizations",

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -335,3 +336,184 @@ def _shape_bias_beside_humans(trials: list[Trial], panel: Any, unit: str, option
         "humans_pooled_meaning": "shape hits / (shape + texture hits) over all trials of the human observers pooled "
         "(model-vs-human's 'humans')",
     }
+
+
+@dataclass
+class HumanFiguresReport(JSONResult):
+    """The human-comparison figures of several observers (``modelval human-figures``): what was drawn, and
+    every number behind the figures (also written as ``figures.json``)."""
+
+    #: The files written (PNG and PDF of each figure, and figures.json), in order.
+    written: list[Path]
+    payload: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.payload)
+
+
+def human_figures(
+    report_dir: str | os.PathLike[str],
+    *,
+    decisions: Sequence[str | os.PathLike[str] | tuple[str, str | os.PathLike[str]]] = (),
+    models: Sequence[str] = (),
+    reference_dir: str | os.PathLike[str] | None = None,
+    humans_mode: str = "pooled",
+    resample_observers: bool = False,
+    na_handling: str = "wrong",
+    allow_modified_reference: bool = False,
+    options: EvaluationOptions | None = None,
+    model_options: ModelOptions | None = None,
+    **settings: Any,
+) -> HumanFiguresReport:
+    """Draw several observers against the human observers, as model-vs-human draws them, into ``report_dir``.
+
+    The shape-bias matrix plot and box plot (cue-conflict), accuracy by dataset with Wilson intervals, error
+    consistency with kappa_max against the humans' mutual kappa, model-vs-human's human-likeness views, the
+    error-consistency matrix of all observers per experiment, and the per-condition line plots of datasets
+    with distortion levels; each as PNG and PDF, with ``figures.json`` holding every number drawn. Each
+    label names the file behind it (a published file by its texture-vs-shape path).
+
+    Parameters
+    ----------
+    report_dir
+        The folder the figures and ``figures.json`` are written to (made if missing).
+    decisions
+        Decision CSVs, each ``path`` or ``(label, path)``; one observer on one experiment each (read from the
+        image names).
+    models
+        Models (registry names or specs) evaluated on cue-conflict through the shape-bias pipeline.
+    reference_dir
+        The published human raw data (default: ``$MODELVAL_REFERENCE_DIR``, else the per-user cache).
+    humans_mode
+        ``"pooled"`` (the humans' trials pooled, as model-vs-human) or ``"mean"`` (the mean over observers).
+    resample_observers
+        The bootstrap also draws the human observers (default: they are held fixed).
+    na_handling
+        ``"wrong"`` (an unanswered human trial is wrong, as model-vs-human) or ``"exclude"``.
+    allow_modified_reference
+        Compare against human files that differ from the published manifest (the JSON says what differs).
+    options
+        The protocol and statistics (``bootstrap``, ``seed``, ``resample``) and how a model is evaluated.
+    model_options
+        How a model is loaded (device, weights, label map).
+    **settings
+        Single fields of ``options`` or ``model_options``.
+
+    Returns
+    -------
+    HumanFiguresReport
+        ``.written`` (the files) and ``.to_dict()`` (``figures.json``).
+
+    Examples
+    --------
+    The published VGG-16 on the edge images against the ten human observers (``REFERENCE`` is
+    texture-vs-shape's ``raw-data/`` folder, ``FOLDER`` an empty folder):
+
+    >>> import modelval
+    >>> report = modelval.human_figures(FOLDER, decisions=[("VGG-16", REFERENCE / "edge-experiment_vgg_session_1.csv")],
+    ...                                 reference_dir=REFERENCE, bootstrap=0)
+    >>> sorted(p.name for p in report.written if p.suffix == ".png")[:2]
+    ['accuracy-by-dataset.png', 'error-consistency-matrix-edges.png']
+    >>> round(report.to_dict()["observers"]["VGG-16"]["edges"]["error_consistency"], 3)
+    0.071
+    """
+    from modelval import jsonio
+    from modelval.atomic import write_text
+    from modelval.behaviour.consistency import check_na_handling, kappa_matrix
+    from modelval.behaviour.humans import compare_with_humans as compare_trials
+    from modelval.datasets.fetch import RAW_DATA_REPOSITORY, published_path
+    from modelval.datasets.human_data import human_data_dir
+    from modelval.datasets.reference import load_reference_panel
+    from modelval.errors import DataError
+    from modelval.figures.humans import write_human_figures
+    from modelval.figures.style import HUMAN_MODES
+
+    options, model_options = resolve_options(options, model_options, settings)
+    check_na_handling(na_handling)
+    if humans_mode not in HUMAN_MODES:
+        raise DataError(f"humans_mode must be one of {', '.join(HUMAN_MODES)}, got {humans_mode!r}")
+    if not decisions and not models:
+        raise DataError("give at least one decision file or model")
+    folder = Path(report_dir)
+    observers: dict[str, dict[str, list[Trial]]] = {}
+    sources: dict[str, dict[str, str]] = {}
+    for item in decisions:
+        label, file = item if isinstance(item, tuple) else ("", item)
+        observed = observer_trials(file, options=options, model_options=model_options)
+        name = label or observed.label
+        if observed.dataset in observers.setdefault(name, {}):
+            raise DataError(f"two decision files for {name} on {observed.dataset}")
+        observers[name][observed.dataset] = observed.trials
+        published = published_path(str(file))
+        where = f"{RAW_DATA_REPOSITORY} {published}" if published else f"{Path(file).name} (not a published file)"
+        sources.setdefault(name, {})[observed.dataset] = where
+    for model in models:
+        observed = observer_trials(model, dataset="cue-conflict", options=options, model_options=model_options)
+        observers.setdefault(model, {})["cue-conflict"] = observed.trials
+        sources.setdefault(model, {})["cue-conflict"] = f"evaluated now: modelval model {model}"
+    datasets = sorted({dataset for per in observers.values() for dataset in per})
+    panels, verification = {}, {}
+    for dataset in datasets:
+        panels[dataset], verification[dataset] = load_reference_panel(
+            human_data_dir(dataset, reference_dir), dataset, allow_modified=allow_modified_reference
+        )
+    comparisons = {
+        label: {
+            dataset: compare_trials(
+                trials,
+                panels[dataset],
+                n_bootstrap=options.bootstrap,
+                seed=options.seed,
+                resample=options.resample if dataset == "cue-conflict" else None,
+                resample_observers=resample_observers,
+                na_handling=na_handling,
+            )
+            for dataset, trials in per.items()
+        }
+        for label, per in observers.items()
+    }
+    written = write_human_figures(
+        observers, panels, comparisons, folder, sources=sources, humans_mode=humans_mode, na_handling=na_handling
+    )
+    payload: dict[str, Any] = {
+        "figures": [],
+        "humans_mode": humans_mode,
+        "reference_data": verification,
+        "sources": sources,
+        "observers": {
+            label: {dataset: result.to_dict() for dataset, result in per.items()} for label, per in comparisons.items()
+        },
+        "kappa_matrix": {
+            dataset: kappa_matrix(
+                {**panel.observers, **{label: per[dataset] for label, per in observers.items() if dataset in per}},
+                na_handling=na_handling,
+            ).to_dict()
+            for dataset, panel in panels.items()
+        },
+    }
+    conditions, condition_figures = _condition_figures(observers, panels, folder, na_handling)
+    written += condition_figures
+    payload["figures"] = [str(path) for path in written]
+    payload["conditions"] = conditions
+    written.append(write_text(folder / "figures.json", jsonio.dumps(payload, indent=2) + "\n"))
+    return HumanFiguresReport(written, payload)
+
+
+def _condition_figures(
+    observers: dict[str, dict[str, list[Trial]]], panels: dict[str, Any], folder: Path, na_handling: str
+) -> tuple[dict[str, Any], list[Path]]:
+    """Per condition: every observer against the humans (for figures.json), and model-vs-human's line plots
+    of the datasets with distortion levels."""
+    from modelval.behaviour.conditions import compare_by_condition, humans_by_condition
+    from modelval.figures.conditions import write_lines
+
+    rows = {
+        label: {d: compare_by_condition(trials, panels[d], na_handling=na_handling) for d, trials in per.items()}
+        for label, per in observers.items()
+    }
+    parametric = [d for d in panels if len(next(r[d] for r in rows.values() if d in r)) > 1]
+    lines = {d: {label: per[d] for label, per in rows.items() if d in per} for d in parametric}
+    humans = {d: humans_by_condition(panels[d], na_handling=na_handling) for d in parametric}
+    written = write_lines(lines, humans, folder, styles={label: i for i, label in enumerate(observers)})
+    payload = {label: {d: [row.to_dict() for row in found] for d, found in per.items()} for label, per in rows.items()}
+    return payload, written

@@ -12,11 +12,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from modelval import api
 from modelval.api.options import EvaluationOptions, ModelOptions
 from modelval.behaviour.categories import AGGREGATIONS
 from modelval.behaviour.consistency import NA_HANDLING
-from modelval.behaviour.trials import Trial
 from modelval.cli._args import (
     CHECKPOINT_DIR_HELP,
     batch_size,
@@ -44,7 +42,6 @@ DATA_ROOT_HELP = (
 
 def add_dataset_option(parser: argparse.ArgumentParser, default: str | None = "cue-conflict") -> None:
     parser.add_argument("--dataset", choices=DATASET_NAMES, default=default, help=f"stimulus set (default: {default})")
-
 
 
 def add_model_options(parser: argparse._ActionsContainer) -> None:
@@ -192,7 +189,6 @@ def add_evaluation_options(parser: argparse._ActionsContainer) -> None:
     )
 
 
-
 #: ``--reference-dir`` means the same wherever human data are read.
 REFERENCE_DIR_HELP = (
     f"the published raw-data folder (default: ${REFERENCE_DIR_ENV}, then the user cache; "
@@ -236,16 +232,4 @@ def add_reference_option(parser: argparse.ArgumentParser) -> None:
         "missing or extra files); the output says what differs",
     )
 
-
-def model_trials(args: argparse.Namespace, model: str, dataset: str) -> list[Trial]:
-    """Evaluate a model on ``dataset`` (the shape-bias pipeline) and return its trials."""
-    return observer_trials(args, model, dataset).trials
-
-
-def observer_trials(args: argparse.Namespace, source: str, dataset: str | None) -> api.ObserverTrials:
-    """``source``: a decision CSV or a model spec -> its trials, dataset, label and provenance."""
-
-    return api.observer_trials(
-        source, dataset=dataset, options=evaluation_options(args), model_options=model_options(args)
-    )
 

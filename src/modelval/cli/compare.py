@@ -12,8 +12,8 @@ from pathlib import Path
 
 from modelval import jsonio
 from modelval.atomic import write_text
-from modelval.behaviour.conditions import ConditionPair, paired_by_condition
-from modelval.behaviour.paired import PairedComparison, compare_paired
+from modelval.behaviour.conditions import ConditionPair
+from modelval.behaviour.paired import PairedComparison
 from modelval.behaviour.trials import DATASETS
 from modelval.cli._args import (
     add_bootstrap_options,
@@ -23,9 +23,8 @@ from modelval.cli._args import (
     add_report_dir_option,
     add_resample_option,
 )
-from modelval.cli._options import add_observer_options, observer_trials
+from modelval.cli._options import add_observer_options, evaluation_options, model_options
 from modelval.cli._output import out, out_json
-from modelval.errors import DataError
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -56,45 +55,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    observed_a = observer_trials(args, args.a, args.dataset)
-    observed_b = observer_trials(args, args.b, args.dataset or observed_a.dataset)
-    trials_a, dataset_a, label_a = observed_a.trials, observed_a.dataset, observed_a.label
-    trials_b, dataset_b, label_b = observed_b.trials, observed_b.dataset, observed_b.label
-    if dataset_a != dataset_b:
-        raise DataError(f"A is from the {dataset_a} experiment and B from {dataset_b}; compare the same images")
-    if label_a == label_b:
-        label_a, label_b = f"A: {label_a}", f"B: {label_b}"
-    result = compare_paired(
-        trials_a,
-        trials_b,
-        dataset=dataset_a,
-        names=(label_a, label_b),
-        n_bootstrap=args.bootstrap,
-        seed=args.seed,
-        resample=args.resample,
-        permutations=args.permutations,
+    from modelval import api
+
+    report = api.compare(
+        args.a, args.b, dataset=args.dataset, options=evaluation_options(args), model_options=model_options(args)
     )
-    payload = result.to_dict()
-    runs = {"a": observed_a.run, "b": observed_b.run}
-    payload["output_cache"] = {side: run.evaluation.output_cache if run else None for side, run in runs.items()}
-    payload["provenance"] = {"a": observed_a.provenance, "b": observed_b.provenance}
-    conditions = paired_by_condition(trials_a, trials_b, dataset_a, names=(label_a, label_b))
-    payload["conditions"] = [row.to_dict() for row in conditions]
-    payload["conditions_meaning"] = (
-        "per condition (distortion level), the trials matched by short image name: each observer's accuracy, "
-        "A - B, the exact McNemar test of that difference and the error consistency (kappa) between A and B"
-    )
-    written = _figures(args, result)
-    if written:
-        payload["figures"] = [str(path) for path in written]
+    written = _figures(args, report.result)
+    report.figures = [str(path) for path in written]
+    payload = report.to_dict()
     if args.report_dir:
         written.append(write_text(args.report_dir / "compare.json", jsonio.dumps(payload, indent=2) + "\n"))
     if args.json:
         out_json(payload)
     else:
-        out(format_summary(result))
-        if len(conditions) > 1:
-            out(format_conditions(conditions))
+        out(format_summary(report.result))
+        if len(report.conditions) > 1:
+            out(format_conditions(report.conditions))
         for path in written:
             out(f"wrote {path}")
     return 0

@@ -115,42 +115,20 @@ def run_fetch(args: argparse.Namespace) -> int:
 
 
 def run_audit(args: argparse.Namespace) -> int:
-    from modelval.api.audit import all_groups, audit_group, entries_in_group, format_audit, group_of
-    from modelval.datasets.fetch import ensure_stimuli
-    from modelval.datasets.stimuli import discover_stimuli, load_image
-    from modelval.models import weights_status
+    from modelval import api
+    from modelval.api.audit import format_audit
 
-    root = ensure_stimuli(args.data_root, offline=args.offline, progress=sys.stderr.isatty())
-    stimuli = discover_stimuli(root)
-    step = max(1, len(stimuli) // max(1, args.images))
-    from torchvision.transforms.functional import to_pil_image
-
-    images = [to_pil_image(load_image(root / s.relpath)) for s in stimuli[::step][: args.images]]
-    groups = [group_of(entries_in_group(args.model)[0])] if args.model else all_groups()
-    reports = [audit_group(group, images) for group in groups]
-    if args.measure:
-        from modelval.api.audit import measure_normalizations
-        from modelval.datasets.stimulus_set import StimulusSet
-
-        full = StimulusSet.load(root, progress=False)
-        for report in reports:
-            # --model NAME (an entry) measures that entry; a model group measures each source that is present.
-            single = args.model and args.model not in all_groups()
-            names = [args.model] if single else [e.name for e in entries_in_group(report.group)]
-            for name in names:
-                status = weights_status(name, args.checkpoint_dir)
-                if not status.available:
-                    # Measuring never downloads: weights are fetched explicitly (`modelval fetch`).
-                    report.measurement_notes.append(f"not measured: {status.message}")
-                    continue
-                report.measurements += measure_normalizations(
-                    name,
-                    full,
-                    checkpoint_dir=args.checkpoint_dir,
-                    offline=args.offline,
-                    device=args.device,
-                    batch_size=args.batch_size,
-                )
+    reports = api.audit_preprocessing(
+        args.model,
+        images=args.images,
+        measure=args.measure,
+        data_root=args.data_root,
+        checkpoint_dir=args.checkpoint_dir,
+        offline=args.offline,
+        device=args.device,
+        batch_size=args.batch_size,
+        progress=sys.stderr.isatty(),
+    )
     if args.json:
         out_json([r.to_dict() for r in reports])
     else:
