@@ -30,13 +30,35 @@ def calibration_card(
     task: str | None = None,
     **card_options: Any,
 ) -> CalibrationCard:
-    """The calibration card of ``labels`` with ``logits`` or ``probs`` (``modelval calibration FILE``).
+    """The calibration card of predictions: every calibration number of one set of labels and scores.
 
-    ``task`` is ``None`` (detect binary / multiclass / multilabel from the shapes and ranges; the card's
-    ``task`` and ``task_detection`` say which and how; an ambiguous input is refused with the reason),
-    or ``"binary"``, ``"multiclass"``, ``"multilabel"`` (``--task``). The other options are those of
-    :func:`modelval.metrics.card.calibration_card`.
+    Top-label ECE, MCE and RMS calibration error over equal-width bins (``n_bins``, the binning ``convention``),
+    the debiased L2 error, smooth ECE, classwise ECE, Brier score and NLL, accuracy, with bootstrap 95% intervals
+    (``n_bootstrap`` resamples); binary and multilabel inputs get their own estimators. The task is detected from
+    the shapes and ranges unless given, and the card says which and how (an ambiguous input is refused with the
+    reason).
 
+    Parameters
+    ----------
+    labels
+        The true labels: class indices (multiclass), 0/1 (binary), or a 0/1 matrix (multilabel).
+    logits
+        Raw scores (one of ``logits`` and ``probs``).
+    probs
+        Probabilities (one of ``logits`` and ``probs``).
+    task
+        ``None`` (detect), ``"binary"``, ``"multiclass"`` or ``"multilabel"`` (``--task``).
+    **card_options
+        The options of :func:`modelval.metrics.card.calibration_card`: ``n_bins``, ``convention``,
+        ``n_bootstrap``, ``seed``, ``stratify``, ...
+
+    Returns
+    -------
+    CalibrationCard
+        A JSON-ready dict (``modelval calibration --json``) with its ``provenance``.
+
+    Examples
+    --------
     >>> import numpy as np, modelval
     >>> probs = np.array([[0.9, 0.1], [0.2, 0.8], [0.4, 0.6], [0.6, 0.4]])
     >>> card = modelval.calibration_card(np.array([0, 1, 1, 0]), probs=probs, n_bins=2, n_bootstrap=0)
@@ -76,8 +98,47 @@ def model_calibration_card(
 ) -> CalibrationCard:
     """The calibration card of a model's 16-category decisions on a stimulus set (``modelval calibration --model``).
 
-    The model runs through the same pipeline as ``shape_bias`` (so a model whose outputs are in the output
-    cache needs no forward pass); the card scores :data:`MODEL_PROBABILITIES`.
+    The model runs through :func:`run_model` (a model whose outputs are in the output cache needs no forward
+    pass); the card scores each image's 16 category scores (the aggregation, default mean, of each category's
+    ImageNet-class probabilities) divided by their sum, against the image's category (on cue-conflict: its
+    shape).
+
+    Parameters
+    ----------
+    model
+        A registry name or spec, or an ``nn.Module`` with ``preprocess``.
+    n_bins
+        Equal-width bins of the binned estimators, or ``"auto"``.
+    convention
+        The binning convention (``"default"``, ``"torchmetrics"``, ...; :data:`modelval.metrics.CONVENTIONS`).
+    n_bootstrap
+        Bootstrap resamples of the intervals (0: none).
+    stratify
+        Resample within each class.
+    preprocess
+        The preprocessing of an ``nn.Module`` (see :func:`shape_bias`).
+    options
+        How the model is evaluated; ``options.seed`` seeds the bootstrap.
+    model_options
+        How the model is loaded and where it runs.
+    **settings
+        Single fields of ``options`` or ``model_options``.
+
+    Returns
+    -------
+    CalibrationCard
+        The card, with ``model``, ``probabilities`` (what was scored), ``output_cache`` and ``provenance``.
+
+    Examples
+    --------
+    The bundled EfficientNet-Lite0 on ``SUBSET`` (two stimuli per category): on cue-conflict images the label is
+    the shape, which the model names on only 4 of the 32:
+
+    >>> import modelval
+    >>> card = modelval.api.model_calibration_card("efficientnet_lite0", data_root=SUBSET,
+    ...                                            allow_modified_stimuli=True, n_bins=5, n_bootstrap=0)
+    >>> card["task"], card["n"], card["accuracy"], round(card["ece"], 4)
+    ('multiclass', 32, 0.125, 0.4189)
     """
     import numpy as np
 

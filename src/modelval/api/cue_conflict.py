@@ -115,15 +115,65 @@ def shape_bias(
     run_store: RunStore | None = None,
     **settings: Any,
 ) -> ShapeBiasReport:
-    """Cue-conflict shape bias of ``model`` (Geirhos et al., ICLR 2019), as ``modelval shape-bias --model``.
+    """Cue-conflict shape bias of a model (Geirhos et al., ICLR 2019), as ``modelval shape-bias --model``.
 
-    ``model`` is a registry name or spec, or an ``nn.Module`` with ``preprocess`` (its
-    :class:`~modelval.preprocessing.PreprocessConfig`). Single options can be given as keywords
-    (``normalization="imagenet"``, ``device="cuda"``, ``data_root=...``; see
-    :class:`EvaluationOptions` and :class:`ModelOptions`).
+    The shape bias is shape hits / (shape hits + texture hits) over the conflict stimuli (shape and texture
+    from different categories), with the model's 16 decisions read from its ImageNet-1k softmax by the **mean**
+    of each category's classes (model-vs-human's protocol: the 224 px stimuli as they are, the model's own
+    normalization). The 95% interval is a percentile bootstrap that resamples the texture source images
+    (``options.resample``; ``options.bootstrap`` resamples, ``options.seed``). The model runs through
+    :func:`run_model`, the one pipeline of every command: the stimuli are verified, the device is resolved once,
+    stored outputs are reused (the output cache) and the sanity gate is applied.
 
-    ``STIMULI`` below is the cue-conflict folder (leave ``data_root`` out to use ``$MODELVAL_DATA_ROOT`` or
-    the per-user cache, which is filled on first use):
+    Parameters
+    ----------
+    model
+        A registry name or spec (``"efficientnet_lite0"``, ``"timm:resnet50.a1_in1k"``, ``"hf:..."``,
+        ``"path/to/file.py:build"``, ...; see docs/models.md), an ``nn.Module`` with ``preprocess``, or a
+        :class:`~modelval.models.LoadedModel`.
+    preprocess
+        The preprocessing an ``nn.Module`` was trained with (a :class:`~modelval.PreprocessConfig`); a spec
+        brings its own.
+    options
+        How the model is run: the protocol (``normalization``, ``resize``, ``aggregation``), the stimuli
+        (``data_root``), the statistics (``bootstrap``, ``seed``, ``resample``) and the machinery
+        (:class:`~modelval.EvaluationOptions`).
+    model_options
+        How a spec is loaded: ``device`` (default ``"auto"``: CUDA when available), weights, label map,
+        preprocessing overrides (:class:`~modelval.ModelOptions`).
+    sanity_gate
+        Withhold the shape bias of a model that is not a working classifier (cue-conflict accuracy below 30%).
+    early_gate
+        First evaluate a random sample of the conflict stimuli, and stop there when it already shows for
+        certain (an exact hypergeometric bound) that the model fails the gate; a passing model's decisions
+        are unchanged.
+    name
+        The name the model goes by in the report (default: the spec, or the module's class name).
+    run_store
+        Record the run there (``modelval runs``); ``None`` (the library default) records nothing, the command
+        line passes the per-user store.
+    **settings
+        Single fields of ``options`` or ``model_options`` (``normalization="imagenet"``, ``device="cuda"``,
+        ``data_root=...``); an unknown one is a ``TypeError`` listing them.
+
+    Returns
+    -------
+    ShapeBiasReport
+        ``.shape_bias``, ``.result`` (hits, per category, interval), ``.sanity``, ``.decisions``, the run facts
+        and provenance; ``.to_dict()`` is ``modelval shape-bias --json``. Reading ``.shape_bias`` of a model the
+        gate withholds raises :class:`~modelval.judgement.rows.ShapeBiasWithheld` with the reason (``.result``
+        keeps the raw computation).
+
+    Raises
+    ------
+    modelval.ModelvalError
+        An unknown model, missing stimuli or weights, a module without ``preprocess``, or a model whose
+        outputs are no classifier's (one line each).
+
+    Examples
+    --------
+    The bundled EfficientNet-Lite0 on the published 1280 stimuli (``STIMULI`` is the cue-conflict folder; leave
+    ``data_root`` out to use ``$MODELVAL_DATA_ROOT`` or the per-user cache, filled on first use):
 
     >>> import modelval
     >>> report = modelval.shape_bias("efficientnet_lite0", data_root=STIMULI)
@@ -132,10 +182,20 @@ def shape_bias(
     >>> report.sanity.passed  # a working classifier: cue-conflict accuracy above the 30% gate
     True
 
-    With ``sanity_gate`` (the default) a model that is not a working classifier gets no shape bias:
-    ``report.shape_bias`` is NaN and the JSON's ``shape_bias`` null with the reason. ``early_gate`` first
-    evaluates a random sample of the conflict stimuli and stops there when it already shows for certain
-    that the model fails the gate (``report.sanity.early``); a passing model's decisions are unchanged.
+    An untrained network is no classifier: its shape bias is withheld, and reading it says why (here on
+    ``SUBSET``, two stimuli per category):
+
+    >>> import torch
+    >>> _ = torch.manual_seed(0)
+    >>> untrained = torch.nn.Sequential(torch.nn.AdaptiveAvgPool2d(4), torch.nn.Flatten(), torch.nn.Linear(48, 1000))
+    >>> broken = modelval.shape_bias(untrained, preprocess=modelval.PreprocessConfig(), data_root=SUBSET,
+    ...                              allow_modified_stimuli=True, bootstrap=0)
+    >>> broken.sanity.passed, broken.sanity.cue_accuracy
+    (False, 0.1)
+    >>> broken.shape_bias
+    Traceback (most recent call last):
+    ...
+    modelval.judgement.rows.ShapeBiasWithheld: Sequential (model (imagenet)): no shape bias, withheld: NOT A ...
     """
 
     from modelval.judgement.expected import expected_for
@@ -205,8 +265,41 @@ def shape_bias_of_decisions(
 ) -> ShapeBiasReport:
     """The shape bias recomputed from a per-image decision CSV (the published raw-data format).
 
-    ``observer`` names a registered model whose expected value the report shows; ``resample`` is the
-    bootstrap's unit (``None``: texture images; see :mod:`modelval.behaviour.resampling`).
+    Shape hits / (shape + texture hits) over the conflict images of the file, with the texture-image bootstrap
+    interval, the expected value of ``observer`` when it is a registered model, and the sanity gate.
+
+    Parameters
+    ----------
+    path
+        The decision CSV (texture-vs-shape's ``raw-data`` format: subj, session, trial, rt, object_response,
+        category, condition, imagename).
+    observer
+        A registered model whose published value the report compares with (``"resnet50_in"``).
+    bootstrap
+        Bootstrap resamples of the 95% interval (0: none).
+    seed
+        The bootstrap's seed.
+    sanity_gate
+        Withhold the shape bias when the cue-conflict accuracy is below the gate.
+    resample
+        The bootstrap's unit: ``"texture"`` (default), ``"shape"``, ``"two-way"`` or ``"stimuli"``
+        (:mod:`modelval.behaviour.resampling`).
+
+    Returns
+    -------
+    ShapeBiasReport
+        As :func:`shape_bias`, without a model run (``.run`` is ``None``).
+
+    Examples
+    --------
+    The paper's ResNet-50 from its published decisions (``REFERENCE`` is texture-vs-shape's ``raw-data/``
+    folder): 162 shape and 572 texture hits, the published 22.07%.
+
+    >>> import modelval
+    >>> resnet50 = REFERENCE / "style-transfer-512-nomask-experiment_resnet50_session-1.csv"
+    >>> report = modelval.shape_bias_of_decisions(resnet50, observer="resnet50_in", bootstrap=0)
+    >>> round(report.shape_bias, 4), report.result.shape_hits, report.result.texture_hits, report.row.final_verdict
+    (0.2207, 162, 572, 'PASS')
     """
     from modelval.behaviour.cue_conflict import EXPECTED_IMAGES
     from modelval.behaviour.decisions import read_decisions

@@ -45,7 +45,40 @@ def observer_trials(
     options: EvaluationOptions | None = None,
     model_options: ModelOptions | None = None,
 ) -> ObserverTrials:
-    """``source`` is a decision CSV path, or a model (spec, ``nn.Module``) that is evaluated on ``dataset``."""
+    """One observer's trials on one experiment: read from a decision CSV, or made by evaluating a model.
+
+    The common first step of :func:`accuracy`, :func:`compare_with_humans`, :func:`compare` and
+    :func:`human_figures`: a decision file is read as it is (its experiment from the image names or the file
+    name, unless ``dataset`` says), a model runs through :func:`run_model` on ``dataset``'s stimuli.
+
+    Parameters
+    ----------
+    source
+        A decision CSV path (the published raw-data format), or a model: registry name, spec or ``nn.Module``.
+    dataset
+        The experiment (``"cue-conflict"``, ``"edges"``, ``"colour"``, ...; default: read from a decision file,
+        else ``options.dataset``).
+    preprocess
+        The preprocessing of an ``nn.Module`` (see :func:`shape_bias`).
+    options
+        How a model is evaluated (:class:`~modelval.EvaluationOptions`).
+    model_options
+        How a model is loaded (:class:`~modelval.ModelOptions`).
+
+    Returns
+    -------
+    ObserverTrials
+        ``.trials``, ``.dataset``, ``.label``, the model ``.run`` (``None`` for a file) and ``.provenance``.
+
+    Examples
+    --------
+    The published VGG-16 on the edge images (``REFERENCE`` is texture-vs-shape's ``raw-data/`` folder):
+
+    >>> import modelval
+    >>> observed = modelval.api.observer_trials(REFERENCE / "edge-experiment_vgg_session_1.csv")
+    >>> observed.dataset, observed.label, len(observed.trials), observed.run is None
+    ('edges', 'vgg', 160, True)
+    """
     import dataclasses
 
     from modelval.behaviour.trials import check_dataset, dataset_of, read_trials, trials_from_decisions
@@ -129,8 +162,37 @@ def accuracy(
     run_store: RunStore | None = None,
     **settings: Any,
 ) -> AccuracyReport:
-    """16-class accuracy of a model (spec or ``nn.Module``) or a decision CSV, as ``modelval accuracy``.
+    """The 16-class accuracy of a model or a decision CSV on one experiment, as ``modelval accuracy``.
 
+    The fraction of images whose response is the image's category (on cue-conflict: its shape), overall, per
+    category and per condition (distortion level), with a Wilson 95% interval. A model runs through
+    :func:`run_model` on ``dataset``'s stimuli; a decision file covering fewer images than the experiment has
+    gets a ``coverage_warning`` (its accuracy is then not comparable with published values).
+
+    Parameters
+    ----------
+    source
+        A decision CSV, or a model (registry name, spec or ``nn.Module`` with ``preprocess``).
+    dataset
+        The experiment (default: read from a decision file, else ``options.dataset``).
+    preprocess
+        The preprocessing of an ``nn.Module`` (see :func:`shape_bias`).
+    options
+        How a model is evaluated (:class:`~modelval.EvaluationOptions`).
+    model_options
+        How a model is loaded (:class:`~modelval.ModelOptions`).
+    run_store
+        Record the run there; ``None`` records nothing.
+    **settings
+        Single fields of ``options`` or ``model_options``.
+
+    Returns
+    -------
+    AccuracyReport
+        ``.accuracy``, ``.result`` (per category, interval), ``.conditions``; ``.to_dict()`` is the command's JSON.
+
+    Examples
+    --------
     A published decision file (``REFERENCE`` is texture-vs-shape's ``raw-data/`` folder); a model spec or
     module runs on the stimuli of ``dataset`` instead:
 
@@ -237,19 +299,53 @@ def compare_with_humans(
     run_store: RunStore | None = None,
     **settings: Any,
 ) -> HumansReport:
-    """Accuracy and error consistency of a model or decision CSV with the human observers (``modelval humans``).
+    """Accuracy and error consistency of a model or decision CSV with the human observers, as ``modelval humans``.
 
-    ``reference_dir`` is the published raw data (texture-vs-shape's ``raw-data/``, or model-vs-human's for its
-    14 further datasets; default ``$MODELVAL_REFERENCE_DIR``, ``$MODELVAL_MODEL_VS_HUMAN_DIR``, else the
-    per-user cache filled by ``modelval download-data --humans [--dataset NAME]``). The report also holds the
-    comparison within each condition (``conditions``) and model-vs-human's benchmark values (``benchmark``).
-    The bootstrap of the intervals uses ``options.bootstrap`` resamples, ``options.seed`` and the unit
-    ``options.resample`` (texture images on cue-conflict unless set); ``resample_observers`` also draws
-    the human observers. ``na_handling`` is ``"wrong"`` (an unanswered trial is wrong, as in
-    model-vs-human) or ``"exclude"`` (left out of each pair it occurs in). The human observers' files are
-    checked against the published manifest; a changed, missing or extra one is refused unless
-    ``allow_modified_reference`` (then ``reference_data`` says "modified" and what differs).
+    Error consistency is Cohen's kappa on trial-wise correctness (Geirhos, Meding & Wichmann, NeurIPS 2020),
+    against each human observer and as their mean, with a bootstrap 95% interval; kappa_max is the most kappa
+    the two accuracies allow; the humans' mutual kappa says how much humans agree with each other (not a ceiling
+    for models). The report also holds the comparison within each condition (distortion level) and
+    model-vs-human's benchmark values of the dataset; on cue-conflict also the shape bias beside the humans'.
+    The human observers' files are checked against the published manifest first.
 
+    Parameters
+    ----------
+    source
+        A decision CSV, or a model (registry name, spec or ``nn.Module`` with ``preprocess``).
+    dataset
+        The experiment (default: read from a decision file, else ``options.dataset``).
+    reference_dir
+        The published raw data (texture-vs-shape's ``raw-data/``, or model-vs-human's for its 14 further
+        datasets; default ``$MODELVAL_REFERENCE_DIR``, ``$MODELVAL_MODEL_VS_HUMAN_DIR``, else the per-user cache
+        filled by ``modelval download-data --humans [--dataset NAME]``).
+    preprocess
+        The preprocessing of an ``nn.Module`` (see :func:`shape_bias`).
+    options
+        How a model is evaluated, and the bootstrap (``bootstrap`` resamples, ``seed``, the unit ``resample``:
+        texture images on cue-conflict unless set).
+    model_options
+        How a model is loaded (:class:`~modelval.ModelOptions`).
+    resample_observers
+        The bootstrap also draws the human observers (default: the published observers are held fixed).
+    na_handling
+        ``"wrong"`` (an unanswered human trial is wrong, as in model-vs-human) or ``"exclude"`` (left out of each
+        pair it occurs in).
+    allow_modified_reference
+        Use human files that differ from the published manifest; ``reference_data`` then says what differs
+        (otherwise such a folder is refused).
+    run_store
+        Record the run there; ``None`` records nothing.
+    **settings
+        Single fields of ``options`` or ``model_options``.
+
+    Returns
+    -------
+    HumansReport
+        ``.error_consistency``, ``.comparison`` (per observer, kappa_max, intervals), ``.conditions``,
+        ``.benchmark``; ``.to_dict()`` is ``modelval humans --json``.
+
+    Examples
+    --------
     The published VGG-16 on the edge images (``REFERENCE`` is texture-vs-shape's ``raw-data/``): its error
     consistency with the 10 humans, and the largest kappa its accuracy allows against theirs:
 

@@ -260,23 +260,53 @@ def run_model(
     sanity_probe: bool = False,
     stimuli: StimulusSet | None = None,
 ) -> ModelRun:
-    """Load ``model`` and evaluate it on ``options.dataset`` under the protocol in ``options``.
+    """Load a model and evaluate it on a stimulus set: the one pipeline behind every command and front-door call.
 
-    ``model`` is a registry name or spec (``"efficientnet_lite0"``, ``"timm:resnet50.a1_in1k"``, ...), an
-    ``nn.Module`` with ``preprocess`` (a :class:`~modelval.preprocessing.PreprocessConfig`), or a
-    :class:`~modelval.models.LoadedModel`.
+    In this order, the same everywhere: an unknown registry name fails first (with suggestions), then a bad label
+    map; the stimuli are found, verified against their manifest and decoded (or ``stimuli`` are taken as given);
+    the device is resolved once (``model_options.device``, ``"auto"``: CUDA when available); only then is the
+    model loaded (weights fetched unless offline) onto that device and evaluated under ``options``: its raw
+    outputs (reused from the output cache when stored under the same key), the 1000 -> 16 mapping, per-image
+    decisions and the shape bias. With ``sanity_probe`` (cue-conflict) a random sample of the conflict stimuli
+    is evaluated first: when it shows for certain that the model is not a working classifier, the run stops
+    there and ``evaluation`` covers that sample only; otherwise the full run follows, unchanged.
 
-    ``sanity_probe=True`` (cue-conflict) first evaluates a random sample of the conflict stimuli
-    (:func:`modelval.judgement.sanity.probe_sanity`): when it shows for certain that the model is not a
-    working classifier, the run stops there and ``evaluation`` covers that sample only; otherwise the full
-    run follows, unchanged (the sample has its own batches).
+    Parameters
+    ----------
+    model
+        A registry name or spec (``"efficientnet_lite0"``, ``"timm:resnet50.a1_in1k"``, ...), an ``nn.Module``
+        with ``preprocess``, or a :class:`~modelval.models.LoadedModel`.
+    preprocess
+        The preprocessing an ``nn.Module`` was trained with (:class:`~modelval.PreprocessConfig`).
+    options
+        The protocol, the stimuli and the machinery (:class:`~modelval.EvaluationOptions`).
+    model_options
+        How the model is loaded and where it runs (:class:`~modelval.ModelOptions`).
+    name
+        The name the model goes by in reports (default: the spec, or the module's class name).
+    sanity_probe
+        Decide the sanity gate early from a random sample (see above).
+    stimuli
+        Stimuli already decoded (a :class:`~modelval.datasets.stimulus_set.StimulusSet` of ``options.dataset``),
+        for a caller that evaluates many models on one set (the validation runner); ``None`` loads them here.
 
-    ``stimuli`` are stimuli already decoded (a :class:`~modelval.datasets.stimulus_set.StimulusSet` of
-    ``options.dataset``), for a caller that evaluates many models on one set (the validation runner); ``None``
-    finds, verifies and decodes ``options.dataset`` here.
+    Returns
+    -------
+    ModelRun
+        The loaded model, its :class:`~modelval.evaluation.Evaluation`, the run's facts and ``.provenance()``.
 
-    The device is resolved here, once (``model_options.device``, ``"auto"``: CUDA when available), and the
-    model is loaded onto it and evaluated on it.
+    Examples
+    --------
+    The bundled EfficientNet-Lite0 on ``SUBSET`` (two stimuli per category; a subset is a modified set, so it
+    is allowed explicitly):
+
+    >>> import modelval
+    >>> options = modelval.EvaluationOptions(data_root=SUBSET, allow_modified_stimuli=True, bootstrap=0)
+    >>> run = modelval.run_model("efficientnet_lite0", options=options)
+    >>> run.model, len(run.evaluation.decisions), run.evaluation.result.shape_hits, run.evaluation.result.texture_hits
+    ('efficientnet_lite0', 32, 3, 15)
+    >>> run.provenance()["device"]["type"] in ("cpu", "cuda")
+    True
     """
     from modelval.evaluation import decision_flips, evaluate
     from modelval.runtime import resolve_device

@@ -197,11 +197,40 @@ def sensitivity(
     run_store: RunStore | None = None,
     **settings: Any,
 ) -> SensitivityCard:
-    """The protocol-sensitivity card of ``model`` (``modelval sensitivity``): each protocol choice varied alone.
+    """The protocol-sensitivity card of a model (``modelval sensitivity``): each protocol choice varied alone.
 
-    Each variant's paired change of the shape bias against the reference protocol, with its paired interval
-    and permutation p; identical inputs are evaluated once. Here on ``SUBSET`` (2 stimuli per category, so
-    quick; the card of the published 1280 is in docs/sensitivity.md), without intervals:
+    Each variant (resize, interpolation, normalization, aggregation) against the reference protocol (the
+    model's own normalization, no resize, mean aggregation): its paired change of the shape bias on the same
+    stimuli, Δ = variant − baseline, with a paired bootstrap 95% interval of Δ (texture images resampled) and a
+    paired permutation p-value; variants with the same input are evaluated once (one forward per distinct
+    input), and factors are ranked only where the data separate them.
+
+    Parameters
+    ----------
+    model
+        A registry name or spec, or an ``nn.Module`` with ``preprocess``.
+    preprocess
+        The preprocessing of an ``nn.Module`` (see :func:`shape_bias`).
+    options
+        The stimuli and statistics: ``bootstrap``, ``seed``, ``resample``, ``permutations``
+        (:class:`~modelval.EvaluationOptions`).
+    model_options
+        How the model is loaded and where it runs (:class:`~modelval.ModelOptions`).
+    run_store
+        Record the card there; ``None`` records nothing.
+    **settings
+        Single fields of ``options`` or ``model_options``.
+
+    Returns
+    -------
+    SensitivityCard
+        ``.reference``, ``.variants`` (each with Δ, its interval and p), ``.ranking_text()``, ``.top_factor``;
+        ``.to_dict()`` is ``modelval sensitivity --json``.
+
+    Examples
+    --------
+    Here on ``SUBSET`` (two stimuli per category, so quick; the card of the published 1280 is in
+    docs/sensitivity.md), without intervals:
 
     >>> import modelval
     >>> card = modelval.sensitivity("efficientnet_lite0", data_root=SUBSET, allow_modified_stimuli=True,
@@ -209,6 +238,8 @@ def sensitivity(
     >>> factors = [row.variant.factor for row in card.variants]
     >>> card.forwards, factors[:4]
     (4, ['resize', 'resize', 'resize', 'interpolation'])
+    >>> round(card.reference.result.shape_bias, 4)
+    0.1667
     """
     from modelval.api.pipeline import check_model, load, load_stimuli, open_output_cache, torch_threads
     from modelval.records.provenance import device_record, environment, state_dict_digest

@@ -41,7 +41,32 @@ FORMAT_VERSION = 1
 
 
 def save_outputs(run: ModelRun, folder: str | os.PathLike[str]) -> Path:
-    """Write ``run``'s raw outputs, stimuli and provenance into ``folder`` (created; files replaced atomically)."""
+    """Write a run's raw outputs, its stimuli and its provenance into a folder, for :func:`rescore` later.
+
+    ``outputs.npy`` (the model's raw outputs, float32, in stimulus order), ``stimuli.json`` (each stimulus with
+    its categories and SHA-256) and ``run.json`` (the model, label map, aggregation, the provenance record and
+    the SHA-256 of ``outputs.npy``); each file is replaced atomically.
+
+    Parameters
+    ----------
+    run
+        A :class:`ModelRun` (:func:`run_model`, or ``report.run`` of :func:`shape_bias`).
+    folder
+        The folder (made if missing; a file standing there is refused).
+
+    Returns
+    -------
+    pathlib.Path
+        The folder.
+
+    Examples
+    --------
+    >>> import modelval
+    >>> options = modelval.EvaluationOptions(data_root=SUBSET, allow_modified_stimuli=True, bootstrap=0)
+    >>> folder = modelval.save_outputs(modelval.run_model("efficientnet_lite0", options=options), FOLDER)
+    >>> sorted(path.name for path in folder.iterdir())
+    ['outputs.npy', 'run.json', 'stimuli.json']
+    """
     from modelval.records.provenance import file_digest
 
     evaluation = run.evaluation
@@ -89,7 +114,35 @@ class SavedOutputs:
 
 
 def load_saved_outputs(folder: str | os.PathLike[str]) -> SavedOutputs:
-    """Read a ``--save-outputs`` folder; every problem is one line naming the file."""
+    """Read a folder written by :func:`save_outputs` (``--save-outputs``), checked.
+
+    The format and its version, the outputs' SHA-256 against ``run.json``, the stimuli listing and the label map
+    are checked; every problem is one line naming the file.
+
+    Parameters
+    ----------
+    folder
+        The saved-outputs folder.
+
+    Returns
+    -------
+    SavedOutputs
+        ``.outputs`` (N, K), ``.stimuli``, ``.model``, ``.aggregation``, ``.label_map``, ``.provenance``.
+
+    Raises
+    ------
+    modelval.errors.DataError
+        A folder that is not (or no longer) what :func:`save_outputs` wrote.
+
+    Examples
+    --------
+    >>> import modelval
+    >>> options = modelval.EvaluationOptions(data_root=SUBSET, allow_modified_stimuli=True, bootstrap=0)
+    >>> _ = modelval.save_outputs(modelval.run_model("efficientnet_lite0", options=options), FOLDER)
+    >>> saved = modelval.api.load_saved_outputs(FOLDER)
+    >>> saved.model, saved.outputs.shape, saved.aggregation
+    ('efficientnet_lite0', (32, 1000), 'mean')
+    """
     from modelval.behaviour.categories import LabelMap
     from modelval.behaviour.cue_conflict import Stimulus
     from modelval.records.provenance import file_digest
@@ -182,13 +235,50 @@ def rescore(
     ranks: bool = False,
     run_store: RunStore | None = None,
 ) -> RescoreReport:
-    """The shape bias of saved outputs under ``aggregation`` (default: the saved one), ``label_map`` (default:
-    the saved one, else ImageNet-1k) and a subset of the 16 ``categories``.
+    """The shape bias of saved outputs under another aggregation, label map or subset of the 16 categories.
 
-    With ``categories``, each decision is the best of those categories only, and the shape bias counts the
-    conflict images whose shape and texture categories are both among them (a texture outside the subset
-    could never be decided). ``ranks`` adds the mean reciprocal ranks of the shape and texture labels over
-    all outputs (REFINED-BIAS).
+    The same code maps a fresh run's outputs, so a re-score equals a fresh run exactly. With ``categories``,
+    each decision is the best of those categories only, and the shape bias counts the conflict images whose
+    shape and texture categories are both among them (a texture outside the subset could never be decided).
+    ``ranks`` adds REFINED-BIAS's mean reciprocal ranks of the shape and texture labels over all outputs.
+
+    Parameters
+    ----------
+    saved
+        A :class:`SavedOutputs`, or the folder :func:`save_outputs` wrote.
+    aggregation
+        ``"mean"``, ``"sum"`` or ``"max"`` over each category's classes (default: the saved one).
+    label_map
+        A :class:`~modelval.behaviour.categories.LabelMap` or its JSON file (default: the saved one, else
+        ImageNet-1k).
+    categories
+        A subset of the 16 categories (default: all).
+    bootstrap
+        Bootstrap resamples of the 95% interval (0: none).
+    seed
+        The bootstrap's seed.
+    resample
+        The bootstrap's unit (default: texture images).
+    ranks
+        Add the mean reciprocal ranks (REFINED-BIAS).
+    run_store
+        Record the re-score there; ``None`` records nothing.
+
+    Returns
+    -------
+    RescoreReport
+        ``.result`` (the shape bias and its hits), the ranks, ``.decisions`` and ``.provenance``.
+
+    Examples
+    --------
+    The bundled model's outputs on ``SUBSET``, scored again with **sum** aggregation instead of mean:
+
+    >>> import modelval
+    >>> options = modelval.EvaluationOptions(data_root=SUBSET, allow_modified_stimuli=True, bootstrap=0)
+    >>> _ = modelval.save_outputs(modelval.run_model("efficientnet_lite0", options=options), FOLDER)
+    >>> report = modelval.rescore(FOLDER, aggregation="sum", bootstrap=0)
+    >>> report.result.shape_hits, report.result.texture_hits, report.result.shape_bias
+    (3, 9, 0.25)
     """
     from modelval.behaviour.categories import AGGREGATIONS, CATEGORIES, Aggregation, CategoryMapper
     from modelval.behaviour.label_map import read_label_map
