@@ -46,8 +46,9 @@ def test_diff_names_values_flips_per_category_and_provenance(store):
     assert difference.flips == {"cat": 1, "dog": 1} and sorted(difference.flipped_images) == ["a.png", "c.png"]
     # what differs, by name; the timestamp and the cache status are not reasons for a change
     assert difference.provenance_text() == "torch 2.15.0 → 2.16.0, resize none → 256"
-    assert since_last_run(second).a.id == first  # the previous run of the same command, model and label
-    assert since_last_run(first) is None
+    assert since_last_run(store, second).a.id == first  # the previous run of the same command, model and label
+    assert since_last_run(store, first) is None
+    assert since_last_run(None, second) is None  # nothing recorded, nothing to compare
     json.dumps(difference.to_dict())
 
 
@@ -83,3 +84,18 @@ def test_an_unusable_store_is_a_warning_not_a_failure(tmp_path, monkeypatch, mod
         assert main(["accuracy", "--decisions", str(modelval_reference_dir / "edge-experiment_vgg_session_1.csv")]) == 0
     with pytest.raises(sqlite3.DatabaseError):
         sqlite3.connect(bad).execute("SELECT 1 FROM runs")  # the file was left as it was
+
+
+def test_a_library_call_records_only_into_a_store_it_is_given(store, modelval_reference_dir):
+    """Recording is the caller's choice (as lm-evaluation-harness passes its evaluation_tracker in): the front
+    door writes nothing to the per-user store by itself, even where the command line would."""
+    import modelval
+
+    path = modelval_reference_dir / "edge-experiment_vgg_session_1.csv"
+    modelval.accuracy(path)
+    resnet50 = modelval_reference_dir / "style-transfer-512-nomask-experiment_resnet50_session-1.csv"
+    modelval.shape_bias_of_decisions(resnet50, bootstrap=0)
+    assert store.runs() == []
+    report = modelval.accuracy(path, run_store=store)
+    assert [run.command for run in store.runs()] == ["accuracy"]
+    assert store.runs()[0].summary["accuracy"] == pytest.approx(report.accuracy)
