@@ -78,7 +78,7 @@ def read_decisions(path: str | os.PathLike[str]) -> list[Decision]:
     Returns
     -------
     list of Decision
-        One :class:`Decision` per row, in the file's order: ``imagename`` as written, ``shape``,
+        One ``Decision`` per row, in the file's order: ``imagename`` as written, ``shape``,
         ``texture`` and ``response`` (``is_conflict`` is False for the 80 images whose shape equals
         their texture).
 
@@ -236,7 +236,7 @@ def write_decisions(
     path
         The CSV file to write (its folder is created if needed; an existing file is replaced).
     decisions
-        The decisions (:class:`Decision`), e.g. from ``modelval.read_decisions`` or an evaluation.
+        The decisions (``Decision``), e.g. from ``modelval.read_decisions`` or an evaluation.
     subject
         The observer's name, written in the ``subj`` column (and in the image names with ``name_code``).
     session

@@ -115,12 +115,12 @@ def compute_shape_bias(
     drawn by ``numpy.random.default_rng(seed)``: the same decisions and seed give the same interval.
     By default the resampled unit is the *texture image* the stimuli were made from (a cluster
     bootstrap: a drawn texture image brings all the stimuli made from it), because stimuli that share a
-    texture image are not independent; see :mod:`modelval.behaviour.resampling`.
+    texture image are not independent; see ``modelval.behaviour.resampling``.
 
     Parameters
     ----------
     decisions
-        Per-image 16-class decisions (:class:`~modelval.behaviour.decisions.Decision`), e.g. from
+        Per-image 16-class decisions (``modelval.behaviour.decisions.Decision``), e.g. from
         ``modelval.read_decisions``; each image at most once. Decisions on no-conflict images may be
         included: they are counted in ``excluded_no_conflict`` and nowhere else.
     n_bootstrap

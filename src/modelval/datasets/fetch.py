@@ -90,7 +90,7 @@ def download_stimuli(
     (``offline=True``, ``$MODELVAL_OFFLINE`` or ``$HF_HUB_OFFLINE``) nothing is fetched: a missing
     folder is a ``DownloadError``. model-vs-human's 14 further datasets (``colour``, ``sketch``, ...) have
     no published checksums: with ``manifest=None`` they are checked against the record of their first
-    download instead (:mod:`modelval.datasets.release`), and that path does not yet honour ``offline``
+    download instead (``modelval.datasets.release``), and that path does not yet honour ``offline``
     (a missing folder is fetched even offline).
 
     Parameters
