@@ -58,11 +58,73 @@ class Decision:
 
 
 def read_decisions(path: str | os.PathLike[str]) -> list[Decision]:
-    """Read a published (or modelval-written) decision CSV; a clear one-line error names the bad row.
+    """Read the per-image decisions of one observer on the cue-conflict stimuli from a CSV file.
 
-    Refused: a missing file or a folder, a file that is not UTF-8 text, a row with too few fields, an
-    unknown category, and two rows for the same image (which would be counted twice). A UTF-8 byte
-    order mark before the header is accepted (spreadsheet exports write one).
+    The file is in texture-vs-shape's published raw-data format (``subj,session,trial,rt,
+    object_response,category,condition,imagename``), as published for ResNet-50, VGG-16 and the 10
+    human observers, and as ``modelval.write_decisions`` and the evaluations write it. Only three
+    columns are read: ``imagename`` (either published style, ``airplane1-bicycle2.png`` or
+    ``0001_s5n_dnn_0_airplane_00_airplane1-bicycle2.png``), which gives the shape and the texture
+    category; ``object_response``, the decision (one of the 16 categories, or ``na`` for a human's
+    missing answer); and ``category``, which when filled in must be the shape category. A UTF-8 byte
+    order mark before the header is accepted (spreadsheet exports write one). The edge and silhouette
+    files, whose image names carry no texture, are not cue-conflict decisions and are refused.
+
+    Parameters
+    ----------
+    path
+        The CSV file.
+
+    Returns
+    -------
+    list of Decision
+        One ``Decision`` per row, in the file's order: ``imagename`` as written, ``shape``,
+        ``texture`` and ``response`` (``is_conflict`` is False for the 80 images whose shape equals
+        their texture).
+
+    Raises
+    ------
+    modelval.errors.DataError
+        One line naming the file (and the line, for a bad row): a missing file or a folder, a file
+        that is not UTF-8 text or not readable as CSV, a missing column, a row with more or fewer
+        fields than the header, an image name that is not a cue-conflict name, an unknown response,
+        a ``category`` that disagrees with the image name, two rows for the same image (which would be
+        counted twice), or no rows at all.
+
+    Examples
+    --------
+    The published decisions of ResNet-50: 1280 images, 1200 of them with conflicting cues, 162
+    answered with the shape category:
+
+    >>> from modelval import read_decisions
+    >>> decisions = read_decisions(REFERENCE / "style-transfer-512-nomask-experiment_resnet50_session-1.csv")
+    >>> len(decisions), sum(d.is_conflict for d in decisions)
+    (1280, 1200)
+    >>> first = decisions[0]
+    >>> first.imagename
+    '0001_s5n_dnn_0_airplane_00_airplane1-bicycle2.png'
+    >>> first.shape, first.texture, first.response
+    ('airplane', 'bicycle', 'bottle')
+    >>> sum(d.response == d.shape for d in decisions if d.is_conflict)
+    162
+
+    The first human observer gave no answer in time on 27 trials:
+
+    >>> human = read_decisions(REFERENCE / "style-transfer-512-nomask-experiment_subject-01_session_1.csv")
+    >>> sum(d.response == "na" for d in human)
+    27
+
+    A response that is not one of the 16 categories is refused, naming the line:
+
+    >>> typo = FOLDER / "typo.csv"
+    >>> _ = typo.write_text(
+    ...     "subj,session,trial,rt,object_response,category,condition,imagename\\n"
+    ...     "me,1,1,0.9,aeroplane,airplane,0,airplane1-bicycle2.png\\n"
+    ... )
+    >>> read_decisions(typo)
+    Traceback (most recent call last):
+    ...
+    modelval.errors.DataError: .../typo.csv, line 2: object_response 'aeroplane' is not one of the 16 categories ...
     """
     path = Path(path)
     with reading_csv(path) as reader:
@@ -160,11 +222,62 @@ def write_decisions(
     session: int = 1,
     name_code: str | None = None,
 ) -> Path:
-    """Write decisions in the published raw-data format (rt is NaN for models, as published).
+    """Write per-image decisions to a CSV file in texture-vs-shape's published raw-data format.
 
-    ``name_code`` (``s5n``, ``edg``, ``sif``) writes image names in texture-vs-shape's published style,
-    ``NNNN_<code>_<subject>_0_<category>_00_<file>``, so the experiment reads back from the names;
-    without it the bare file name is written.
+    The columns are ``subj,session,trial,rt,object_response,category,condition,imagename``, one row per
+    decision in the order given: ``trial`` counts from 1, ``rt`` is ``NaN`` (as in the published model
+    files), ``object_response`` is the decision, ``category`` the shape category and ``condition`` 0.
+    The file can be read back with ``modelval.read_decisions`` and compared row by row with the
+    published data. It is written whole or not at all: the rows go to a temporary file beside ``path``
+    that replaces ``path`` only when complete, so an existing file is never left truncated.
+
+    Parameters
+    ----------
+    path
+        The CSV file to write (its folder is created if needed; an existing file is replaced).
+    decisions
+        The decisions (``Decision``), e.g. from ``modelval.read_decisions`` or an evaluation.
+    subject
+        The observer's name, written in the ``subj`` column (and in the image names with ``name_code``).
+    session
+        The session number, written in the ``session`` column.
+    name_code
+        ``None`` (the default) writes the bare stimulus file name (``airplane1-bicycle2.png``). An
+        experiment code (``s5n`` cue-conflict, ``edg`` edges, ``sif`` filled silhouettes) writes
+        texture-vs-shape's published style instead, ``NNNN_<code>_<subject>_0_<category>_00_<file>``
+        (trial number, code, subject with ``_`` written as ``-``), from which the experiment can be
+        read back.
+
+    Returns
+    -------
+    pathlib.Path
+        ``path``.
+
+    Raises
+    ------
+    modelval.errors.DataError
+        ``path`` cannot be written (a folder, a parent that is a file, no permission, a full disk).
+
+    Examples
+    --------
+    ResNet-50's published decisions written again in the published image-name style and read back: the
+    same shape bias.
+
+    >>> from modelval import compute_shape_bias, read_decisions, write_decisions
+    >>> published = read_decisions(REFERENCE / "style-transfer-512-nomask-experiment_resnet50_session-1.csv")
+    >>> path = write_decisions(FOLDER / "resnet50.csv", published, subject="resnet50", name_code="s5n")
+    >>> for line in path.read_text().splitlines()[:2]:
+    ...     print(line)
+    subj,session,trial,rt,object_response,category,condition,imagename
+    resnet50,1,1,NaN,bottle,airplane,0,0001_s5n_resnet50_0_airplane_00_airplane1-bicycle2.png
+    >>> round(compute_shape_bias(read_decisions(path)).shape_bias, 4)
+    0.2207
+
+    Without ``name_code`` the bare stimulus name is written:
+
+    >>> bare = write_decisions(FOLDER / "bare.csv", published[:1], subject="resnet50", session=2)
+    >>> print(bare.read_text().splitlines()[1])
+    resnet50,2,1,NaN,bottle,airplane,0,airplane1-bicycle2.png
     """
     path = Path(path)
     with replacing(path, newline="") as handle:  # whole or not at all (a full disk loses nothing)

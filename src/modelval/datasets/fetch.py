@@ -73,15 +73,121 @@ def download_stimuli(
     manifest: dict[str, str] | None = None,
     offline: bool | None = None,
 ) -> Path:
-    """Fetch a public stimulus set into ``destination`` and verify every file against its manifest.
+    """Download a published stimulus set into a folder and verify every file against its manifest.
 
-    ``source="model-vs-human"`` downloads the release archive (``url`` overrides its address);
-    ``source="texture-vs-shape"`` fetches the repository folder file by file (``url`` overrides
-    the folder's base address). ``manifest`` defaults to the committed one. The stimuli are
-    assembled and verified in a temporary folder beside the destination and moved into place only
-    when complete, so an interrupted or corrupt download never leaves a partial dataset behind (and
-    the folders of killed ones are removed, see :func:`staging_folder`). Offline (``offline=True``,
-    ``$MODELVAL_OFFLINE``, ``$HF_HUB_OFFLINE``) an existing folder is verified and nothing is fetched.
+    The cue-conflict images come from model-vs-human's release archive (``source="model-vs-human"``, the
+    default) or file by file from texture-vs-shape's repository folder (``source="texture-vs-shape"``,
+    the default for edges and filled-silhouettes); ``$MODELVAL_DATA_MIRROR`` (or ``url``) points either
+    at another server, e.g. a lab's mirror. Every file is checked against the SHA-256 digests of the
+    manifest (by default the one committed with modelval), as ``modelval.verify_stimuli`` checks a
+    folder. The images are assembled and verified in a hidden folder beside ``destination``, which is
+    replaced only when all of them are there and correct: an interrupted or corrupt download never
+    leaves a partial dataset behind, and the leftovers of killed downloads are removed (a lock keeps
+    two processes from downloading into the same folder at once).
+
+    An existing ``destination`` is not downloaded again (unless ``force``): it is verified and
+    returned, online or offline; one that does not verify is an error, not silently replaced. Offline
+    (``offline=True``, ``$MODELVAL_OFFLINE`` or ``$HF_HUB_OFFLINE``) nothing is fetched: a missing
+    folder is a ``DownloadError``. model-vs-human's 14 further datasets (``colour``, ``sketch``, ...) have
+    no published checksums: with ``manifest=None`` they are checked against the record of their first
+    download instead (``modelval.datasets.release``), and that path does not yet honour ``offline``
+    (a missing folder is fetched even offline).
+
+    Parameters
+    ----------
+    destination
+        The folder to fill. ``None``: ``$MODELVAL_DATA_ROOT`` (cue-conflict only), else
+        ``$MODELVAL_DATA_HOME/<dataset folder>``, else the per-user cache (where ``modelval`` looks
+        for the stimuli by default).
+    dataset
+        The dataset's name in modelval's registry: ``"cue-conflict"`` (the default), ``"edges"``,
+        ``"filled-silhouettes"``, or one of model-vs-human's further datasets.
+    source
+        ``"model-vs-human"`` (the release archive ``<dataset>.tar.gz``) or ``"texture-vs-shape"`` (the
+        repository folder, one request per file); ``None`` picks the archive when the dataset has one.
+    url
+        The address to fetch from instead of the public one (or the mirror's): the archive's URL for
+        ``"model-vs-human"``; for ``"texture-vs-shape"`` the base URL of the folder, each file being
+        fetched from ``<url>/<category>/<file>``.
+    force
+        Download again even when ``destination`` exists; it is replaced once the new copy verifies.
+    progress
+        Show progress bars (on stderr).
+    timeout
+        Seconds allowed for connecting and for each read; a transfer slower than 1 KiB/s over such a
+        window counts as stalled.
+    retries
+        How often a failed request (a connection error, a timeout, a stalled or truncated transfer, an
+        HTTP 5xx or 429 answer) is tried again, with exponential backoff.
+    manifest
+        ``{relpath: sha256}``: the files the folder must hold and their digests; ``None`` (the default)
+        for the committed manifest of ``dataset``. The file-by-file source fetches exactly these files.
+    offline
+        ``True`` never downloads, ``False`` may; ``None`` (the default) is offline when
+        ``$MODELVAL_OFFLINE`` or ``$HF_HUB_OFFLINE`` is ``1``, ``true`` or ``yes``.
+
+    Returns
+    -------
+    pathlib.Path
+        ``destination``, holding the verified stimuli.
+
+    Raises
+    ------
+    modelval.errors.DownloadError
+        A file could not be downloaded (no network, refused connection, timeout, HTTP error) after the
+        retries, or the run is offline and ``destination`` is missing (or ``force`` is set).
+    modelval.errors.ChecksumError
+        A downloaded file, or a file of an existing ``destination``, differs from the manifest.
+    modelval.errors.DataError
+        An existing ``destination`` lacks files of the manifest or holds others, a downloaded archive
+        is not a readable tar archive or holds no category folders, or ``dataset`` or ``source`` is
+        unknown (or the dataset has no such source). ``ChecksumError`` is a ``DataError`` too.
+    modelval.errors.InputValidationError
+        ``timeout`` is not a positive number of seconds or ``retries`` is negative.
+
+    Examples
+    --------
+    So that it runs without an internet connection, this example downloads for real from a local HTTP
+    server on 127.0.0.1, as from a lab's mirror. The server serves ``SUBSET``, a folder with the first
+    two published cue-conflict images of each category, and the download fetches these 32 files, with
+    the part of the committed manifest that lists them. Without ``url`` and ``manifest`` the same call
+    fetches all 1280 images from texture-vs-shape's repository on GitHub and checks them against the
+    whole manifest.
+
+    >>> import functools, http.server, threading
+    >>> from modelval import download_stimuli
+    >>> from modelval.datasets import load_manifest
+    >>> class Quiet(http.server.SimpleHTTPRequestHandler):
+    ...     def log_message(self, *args):  # no line per request on stderr
+    ...         pass
+    >>> server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=SUBSET))
+    >>> threading.Thread(target=server.serve_forever, daemon=True).start()
+    >>> mirror = f"http://127.0.0.1:{server.server_port}"
+    >>> published = load_manifest()
+    >>> served = {p.relative_to(SUBSET).as_posix(): published[p.relative_to(SUBSET).as_posix()]
+    ...           for p in SUBSET.rglob("*.png")}
+    >>> len(served), len(published)
+    (32, 1280)
+    >>> folder = download_stimuli(
+    ...     FOLDER / "cue-conflict", source="texture-vs-shape", url=mirror, manifest=served, progress=False
+    ... )
+    >>> folder == FOLDER / "cue-conflict", len(list(folder.rglob("*.png")))
+    (True, 32)
+    >>> server.shutdown()
+    >>> server.server_close()
+
+    Called again, the folder is there: it is verified and returned, and nothing is fetched (the server
+    is gone):
+
+    >>> download_stimuli(folder, manifest=served, offline=True) == folder
+    True
+
+    Offline, a missing folder is an error rather than a download:
+
+    >>> download_stimuli(FOLDER / "elsewhere", offline=True)
+    Traceback (most recent call last):
+    ...
+    modelval.errors.DownloadError: this run is offline (--offline, MODELVAL_OFFLINE or HF_HUB_OFFLINE): not fetching ...
     """
     check_transfer_settings(timeout, retries)
     source = source or default_source(dataset)

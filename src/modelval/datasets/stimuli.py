@@ -53,12 +53,64 @@ def discover_stimuli(
     expected_count: int | Literal["registry"] | None = "registry",
     dataset: str = "cue-conflict",
 ) -> list[Stimulus]:
-    """List and validate the stimuli of ``dataset`` under ``root`` (sorted, so the order is reproducible).
+    """List the images of a stimulus folder with their categories, checking the folder's layout.
 
-    Raises :class:`DataError` naming the offending path for a missing folder, an unknown
-    category folder, an unparseable file name, a file whose label disagrees with its folder, or
-    (unless ``expected_count`` is None) the wrong number of images; ``"registry"`` expects the
-    dataset's own count.
+    A cue-conflict folder (and an edges or filled-silhouettes one) holds one sub-folder per *shape*
+    category, ``airplane/`` to ``truck/``, of images named ``<shape><i>-<texture><j>.png``
+    (``<shape><i>.png`` for edges and silhouettes); model-vs-human's further datasets hold
+    ``dnn/session-<k>/<image>``, as their release archives unpack. Each image's shape and texture
+    category are read from its name, and the list is sorted (by folder, then file name), so its order
+    is the same on every machine. Hidden files and the files beside the category folders (a README, a
+    licence) are skipped. Only the names and the layout are checked, not the images' bytes:
+    ``modelval.verify_stimuli`` checks those against the published checksums.
+
+    Parameters
+    ----------
+    root
+        The dataset's folder, e.g. the one ``modelval.download_stimuli`` fills.
+    expected_count
+        How many images the folder must hold: ``"registry"`` (the default) for the dataset's published
+        count (1280 for cue-conflict, 160 for edges and filled-silhouettes), a number, or ``None`` for
+        any number (a subset of the images).
+    dataset
+        The dataset's name in modelval's registry: ``"cue-conflict"`` (the default), ``"edges"``,
+        ``"filled-silhouettes"``, or one of model-vs-human's further datasets (``"colour"``,
+        ``"sketch"``, ...).
+
+    Returns
+    -------
+    list of Stimulus
+        One ``Stimulus`` per image, sorted: ``relpath`` (the path below ``root``, e.g.
+        ``airplane/airplane1-bicycle2.png``), ``shape``, ``texture`` (equal to ``shape`` for an image
+        without a cue conflict) and ``is_conflict``.
+
+    Raises
+    ------
+    modelval.errors.DataError
+        One line naming the offending path: ``root`` is not a folder, a folder that is not one of the
+        16 categories, a file name that cannot be parsed, a file whose shape disagrees with its folder,
+        no images at all, or (unless ``expected_count`` is None) the wrong number of images; in
+        model-vs-human's layout, no ``dnn/`` folder, anything but ``session-<k>`` folders in it, or an
+        image that appears twice; also an unknown ``dataset``.
+
+    Examples
+    --------
+    ``SUBSET`` is a folder with the first two published cue-conflict images of each of the 16
+    categories (32 files, 30 of them with conflicting cues):
+
+    >>> from modelval import discover_stimuli
+    >>> stimuli = discover_stimuli(SUBSET, expected_count=None)
+    >>> len(stimuli), sum(s.is_conflict for s in stimuli)
+    (32, 30)
+    >>> stimuli[0]
+    Stimulus(relpath='airplane/airplane1-bicycle2.png', shape='airplane', texture='bicycle')
+
+    With the default ``expected_count`` the folder must hold the whole published set:
+
+    >>> discover_stimuli(SUBSET)
+    Traceback (most recent call last):
+    ...
+    modelval.errors.DataError: ...: found 32 stimuli, expected 1280; the folder is incomplete or holds extra files. ...
     """
     entry = get_dataset(dataset)
     count = entry.images if expected_count == "registry" else expected_count
