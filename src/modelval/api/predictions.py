@@ -487,10 +487,9 @@ def recalibrate(
     sweep: Sequence[float] = (0.5, 1.0, 1.5, 2.0),
     figure: PathLike | None = None,
 ) -> RecalibrationReport:
-    """Fit a post-hoc calibrator on validation logits and score the test logits before and after it
-    (``modelval temperature``).
+    """Fit a post-hoc calibrator on validation logits and score the test logits before and after it.
 
-    ``method`` is a logit scaling fitted by minimising the validation NLL (Guo et al. 2017):
+    As ``modelval temperature``: ``method`` is a logit scaling fitted by minimising the validation NLL (Guo et al. 2017):
     ``"temperature"`` (``softmax(z / T)``), ``"vector"`` (``softmax(w * z + b)``) or ``"matrix"``
     (``softmax(W z + b)``), the last two optionally with the ODIR regularisation of Kull et al. 2019; or a
     top-label calibrator of the top-1 confidence (``"histogram"``: histogram binning with ``n_bins`` bins;
@@ -780,9 +779,10 @@ def prediction_metrics(
     strict: bool = False,
     n_bins: int | Literal["auto"] = 15,
 ) -> PredictionMetricsReport:
-    """Accuracy, balanced and reweighted accuracy, many/medium/few-shot accuracy, precision/recall/F1 and the
-    confusion matrix of one prediction JSONL file, with its calibration when the rows carry ``conf``
-    (``modelval metrics``).
+    """The imbalance-aware metrics of one prediction JSONL file (``modelval metrics``).
+
+    Accuracy, balanced and reweighted accuracy, many/medium/few-shot accuracy, precision/recall/F1 and the
+    confusion matrix, with its calibration when the rows carry ``conf``.
 
     Rows need ``label`` and ``pred``; ``conf`` is optional (a row without a valid one still counts for
     accuracy). With ``acc_c`` the accuracy (recall) on the examples of class ``c``: balanced accuracy is the

@@ -66,6 +66,9 @@ def save_outputs(run: ModelRun, folder: str | os.PathLike[str]) -> Path:
     >>> folder = modelval.save_outputs(modelval.run_model("efficientnet_lite0", options=options), FOLDER)
     >>> sorted(path.name for path in folder.iterdir())
     ['outputs.npy', 'run.json', 'stimuli.json']
+    >>> import json, numpy as np
+    >>> np.load(folder / "outputs.npy").shape, len(json.loads((folder / "stimuli.json").read_text())["stimuli"])
+    ((32, 1000), 32)
     """
     from modelval.records.provenance import file_digest
 
