@@ -167,12 +167,6 @@ class ValidationRunner:
 
     # --- judging ---------------------------------------------------------------------------------
 
-    def run_isolated(
-        self, case: ValidationCase, *, source_equivalence: Callable[[], tuple[bool, str]] | None = None
-    ) -> Judgement:
-        """:meth:`run` (kept for callers of the earlier name: every case is isolated now)."""
-        return self.run(case, source_equivalence=source_equivalence)
-
     def run(
         self, case: ValidationCase, *, source_equivalence: Callable[[], tuple[bool, str]] | None = None
     ) -> Judgement:
