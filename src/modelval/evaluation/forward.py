@@ -49,7 +49,7 @@ def describe_model(model: object) -> str:
     if where is None or where.startswith("<"):
         try:
             where = inspect.getsourcefile(model if plain else type(model))  # type: ignore[arg-type]
-        except TypeError:  # builtins and C extensions
+        except (TypeError, OSError):  # builtins and C extensions; a class of `python -c` or a notebook
             where = None
     return name + (f" ({where})" if where else "")
 
