@@ -43,7 +43,7 @@ class UserCodeError(ModelvalError):
     """
 
 
-class DeviceMismatchError(ModelvalError, RuntimeError):
+class DeviceMismatchError(ModelvalError):
     """A forward met tensors on two devices: the inputs modelval fed on one, (part of) the model on another.
 
     Raised instead of :class:`UserCodeError` because the usual cause is not a bug in the user's code but where

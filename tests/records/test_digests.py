@@ -277,3 +277,17 @@ def test_the_stimuli_digest_is_computed_once_per_set(few_stimuli):
     fewer = dataclasses.replace(in_memory, stimuli=stimuli[:-1], images=in_memory.images[:-1])
     assert fewer.content_digest() != in_memory.content_digest()
     assert count("stimuli") == before + 3
+
+
+def test_a_set_with_its_digest_remembered_can_be_pickled(few_stimuli):
+    """The runner sends the set to Ray workers (ray.put pickles it): the remembered digest must not stop that."""
+    import pickle
+
+    from modelval.datasets.stimuli import Stimulus
+    from modelval.datasets.stimulus_set import StimulusSet
+
+    stimuli = [Stimulus(f"s{i}.png", "cat", "dog") for i in range(len(few_stimuli))]
+    original = StimulusSet(Path("."), stimuli, few_stimuli.clone())
+    digest = original.content_digest()
+    copy = pickle.loads(pickle.dumps(original))
+    assert torch.equal(copy.images, original.images) and copy.content_digest() == digest

@@ -86,6 +86,14 @@ class StimulusSet:
     def __len__(self) -> int:
         return len(self.stimuli)
 
+    def __getstate__(self) -> dict[str, Any]:
+        # A set is pickled to Ray workers (ray.put); the remembered digest holds a weak reference, which pickle
+        # refuses, and a copy computes its own anyway.
+        return {**self.__dict__, "_content": None}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+
     def provenance(self, content_sha256: str | None = None) -> dict[str, object]:
         """The ``"stimuli"`` part of a provenance record (``content_sha256``: the digest when already computed)."""
         return {
