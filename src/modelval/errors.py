@@ -7,6 +7,7 @@ message and exits non-zero without a traceback. Each message says what was wrong
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Iterator
 
 
@@ -42,6 +43,14 @@ class UserCodeError(ModelvalError):
     """
 
 
+class DeviceMismatchError(ModelvalError):
+    """A forward met tensors on two devices: the inputs modelval fed on one, (part of) the model on another.
+
+    Raised instead of :class:`UserCodeError` because the usual cause is not a bug in the user's code but where
+    the model and modelval's inputs were put; the message names the input device and how to line them up.
+    """
+
+
 class ModelOutputError(ModelvalError, ValueError):
     """A model's output cannot be a classifier's answer: not a tensor, the wrong shape, NaN or infinite."""
 
@@ -53,17 +62,65 @@ def describe_exception(error: BaseException, *, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+#: torch's wordings of "these tensors sit on different devices" (CUDA kernels, cuDNN, RNNs, indexing, meta),
+#: matched case-insensitively against the whole message. Conv's "Input type (...) and weight type (...)" is
+#: also torch's dtype mismatch, so it is read apart (:func:`is_device_mismatch`).
+_DEVICE_WORDINGS = re.compile(
+    r"expected all tensors to be on the same device"
+    r"|is not on the expected device"
+    r"|tensors are not at the same device"
+    r"|to have the same device as tensor"
+    r"|expected object of device type"
+    r"|is on (?:cpu|gpu)\b.*but expected (?:it|them) to be on"
+    r"|on the same device as the indexed tensor",
+    re.IGNORECASE,
+)
+_TYPE_PAIR = re.compile(r"input type \(([^)]*)\) and (?:weight|bias) type \(([^)]*)\) should be the same", re.I)
+_DEVICE_TAGS = ("cuda", "mps", "xpu", "meta")
+
+
+def _device_of_type(name: str) -> str:
+    """``torch.cuda.FloatTensor`` / ``CUDAFloatType`` -> ``cuda``; a type naming no accelerator is on the CPU."""
+    lowered = name.lower()
+    return next((tag for tag in _DEVICE_TAGS if tag in lowered), "cpu")
+
+
+def is_device_mismatch(error: BaseException) -> bool:
+    """Whether ``error`` is torch saying that one operation got tensors on two devices.
+
+    ``Input type (torch.cuda.FloatTensor) and weight type (torch.FloatTensor) should be the same`` is one;
+    ``Input type (double) and bias type (float) should be the same`` is a dtype mismatch on one device and is not.
+    """
+    if not isinstance(error, RuntimeError):
+        return False
+    message = str(error)
+    pair = _TYPE_PAIR.search(message)
+    if pair is not None:
+        return _device_of_type(pair.group(1)) != _device_of_type(pair.group(2))
+    return _DEVICE_WORDINGS.search(message) is not None
+
+
 @contextlib.contextmanager
-def user_code(what: str) -> Iterator[None]:
+def user_code(what: str, *, inputs_on: str | None = None) -> Iterator[None]:
     """Run the user's code inside the block; an exception it raises becomes one :class:`UserCodeError` line.
 
     ``what`` names the code (``"the factory nets.py:build()"``): the message is ``"<what> raised
     <Type>: <message>"``. A :class:`ModelvalError` passes through unchanged (it is already a message for
     the user), as do ``KeyboardInterrupt`` and ``SystemExit``.
+
+    ``inputs_on`` (a forward: the device modelval fed the inputs on) turns torch's device-mismatch errors into
+    one :class:`DeviceMismatchError` line saying where the inputs were and how to put the model there: such a
+    failure comes from where the model and the inputs were placed, not from a bug in the code.
     """
     try:
         yield
     except ModelvalError:
         raise
     except Exception as error:
+        if inputs_on is not None and is_device_mismatch(error):
+            raise DeviceMismatchError(
+                f"{what} found its tensors on different devices ({describe_exception(error, limit=200)}); modelval "
+                f"fed the inputs on {inputs_on}: move the whole model there (model.to({inputs_on!r})) or pass "
+                "device= naming the device the model's weights are on"
+            ) from error
         raise UserCodeError(f"{what} raised {describe_exception(error)}") from error

@@ -106,7 +106,11 @@ def auto_threads() -> int:
 
 
 def resolve_device(device: str | torch.device = "auto") -> torch.device:
-    """``auto`` (CUDA when available, else CPU), ``cpu``, ``cuda`` or ``cuda:N``."""
+    """``auto`` (CUDA when available, else CPU), ``cpu``, ``cuda`` or ``cuda:N``; a ``torch.device`` passes through.
+
+    The one resolver of modelval: the front door resolves a string once and hands the ``torch.device`` down,
+    so one run sees one answer to "auto" (and the functions below it do not ask again).
+    """
     import torch
 
     if isinstance(device, torch.device):
@@ -116,6 +120,23 @@ def resolve_device(device: str | torch.device = "auto") -> torch.device:
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise ModelvalError(f"--device {device} was requested but CUDA is not available on this machine")
     return torch.device(device)
+
+
+def canonical_device(device: str | torch.device) -> torch.device:
+    """``device`` with its index filled in, so that ``cuda`` and ``cuda:0`` compare equal when 0 is the current one.
+
+    A tensor always reports an indexed accelerator (``cuda:0``) while ``torch.device("cuda")`` has no index:
+    comparing them as they are would move a model that already sits where it should.
+    """
+    import torch
+
+    device = torch.device(device)
+    if device.type in ("cpu", "meta"):  # one of each: a tensor reports "cpu" even when "cpu:0" was asked for
+        return torch.device(device.type)
+    if device.index is not None:
+        return device
+    current = getattr(getattr(torch, device.type, None), "current_device", None)  # torch.cuda, torch.xpu
+    return torch.device(device.type, int(current()) if callable(current) else 0)  # mps: one device, index 0
 
 
 #: numpy's seeds are whole numbers from 0 to 2**128 - 1; a command-line --seed is far below that.

@@ -16,7 +16,7 @@ import torch
 
 from modelval.records.provenance import SCHEMA_VERSION, environment, git_state, json_digest, state_dict_digest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]  # tests/records/<this file> -> the checkout
 PAGE = ROOT / "docs" / "provenance.md"
 
 

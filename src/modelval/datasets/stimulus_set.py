@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import hashlib
 import os
-from dataclasses import dataclass
+import weakref
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import torch
 
@@ -15,7 +16,7 @@ from modelval.datasets.manifest import hash_stimuli, load_manifest, manifest_dif
 from modelval.datasets.registry import get_dataset
 from modelval.datasets.stimuli import Stimulus, decode_stimuli, discover_stimuli
 from modelval.errors import DataError
-from modelval.records.provenance import json_digest
+from modelval.records.provenance import DIGESTS_COMPUTED, json_digest
 
 
 @dataclass
@@ -34,6 +35,9 @@ class StimulusSet:
     #: SHA-256 of each file's bytes, by relative path (``None`` for a set built in memory).
     digests: dict[str, str] | None = None
     dataset: str = "cue-conflict"
+    #: (what the content digest was computed from, the digest): every evaluation's cache key needs it, and the
+    #: pixel digest of a set built in memory hashes every pixel. ``dataclasses.replace`` starts a new one.
+    _content: tuple[tuple[Any, ...], str] | None = field(default=None, init=False, repr=False, compare=False)
 
     @classmethod
     def load(
@@ -82,6 +86,14 @@ class StimulusSet:
     def __len__(self) -> int:
         return len(self.stimuli)
 
+    def __getstate__(self) -> dict[str, Any]:
+        # A set is pickled to Ray workers (ray.put); the remembered digest holds a weak reference, which pickle
+        # refuses, and a copy computes its own anyway.
+        return {**self.__dict__, "_content": None}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+
     def provenance(self, content_sha256: str | None = None) -> dict[str, object]:
         """The ``"stimuli"`` part of a provenance record (``content_sha256``: the digest when already computed)."""
         return {
@@ -93,12 +105,46 @@ class StimulusSet:
         }
 
     def content_digest(self) -> str:
-        """One SHA-256 for exactly these stimuli in this order: of each file's digest, else of the pixels."""
+        """One SHA-256 for exactly these stimuli in this order: of each file's digest, else of the pixels.
+
+        Computed once per set and remembered while its stimuli list, file digests and pixel tensor are the same
+        objects, of the same length, and the pixels were not written in place (torch's version counter).
+        """
+        signature = self._content_signature()
+        if self._content is not None and _same_signature(self._content[0], signature):
+            return self._content[1]
+        DIGESTS_COMPUTED["stimuli"] += 1
         if self.digests is not None and all(s.relpath in self.digests for s in self.stimuli):
-            return json_digest([[s.relpath, self.digests[s.relpath]] for s in self.stimuli])
-        pixels = hashlib.sha256(f"{tuple(self.images.shape)}|{self.images.dtype}|".encode())
-        pixels.update(self.images.contiguous().numpy().tobytes())
-        return json_digest([[s.relpath for s in self.stimuli], pixels.hexdigest()])
+            digest = json_digest([[s.relpath, self.digests[s.relpath]] for s in self.stimuli])
+        else:
+            pixels = hashlib.sha256(f"{tuple(self.images.shape)}|{self.images.dtype}|".encode())
+            data = self.images.detach().contiguous()
+            if data.numel():  # the pixels' own memory: no copy of a decoded set to hash it
+                pixels.update(data.reshape(-1).view(torch.uint8).numpy().data)
+            digest = json_digest([[s.relpath for s in self.stimuli], pixels.hexdigest()])
+        self._content = (signature, digest)
+        return digest
+
+    def _content_signature(self) -> tuple[Any, ...]:
+        images = self.images
+        version = images._version if not images.is_inference() else None  # inference tensors keep no counter
+        return (
+            self.stimuli, len(self.stimuli), self.digests, None if self.digests is None else len(self.digests),
+            weakref.ref(images), version, images.data_ptr(), tuple(images.shape), images.dtype,
+        )  # fmt: skip
+
+
+def _same_signature(old: tuple[Any, ...], new: tuple[Any, ...]) -> bool:
+    """The same objects (``is``, never ``==``: a tensor's ``==`` is element-wise) with the same stamps.
+
+    An inference tensor has no version counter: its set is hashed again each time.
+    """
+    (stimuli, count, digests, digest_count, images, version, *rest) = old
+    (stimuli2, count2, digests2, digest_count2, images2, version2, *rest2) = new
+    return (
+        stimuli is stimuli2 and digests is digests2 and images() is images2() and version is not None
+        and (count, digest_count, version, rest) == (count2, digest_count2, version2, rest2)
+    )  # fmt: skip
 
 
 def _verify(root: Path, digests: dict[str, str], dataset: str, allow_modified: bool) -> str:

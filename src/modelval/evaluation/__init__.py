@@ -37,6 +37,7 @@ from modelval.evaluation.forward import (
     logits_of,
     model_outputs,
     output_key,
+    place_model,
     probabilities_from_outputs,
 )
 from modelval.preprocessing import PreprocessConfig
@@ -49,7 +50,7 @@ __all__ = [
     "AmpFlipWarning", "Evaluation", "FlipReport", "Model", "NonFiniteOutputError",
     "category_probabilities", "category_probabilities_by_aggregation", "checked_logits", "decision_flips",
     "decisions_from_probabilities", "describe_model", "evaluate", "logits_of", "model_outputs", "output_key",
-    "probabilities_from_outputs",
+    "place_model", "probabilities_from_outputs",
 ]  # fmt: skip
 
 
@@ -117,13 +118,19 @@ def evaluate(
     :mod:`modelval.behaviour.resampling`). With ``output_cache`` (an
     :class:`~modelval.records.output_cache.OutputCache`) the raw outputs are reused when stored under the same key
     (:func:`output_key`), and stored otherwise.
+
+    ``device`` is resolved once here (``"auto"``: CUDA when available) and an ``nn.Module`` sitting elsewhere is
+    moved there in place (:func:`place_model`; the provenance's ``model_moved_from`` says from where).
     """
     start = time.perf_counter()
     mapper = CategoryMapper(aggregation, label_map)
-    key, fields = output_key(model, config, stimuli, amp=amp, device=device, channels_last=channels_last)
+    target = resolve_device(device)  # once per run; everything below gets this torch.device
+    # Placed before the key: the digest is then taken of the tensors the forward uses, and stays valid next time.
+    moved_from = place_model(model, target)
+    key, fields = output_key(model, config, stimuli, amp=amp, device=target, channels_last=channels_last)
     cache = output_cache if key is not None else None
     outputs, status = model_outputs(
-        model, stimuli.images, config, batch_size=batch_size, device=device, progress=progress, amp=amp,
+        model, stimuli.images, config, batch_size=batch_size, device=target, progress=progress, amp=amp,
         channels_last=channels_last, check_width=mapper.label_map.check_outputs, cache=cache, cache_key=key,
         cache_meta={"model": model_name, "fields": fields}, names=[s.name for s in stimuli.stimuli],
     )  # fmt: skip
@@ -135,7 +142,6 @@ def evaluate(
     probabilities = probabilities_from_outputs(outputs, {aggregation: mapper})[aggregation]
     decisions = decisions_from_probabilities(stimuli.stimuli, probabilities)
     result = compute_shape_bias(decisions, n_bootstrap=n_bootstrap, seed=seed, resample=resample or DEFAULT_RESAMPLING)
-    target = resolve_device(device)
     provenance: dict[str, object] = {
         "weights_sha256": fields["weights"],
         "weights_digest_method": "SHA-256 of the state dict (names, dtypes, shapes, bytes)",
@@ -145,6 +151,7 @@ def evaluate(
         "precision": amp or "fp32",
         "channels_last": channels_last,
         "device": device_record(target),
+        "model_moved_from": moved_from,
         "batch_size": batch_size,
         "forward_path": FORWARD_PATH_VERSION,
         "output_cache": status,

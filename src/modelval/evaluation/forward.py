@@ -21,11 +21,17 @@ from tqdm.auto import tqdm
 from modelval.behaviour.categories import CATEGORIES, Aggregation, CategoryMapper
 from modelval.behaviour.label_map import LabelMap
 from modelval.datasets.stimulus_set import StimulusSet
-from modelval.errors import ModelOutputError, user_code
+from modelval.errors import ModelOutputError, ModelvalError, user_code
 from modelval.preprocessing import PreprocessConfig, prepare_batch
 from modelval.records.output_cache import OutputCache
-from modelval.records.provenance import architecture_digest, json_digest, package_version, state_dict_digest
-from modelval.runtime import DEFAULT_BATCH_SIZE, resolve_device, tune_allocator
+from modelval.records.provenance import (
+    architecture_digest,
+    json_digest,
+    package_version,
+    state_dict_digest,
+    values_kept,
+)
+from modelval.runtime import DEFAULT_BATCH_SIZE, canonical_device, resolve_device, tune_allocator
 
 Model = Callable[[torch.Tensor], object]
 Amp = Literal["bf16"]
@@ -49,7 +55,7 @@ def describe_model(model: object) -> str:
     if where is None or where.startswith("<"):
         try:
             where = inspect.getsourcefile(model if plain else type(model))  # type: ignore[arg-type]
-        except TypeError:  # builtins and C extensions
+        except (TypeError, OSError):  # builtins and C extensions; a class of `python -c` or a notebook
             where = None
     return name + (f" ({where})" if where else "")
 
@@ -99,6 +105,44 @@ class NonFiniteOutputError(ModelOutputError):
         self.images = images
 
 
+def _target(device: str | torch.device) -> torch.device:
+    """The evaluation device: a ``torch.device`` (resolved once, above) as it is; a string resolved here."""
+    return device if isinstance(device, torch.device) else resolve_device(device)
+
+
+def place_model(model: Model, device: torch.device) -> str | None:
+    """Put an ``nn.Module`` on ``device`` (in place, as ``module.to`` does); the device it came from, or ``None``.
+
+    The inputs are fed on ``device``, so the module must sit there: a model loaded on the CPU and evaluated on
+    CUDA is moved, not reported as a failing forward. ``cuda`` and ``cuda:0`` are the same device when 0 is the
+    current one, so a model already in place is never moved. A module whose tensors sit on several devices (a
+    model split by hand) is refused: modelval feeds one device. A plain callable is left alone (``None``): its
+    own code decides where its tensors are, and a mismatch inside it is reported by the forward.
+    """
+    if not isinstance(model, torch.nn.Module):
+        return None
+    target = canonical_device(device)
+    found = {canonical_device(d) for d in {t.device for t in (*model.parameters(), *model.buffers())}}
+    if not found or found == {target}:
+        return None
+    if len(found) > 1:
+        shown = ", ".join(sorted(str(d) for d in found))
+        raise ModelvalError(
+            f"{describe_model(model)} has its parameters and buffers on several devices ({shown}); modelval feeds "
+            f"the inputs on one: put the whole model on one device (model.to({str(device)!r})) and pass device= "
+            "naming it"
+        )
+    (origin,) = found
+    if origin.type == "meta":
+        raise ModelvalError(
+            f"{describe_model(model)} is on the meta device (its weights hold no values): load its weights "
+            "(load_state_dict(..., assign=True) or to_empty()) before evaluating it"
+        )
+    with values_kept(model):  # a copy of the same values: the weights digest stays valid
+        model.to(device)
+    return str(origin)
+
+
 def _forward_context(device: torch.device, amp: Amp | None) -> contextlib.AbstractContextManager[object]:
     if amp is None:
         return contextlib.nullcontext()
@@ -113,12 +157,14 @@ def _memory_format(model: Model, channels_last: bool) -> Iterator[None]:
     """Run ``model`` with channels_last weights and restore the default layout afterwards."""
     module = model if channels_last and isinstance(model, torch.nn.Module) else None
     if module is not None:
-        module.to(memory_format=torch.channels_last)
+        with values_kept(module):  # the same values in another layout: no second weights digest
+            module.to(memory_format=torch.channels_last)
     try:
         yield
     finally:
         if module is not None:
-            module.to(memory_format=torch.contiguous_format)
+            with values_kept(module):
+                module.to(memory_format=torch.contiguous_format)
 
 
 def category_probabilities(
@@ -208,6 +254,9 @@ def model_outputs(
     may flip, see :func:`decision_flips`); ``channels_last`` runs model and inputs in NHWC layout. With a
     ``cache`` and its ``cache_key`` (:func:`output_key`), stored outputs are returned without a forward
     pass, each finished batch is kept so that an interrupted run resumes, and the whole is stored at the end.
+    ``device``: a ``torch.device`` is used as it is (resolve ``"auto"`` once, above); an ``nn.Module`` elsewhere is
+    moved there before the first forward (:func:`place_model`), and a forward that still meets tensors on two
+    devices stops with one :class:`~modelval.errors.DeviceMismatchError` line.
     ``check_width`` sees the number of outputs after the first batch (a label map's check), so a wrong head
     fails before the whole set is run. A forward that raises, or returns no ``(batch, classes)`` logits, or
     NaN/infinite ones, stops with one :class:`~modelval.errors.ModelvalError` line naming the model (and, with
@@ -221,9 +270,10 @@ def model_outputs(
             if check_width is not None:
                 check_width(stored[0].shape[1])
             return stored[0], "hit"
-    target = resolve_device(device)
+    target = _target(device)
     if target.type == "cpu":
         tune_allocator()  # see modelval.runtime: without it, large batches spend half their time in the kernel
+    place_model(model, target)
     if isinstance(model, torch.nn.Module):
         model.eval()
     done = np.zeros(len(images), dtype=bool)
@@ -248,7 +298,8 @@ def model_outputs(
             if pin:
                 batch = batch.pin_memory()
             inputs = prepare_batch(batch, config, target, non_blocking=pin).contiguous(memory_format=layout)
-            with _forward_context(target, amp), user_code(f"the forward of {describe_model(model)}"):
+            forward = user_code(f"the forward of {describe_model(model)}", inputs_on=str(target))
+            with _forward_context(target, amp), forward:
                 output = model(inputs)
             shown = [names[int(i)] for i in index] if names is not None else None
             logits = checked_logits(output, len(index), model, names=shown).float().cpu().numpy()
@@ -308,6 +359,10 @@ def output_key(
     module tree and the source file of its class), the resolved preprocessing, the stimuli's content, the
     precision, the device class, channels-last, the forward path's version, and the versions of modelval,
     torch and torchvision (a torch upgrade that moves the numbers must not be hidden by the cache).
+
+    The weights and architecture digests are remembered per model object (:mod:`modelval.records.provenance`)
+    and the stimuli's per stimulus set, so a second key of the same model hashes no weights again. Put the
+    model on its device first (:func:`place_model`): a move changes its tensors, so the digest is computed again.
     """
     weights = state_dict_digest(model)
     fields: dict[str, object] = {
@@ -316,7 +371,7 @@ def output_key(
         "preprocessing": config.to_dict(),
         "stimuli": stimuli.content_digest(),
         "precision": amp or "fp32",
-        "device_class": resolve_device(device).type,
+        "device_class": _target(device).type,
         "channels_last": channels_last,
         "forward_path": FORWARD_PATH_VERSION,
         "versions": {name: package_version(name) for name in ("modelval", "torch", "torchvision")},

@@ -62,7 +62,7 @@ def load_model(
     trust_repo: bool = False,
     imagenet_head: bool = True,
     checkpoint_dir: str | os.PathLike[str] | None = None,
-    device: str | torch.device = "cpu",
+    device: str | torch.device = "auto",
     offline: bool | None = None,
     progress: bool = True,
     base_dir: Path | None = None,
@@ -76,7 +76,9 @@ def load_model(
     into the built module (``checkpoint_key``: the state dict under that key; ``strip_prefix``: removed from its
     keys, e.g. Lightning's ``model.``); ``imagenet_head=False`` (a label map is given) skips the ImageNet-1k
     check of HF configs. ``base_dir`` resolves the spec's relative file paths (the models file's folder);
-    ``checkpoint`` is taken as given (the models file resolves its own paths).
+    ``checkpoint`` is taken as given (the models file resolves its own paths). ``device`` (default ``"auto"``, as
+    :func:`modelval.evaluation.evaluate`'s, so the two agree): where the module is put; a ``torch.device``
+    resolved by the caller is used as it is.
     """
     entry = entry_for_spec(
         spec, checkpoint=checkpoint, trust_repo=trust_repo, imagenet_head=imagenet_head, base_dir=base_dir

@@ -194,7 +194,7 @@ def load_model(
     *,
     normalization: str = "model",
     checkpoint_dir: str | os.PathLike[str] | None = None,
-    device: str | torch.device = "cpu",
+    device: str | torch.device = "auto",
     offline: bool | None = None,
     progress: bool = True,
 ) -> LoadedModel:
@@ -216,7 +216,7 @@ def load_entry(
     overrides: PreprocessOverrides | None = None,
     checkpoint: str | os.PathLike[str] | None = None,
     checkpoint_dir: str | os.PathLike[str] | None = None,
-    device: str | torch.device = "cpu",
+    device: str | torch.device = "auto",
     offline: bool | None = None,
     progress: bool = True,
     checkpoint_key: str | None = None,
@@ -227,7 +227,9 @@ def load_entry(
     ``normalization="model"`` keeps the entry's own mean/std; ``"imagenet"`` or ``"half"``
     (0.5/0.5) force another one, so every model can run under the correct and the wrong one.
     ``overrides`` replace single values; ``checkpoint`` loads a state dict into the built module (the one
-    under ``checkpoint_key``, with ``strip_prefix`` removed from its keys, when given).
+    under ``checkpoint_key``, with ``strip_prefix`` removed from its keys, when given). ``device`` defaults to
+    ``"auto"`` like the evaluation's, so a model loaded and evaluated on defaults sits where its inputs are fed;
+    a ``torch.device`` (resolved once by the caller) is used as it is.
     """
     if normalization not in NORMALIZATION_CHOICES:
         raise ModelvalError(f"normalization must be one of {', '.join(NORMALIZATION_CHOICES)}, got {normalization!r}")
