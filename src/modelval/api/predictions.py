@@ -489,8 +489,8 @@ def recalibrate(
 ) -> RecalibrationReport:
     """Fit a post-hoc calibrator on validation logits and score the test logits before and after it.
 
-    As ``modelval temperature``: ``method`` is a logit scaling fitted by minimising the validation NLL (Guo et al. 2017):
-    ``"temperature"`` (``softmax(z / T)``), ``"vector"`` (``softmax(w * z + b)``) or ``"matrix"``
+    As ``modelval temperature``: ``method`` is a logit scaling fitted by minimising the validation NLL
+    (Guo et al. 2017): ``"temperature"`` (``softmax(z / T)``), ``"vector"`` (``softmax(w * z + b)``) or ``"matrix"``
     (``softmax(W z + b)``), the last two optionally with the ODIR regularisation of Kull et al. 2019; or a
     top-label calibrator of the top-1 confidence (``"histogram"``: histogram binning with ``n_bins`` bins;
     ``"isotonic"``: isotonic regression), which gives no distribution over the classes and so no NLL or
