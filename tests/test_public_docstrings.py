@@ -23,16 +23,6 @@ import pytest
 import modelval
 from modelval import api
 
-#: The functions whose docstrings do not yet pass (no numpydoc sections, a summary wrapped over two lines, or
-#: examples missing): both their tests are expected to fail, strictly, so a function whose docstring starts
-#: passing must be taken out of this tuple. It must shrink to empty (issue 27).
-NOT_YET_DOCUMENTED: tuple[str, ...] = (
-    "modelval.evaluate",
-    "modelval.get_entry",
-    "modelval.list_models",
-    "modelval.load_model",
-)
-
 #: What the examples may use, each the name of the fixture that provides it.
 EXAMPLE_FOLDERS = {
     "STIMULI": "modelval_data_root",
@@ -67,8 +57,6 @@ def _params(slow_when_it_uses_stimuli: bool) -> list[Any]:
         marks = []
         if slow_when_it_uses_stimuli and "STIMULI" in (function.__doc__ or ""):
             marks.append(pytest.mark.slow)
-        if name in NOT_YET_DOCUMENTED:
-            marks.append(pytest.mark.xfail(strict=True, reason="docstring not yet in numpydoc form"))
         params.append(pytest.param(function, id=name, marks=marks))
     return params
 

@@ -42,6 +42,7 @@ from modelval.evaluation import (
 from modelval.records.output_cache import OutputCache
 
 if TYPE_CHECKING:
+    import torch
 
     from modelval.preprocessing import PreprocessConfig
     from modelval.records.run_store import RunStore
@@ -54,7 +55,7 @@ def sensitivity_card(
     *,
     model_name: str = "model",
     batch_size: int = DEFAULT_BATCH_SIZE,
-    device: str = "auto",
+    device: str | torch.device = "auto",
     progress: bool = True,
     n_bootstrap: int = 1000,
     seed: int = 0,
@@ -69,7 +70,12 @@ def sensitivity_card(
     ``resample`` is the bootstrap's unit (``None``: texture images). With ``output_cache`` an input whose
     outputs are stored (e.g. the reference protocol after ``modelval shape-bias``) needs no forward pass.
     """
+    from modelval.evaluation.forward import place_model
+    from modelval.runtime import resolve_device
+
     start = time.perf_counter()
+    device = resolve_device(device)  # once: every distinct input runs on it
+    place_model(model, device)
     unit = resolve_unit(resample, cue_conflict=True)
     reference, variants = protocol_variants(source_config)
     every = (reference, *variants)
@@ -248,16 +254,19 @@ def sensitivity(
     options, model_options = resolve_options(options, model_options, settings)
     check_model(model, preprocess)
     label_map = model_options.read_label_map()
+    device = resolve_device(model_options.device)  # the one place "auto" becomes a device
     with torch_threads(options.threads) as threads:
         stimuli = load_stimuli(options, offline=model_options.offline)
-        loaded, label = load(model, preprocess=preprocess, model_options=model_options, progress=options.progress)
+        loaded, label = load(
+            model, preprocess=preprocess, model_options=model_options, progress=options.progress, device=device
+        )
         card = sensitivity_card(
             loaded.model,
             loaded.config.preprocess,
             stimuli,
             model_name=label,
             batch_size=options.batch_size,
-            device=model_options.device,
+            device=device,
             progress=options.progress,
             n_bootstrap=options.bootstrap,
             seed=options.seed,
@@ -271,7 +280,7 @@ def sensitivity(
             "model": {"spec": label, "source": loaded.entry.source, "checkpoint": loaded.config.checkpoint},
             "weights_sha256": state_dict_digest(loaded.model),
             "stimuli": stimuli.provenance(),
-            "device": device_record(resolve_device(model_options.device)),
+            "device": device_record(device),
             "threads": threads,
             "bootstrap": {"resamples": options.bootstrap, "seed": options.seed, "unit": card.resampling},
         }

@@ -111,16 +111,72 @@ def evaluate(
     label_map: LabelMap | None = None,
     output_cache: OutputCache | None = None,
 ) -> Evaluation:
-    """Shape-bias evaluation of ``model`` on decoded stimuli under ``config``.
+    """Evaluate a classifier on decoded stimuli: raw outputs, 16 categories' probabilities, decisions, shape bias.
 
-    The model's outputs are ImageNet-1k logits, or those of another head read through ``label_map``.
-    ``resample`` is the unit of the shape bias's bootstrap (``None``: texture images; see
-    :mod:`modelval.behaviour.resampling`). With ``output_cache`` (an
-    :class:`~modelval.records.output_cache.OutputCache`) the raw outputs are reused when stored under the same key
-    (:func:`output_key`), and stored otherwise.
+    The lower-level step under :func:`modelval.run_model` (which also finds and verifies the stimuli, loads the
+    model and applies the sanity gate). The stimuli are prepared under ``config`` (resize, crop, normalization)
+    batch by batch on ``device``, the model's outputs (ImageNet-1k logits, or another head read through
+    ``label_map``) are kept as float32, the softmax is mapped to the 16 categories by ``aggregation`` of each
+    category's classes, the argmax is each image's decision, and the shape bias (shape hits / (shape + texture
+    hits) over the conflict images) gets a bootstrap 95% interval. ``device`` is resolved once here (``"auto"``:
+    CUDA when available) and an ``nn.Module`` that sits elsewhere is moved there in place (the provenance's
+    ``model_moved_from`` says from where). The weights digest of the output-cache key is computed once per
+    model and remembered while no tensor changes.
 
-    ``device`` is resolved once here (``"auto"``: CUDA when available) and an ``nn.Module`` sitting elsewhere is
-    moved there in place (:func:`place_model`; the provenance's ``model_moved_from`` says from where).
+    Parameters
+    ----------
+    model
+        An ``nn.Module`` (or a callable) mapping a float batch (N, 3, H, W) to logits (N, K).
+    config
+        The preprocessing to apply (a :class:`~modelval.PreprocessConfig`; ``loaded.config.preprocess`` of a
+        loaded model, ``.for_stimuli(None)`` for the protocol's no-resize).
+    stimuli
+        Decoded stimuli (a :class:`~modelval.datasets.stimulus_set.StimulusSet`).
+    model_name
+        The name in the result and in the output cache's record.
+    batch_size
+        Images per forward pass (decisions do not depend on it).
+    device
+        ``"auto"`` (CUDA when available), ``"cpu"``, ``"cuda[:N]"``, ``"mps"``, or a ``torch.device``.
+    aggregation
+        ``"mean"`` (model-vs-human), ``"sum"`` or ``"max"`` over each category's ImageNet classes.
+    progress
+        Show a progress bar.
+    n_bootstrap
+        Bootstrap resamples of the shape bias's 95% interval (0: none).
+    seed
+        The bootstrap's seed.
+    resample
+        The bootstrap's unit (``None``: texture images; see :mod:`modelval.behaviour.resampling`).
+    amp
+        ``"bf16"``: bfloat16 autocast for the forward (decisions may flip; softmax and mapping stay float32).
+    channels_last
+        Run the model and inputs in NHWC layout.
+    label_map
+        For a head that is not ImageNet-1k: each of the 16 categories -> its output indices.
+    output_cache
+        An :class:`~modelval.records.output_cache.OutputCache`: outputs stored under the same key are reused,
+        others stored (``None``: nothing is cached).
+
+    Returns
+    -------
+    Evaluation
+        ``.decisions``, ``.result`` (the shape bias), ``.category_probabilities``, ``.outputs``, ``.timings``,
+        ``.provenance``.
+
+    Examples
+    --------
+    The bundled EfficientNet-Lite0 on ``SUBSET`` (two stimuli per category, a subset of the published set):
+
+    >>> import modelval
+    >>> loaded = modelval.load_model("efficientnet_lite0", progress=False)
+    >>> stimuli = modelval.StimulusSet.load(SUBSET, allow_modified=True, progress=False)
+    >>> evaluation = modelval.evaluate(loaded.model, loaded.config.preprocess.for_stimuli(None), stimuli,
+    ...                                n_bootstrap=0, progress=False)
+    >>> len(evaluation.decisions), evaluation.result.shape_hits, evaluation.result.texture_hits
+    (32, 3, 15)
+    >>> evaluation.decisions[0]
+    Decision(imagename='airplane1-bicycle2.png', shape='airplane', texture='bicycle', response='bottle')
     """
     start = time.perf_counter()
     mapper = CategoryMapper(aggregation, label_map)

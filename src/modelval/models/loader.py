@@ -69,16 +69,64 @@ def load_model(
     checkpoint_key: str | None = None,
     strip_prefix: str | None = None,
 ) -> LoadedModel:
-    """Load a registry entry or any spec in eval mode, with its resolved preprocessing.
+    """Load a registered model or any model spec in eval mode, with the preprocessing it was trained with.
 
-    ``overrides`` replace the source's mean, std, interpolation or input size (the config records
-    where each value came from); ``checkpoint`` loads a state dict (``weights_only=True``, strict)
-    into the built module (``checkpoint_key``: the state dict under that key; ``strip_prefix``: removed from its
-    keys, e.g. Lightning's ``model.``); ``imagenet_head=False`` (a label map is given) skips the ImageNet-1k
-    check of HF configs. ``base_dir`` resolves the spec's relative file paths (the models file's folder);
-    ``checkpoint`` is taken as given (the models file resolves its own paths). ``device`` (default ``"auto"``, as
-    :func:`modelval.evaluation.evaluate`'s, so the two agree): where the module is put; a ``torch.device``
-    resolved by the caller is used as it is.
+    A registry name (``modelval models``) or a spec (``timm:``, ``hf:``, ``torchvision:``, ``hub:``,
+    ``file.py:function``, ``torchscript:``, ...; see docs/models.md) is built through its source's own code
+    path, its weights fetched and verified (unless offline), and put on ``device``. The result carries the
+    source's preprocessing, where each value came from, and the evaluation protocol's preprocessing (the
+    stimuli as they are: no resize, no crop).
+
+    Parameters
+    ----------
+    spec
+        The registry name or spec.
+    normalization
+        ``"model"`` (the source's own mean/std), or ``"imagenet"`` / ``"half"`` (0.5/0.5) forced on the model.
+    overrides
+        Single values replacing the source's mean, std, interpolation or input size (recorded as such).
+    checkpoint
+        A state dict loaded into the built module (``weights_only=True``, strict).
+    trust_repo
+        Allow a ``hub:`` spec to run the repository's code in this process.
+    imagenet_head
+        ``False`` when a label map is given: skips the ImageNet-1k check of HuggingFace configs.
+    checkpoint_dir
+        Where downloaded weights are kept (default: ``$MODELVAL_CHECKPOINT_DIR``, else the per-user cache).
+    device
+        ``"auto"`` (the default, as :func:`modelval.evaluate`'s, so the two agree: CUDA when available),
+        ``"cpu"``, ``"cuda[:N]"``, ``"mps"``, or a ``torch.device`` the caller resolved (used as it is).
+    offline
+        Never download (``None``: ``$MODELVAL_OFFLINE``).
+    progress
+        Show download progress.
+    base_dir
+        The folder a spec's relative file paths are resolved from (a models file's folder).
+    checkpoint_key
+        The checkpoint's state dict under this key (``state_dict_ema``).
+    strip_prefix
+        A prefix removed from the checkpoint's keys (Lightning's ``model.``).
+
+    Returns
+    -------
+    LoadedModel
+        ``.model`` (in eval mode, on ``device``), ``.entry``, ``.config`` (the resolved preprocessing and its
+        sources) and ``.preprocess`` (a transform of a PIL image under the evaluation protocol).
+
+    Raises
+    ------
+    modelval.ModelvalError
+        An unknown name (with suggestions), a spec whose extra is not installed, weights that are not available
+        offline, or user code that raises (one line each).
+
+    Examples
+    --------
+    >>> import modelval
+    >>> loaded = modelval.load_model("efficientnet_lite0", progress=False)
+    >>> loaded.model.training, loaded.config.preprocess.normalization_name, loaded.config.preprocess.mean
+    (False, 'half', (0.5, 0.5, 0.5))
+    >>> loaded.config.preprocess.resize, loaded.preprocess.config.resize  # the source's transform; the protocol's
+    (256, None)
     """
     entry = entry_for_spec(
         spec, checkpoint=checkpoint, trust_repo=trust_repo, imagenet_head=imagenet_head, base_dir=base_dir

