@@ -12,6 +12,7 @@ from modelval.lazy import lazy_exports
 _EXPORTS = {
     "OutputCache": "modelval.records.output_cache",
     "environment": "modelval.records.provenance",
+    "forget_digests": "modelval.records.provenance",
     "state_dict_digest": "modelval.records.provenance",
     "RunStore": "modelval.records.run_store",
     "default_run_store": "modelval.records.run_store",
