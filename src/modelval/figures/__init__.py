@@ -19,11 +19,20 @@ _EXPORTS = {
     "smooth_reliability_diagram": "modelval.figures.calibration",
     "plot_accuracy_by_dataset": "modelval.figures.accuracy",
     "plot_error_consistency": "modelval.figures.consistency",
+    "plot_human_likeness": "modelval.figures.consistency",
+    "plot_kappa_matrix": "modelval.figures.consistency",
+    "plot_condition_accuracy": "modelval.figures.conditions",
+    "plot_condition_grid": "modelval.figures.conditions",
+    "plot_condition_kappa": "modelval.figures.conditions",
+    "plot_condition_panels": "modelval.figures.conditions",
+    "write_condition_figures": "modelval.figures.conditions",
+    "plot_paired_categories": "modelval.figures.humans",
+    "plot_shape_bias_boxplot": "modelval.figures.humans",
     "plot_shape_bias_figure": "modelval.figures.humans",
     "write_human_figures": "modelval.figures.humans",
     "plot_card": "modelval.figures.sensitivity",
     "plot_per_category": "modelval.figures.shape_bias",
-    "save_figure": "modelval.figures.style",
+    "save": "modelval.figures.style",
 }
 
 __all__ = sorted(_EXPORTS)
