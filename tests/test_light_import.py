@@ -54,21 +54,26 @@ def test_dir_lists_the_front_door():
         assert getattr(modelval, name) is getattr(modelval.api, name)
 
 
-def test_a_library_figure_keeps_the_callers_matplotlib_backend(tmp_path):
+def test_a_library_figure_keeps_the_callers_matplotlib_backend(tmp_path, resnet50_reference_csv):
     """Drawing a figure must not switch the backend a notebook or program chose (no matplotlib.use inside)."""
     code = (
         "import matplotlib\n"
         "matplotlib.use('svg')\n"
-        "from modelval.behaviour.shape_bias import ShapeBiasResult\n"
-        "from modelval.figures.shape_bias import plot_per_category\n"
+        "import matplotlib.pyplot as plt\n"
+        "from modelval.figures import plot_per_category, plot_reliability, save\n"
+        "from modelval.behaviour.decisions import read_decisions\n"
+        "from modelval.behaviour.shape_bias import compute_shape_bias\n"
         "from modelval.metrics.calibration import reliability_bins\n"
-        "from modelval.figures.calibration import reliability_diagram\n"
         "import numpy as np\n"
         "bins = reliability_bins(np.array([0.6, 0.9]), np.array([1, 0]), n_bins=2)\n"
-        f"reliability_diagram(bins, {str(tmp_path / 'r.png')!r})\n"
+        f"result = compute_shape_bias(read_decisions({str(resnet50_reference_csv)!r}), n_bootstrap=0)\n"
+        "fig, (left, right) = plt.subplots(1, 2)\n"
+        "assert plot_reliability(bins, ax=left) is fig and plot_per_category({'ResNet-50': result}, ax=right) is fig\n"
+        "print(matplotlib.get_backend())\n"
+        f"save(fig, {str(tmp_path / 'r.png')!r})\n"
         "print(matplotlib.get_backend())\n"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.strip().splitlines()[-1] == "svg"
-    assert (tmp_path / "r.png").stat().st_size > 0
+    assert result.stdout.strip().splitlines()[-2:] == ["svg", "svg"]  # after drawing, and after saving
+    assert (tmp_path / "r.png").read_bytes()[:4] == b"\x89PNG"

@@ -18,7 +18,7 @@ import torch
 from modelval import jsonio
 from modelval.api.protocol import format_card, sensitivity_card
 from modelval.behaviour.sensitivity import FACTORS, forwards_needed, protocol_variants
-from modelval.figures.sensitivity import plot_card
+from modelval.figures import plot_sensitivity_card, save
 from modelval.preprocessing import PreprocessConfig
 
 
@@ -189,13 +189,11 @@ def test_card_is_strict_json(card, tmp_path):
     payload = json.loads(jsonio.dumps(card.to_dict()), parse_constant=lambda c: pytest.fail(c))
     assert {"reference", "variants", "forwards", "top_factor"} <= payload.keys()
     assert {"factor", "value", "shape_bias", "ci95", "cue_accuracy", "flips"} <= payload["variants"][0].keys()
-    figure = plot_card(card, tmp_path / "card.png")
-    assert (tmp_path / "card.png").stat().st_size > 10_000
+    figure = plot_sensitivity_card(card)
     labels = [tick.get_text() for tick in figure.axes[0].get_yticklabels()]
     assert len(labels) == sum(r.is_effect for r in card.variants)  # rows equal to the reference are not drawn
-    import matplotlib.pyplot as plt
-
-    plt.close(figure)
+    save(figure, tmp_path / "card.png")
+    assert (tmp_path / "card.png").stat().st_size > 10_000
 
 
 @pytest.mark.parametrize(

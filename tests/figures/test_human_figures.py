@@ -130,17 +130,22 @@ def test_kappa_matrix_figure(panel, vgg):
     plt.close(figure)
 
 
-def test_per_category_plot_of_shape_bias_has_model_vs_human_orientation(tmp_path, modelval_reference_dir, monkeypatch):
+def test_per_category_plot_of_shape_bias_has_model_vs_human_orientation(tmp_path, modelval_reference_dir):
     from modelval.behaviour.decisions import read_decisions
     from modelval.behaviour.shape_bias import compute_shape_bias
-    from modelval.figures.shape_bias import plot_per_category
+    from modelval.figures import save
+    from modelval.figures.shape_bias import DPI, plot_per_category
 
-    closed = []
-    monkeypatch.setattr(plt, "close", closed.append)  # keep the figure to look at it
     result = compute_shape_bias(read_decisions(modelval_reference_dir / VGG), n_bootstrap=0)
-    assert plot_per_category({"VGG-16": result}, tmp_path / "p.png").stat().st_size > 5000
-    ax = closed[0].axes[0]
+    figure = plot_per_category({"VGG-16": result}, unmapped=["knife"])
+    ax = figure.axes[0]
     assert ax.get_xlabel() == "fraction of 'texture' decisions"
-    assert ax.get_yticklabels()[0].get_text() == "airplane (75)"
-    monkeypatch.undo()
-    plt.close(closed[0])
+    labels = [tick.get_text() for tick in ax.get_yticklabels()]
+    assert labels[0] == "airplane (75)" and "knife (75), unmapped" in labels
+    # each point at the fraction of texture decisions; an unmapped category has none (not 0)
+    points = np.asarray(ax.collections[0].get_offsets())
+    texture = [1 - result.per_category[label.split(" ")[0]].shape_bias for label in labels]
+    knife = labels.index("knife (75), unmapped")
+    assert np.isnan(points[knife, 0]) and np.allclose(np.delete(points[:, 0], knife), np.delete(texture, knife))
+    [path] = save(figure, tmp_path / "p.png", dpi=DPI)
+    assert path.stat().st_size > 5000

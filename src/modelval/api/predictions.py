@@ -307,7 +307,7 @@ def reliability(
     ties stay in one bin and whose empty bins are dropped). The ECE interval is a seeded percentile
     bootstrap over predictions (``stratify``: within each true class), with the bin edges held fixed.
 
-    With ``figure`` the diagram is drawn there (:func:`modelval.figures.calibration.reliability_diagram`);
+    With ``figure`` the diagram is drawn there (:func:`modelval.figures.plot_reliability`);
     with ``report_dir`` the diagram ``<file stem>-reliability.png`` and ``reliability.json`` (this result)
     are written into that folder. Without either nothing is written.
 
@@ -387,11 +387,13 @@ def reliability(
     if folder is not None:
         targets.append(folder / f"{path.stem}-reliability.png")
     if targets:
-        from modelval.figures.calibration import reliability_diagram
+        from modelval.figures.calibration import DPI, plot_reliability
+        from modelval.figures.style import save
 
         ece_interval = intervals["ece"].as_list() if intervals else None
         title = f"Reliability: {path.name}"
-        report.written = [reliability_diagram(bins, t, title=title, ece_interval=ece_interval) for t in targets]
+        for target in targets:
+            report.written += save(plot_reliability(bins, title=title, ece_interval=ece_interval), target, dpi=DPI)
         report.figure = report.written[0]
     if folder is not None:
         report.written.append(write_text(folder / "reliability.json", jsonio.dumps(report.record(), indent=2) + "\n"))
@@ -580,10 +582,12 @@ def recalibrate(
         odir=scaler.odir if odir is not None else None, sweep=points,
     )  # fmt: skip
     if figure is not None and points:
-        from modelval.figures.calibration import ece_vs_temperature
+        from modelval.figures.calibration import DPI, plot_ece_vs_temperature
+        from modelval.figures.style import save
 
         temperatures, eces = [p.temperature for p in points], [p.ece for p in points]
-        report.written.append(ece_vs_temperature(temperatures, eces, Path(figure), fitted=report.temperature))
+        drawn = plot_ece_vs_temperature(temperatures, eces, fitted=report.temperature)
+        report.written += save(drawn, figure, dpi=DPI)
     return report
 
 

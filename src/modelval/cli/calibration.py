@@ -125,7 +125,8 @@ def _plots(args: argparse.Namespace, labels: Any, scores: dict[str, Any], card: 
 def _multiclass_plots(args: argparse.Namespace, chosen: Any, card: dict[str, Any], folder: Path) -> list[str]:
     import numpy as np
 
-    from modelval.figures.calibration import reliability_diagram, smooth_reliability_diagram
+    from modelval.figures.calibration import DPI, plot_reliability, plot_smooth_reliability
+    from modelval.figures.style import save
     from modelval.metrics.calibration import reliability_bins, top1_confidences
     from modelval.metrics.estimators import smooth_reliability_curve
     from modelval.metrics.temperature import softmax
@@ -133,45 +134,38 @@ def _multiclass_plots(args: argparse.Namespace, chosen: Any, card: dict[str, Any
     probs = softmax(np.asarray(chosen.scores, dtype=np.float64)) if chosen.from_logits else np.asarray(chosen.scores)
     conf, correct = top1_confidences(probs, np.asarray(chosen.labels))
     bins = reliability_bins(conf, correct, card["n_bins"], convention=card["convention"])
-    written = [
-        reliability_diagram(
-            bins, folder / "reliability.png", title=f"Reliability: {args.path.name}", ece_interval=card.get("ece_ci95")
-        ),
-        smooth_reliability_diagram(
-            smooth_reliability_curve(conf, correct),
-            folder / "smooth-reliability.png",
-            title=f"Smooth reliability: {args.path.name}",
-        ),
-    ]
+    figure = plot_reliability(bins, title=f"Reliability: {args.path.name}", ece_interval=card.get("ece_ci95"))
+    written = save(figure, folder / "reliability.png", dpi=DPI)
+    curve = smooth_reliability_curve(conf, correct)
+    figure = plot_smooth_reliability(curve, title=f"Smooth reliability: {args.path.name}")
+    written += save(figure, folder / "smooth-reliability.png", dpi=DPI)
     return [str(p) for p in written]
 
 
 def _binary_plots(args: argparse.Namespace, chosen: Any, card: dict[str, Any], folder: Path) -> list[str]:
-    from modelval.figures.calibration import reliability_diagram, smooth_reliability_diagram
+    from modelval.figures.calibration import DPI, plot_reliability, plot_smooth_reliability
+    from modelval.figures.style import save
     from modelval.metrics.binary import FRACTION_OF_POSITIVES, binary_reliability_bins, binary_smooth_reliability_curve
 
     bins = binary_reliability_bins(
         chosen.scores, chosen.labels, card["n_bins"], logits=chosen.from_logits, convention=card["convention"]
     )
-    written = [
-        reliability_diagram(
-            bins,
-            folder / "reliability.png",
-            title=f"Positive-class reliability: {args.path.name}",
-            ece_interval=card.get("ece_ci95"),
-        ),
-        smooth_reliability_diagram(
-            binary_smooth_reliability_curve(chosen.scores, chosen.labels, logits=chosen.from_logits),
-            folder / "smooth-reliability.png",
-            title=f"Smooth positive-class reliability: {args.path.name}",
-            target=FRACTION_OF_POSITIVES,
-        ),
-    ]
+    figure = plot_reliability(
+        bins, title=f"Positive-class reliability: {args.path.name}", ece_interval=card.get("ece_ci95")
+    )
+    written = save(figure, folder / "reliability.png", dpi=DPI)
+    figure = plot_smooth_reliability(
+        binary_smooth_reliability_curve(chosen.scores, chosen.labels, logits=chosen.from_logits),
+        title=f"Smooth positive-class reliability: {args.path.name}",
+        target=FRACTION_OF_POSITIVES,
+    )
+    written += save(figure, folder / "smooth-reliability.png", dpi=DPI)
     return [str(p) for p in written]
 
 
 def _multilabel_plots(args: argparse.Namespace, chosen: Any, card: dict[str, Any], folder: Path) -> list[str]:
-    from modelval.figures.calibration import multilabel_reliability_diagram
+    from modelval.figures.calibration import DPI, plot_multilabel_reliability
+    from modelval.figures.style import save
     from modelval.metrics.binary import binary_reliability_bins
     from modelval.metrics.multilabel import validate_multilabel
 
@@ -181,14 +175,13 @@ def _multilabel_plots(args: argparse.Namespace, chosen: Any, card: dict[str, Any
         for k in range(probs.shape[1])
     ]
     summary = {f"{average} ECE": card[average]["ece"] for average in ("macro", "micro", "weighted")}
-    path = multilabel_reliability_diagram(
+    figure = plot_multilabel_reliability(
         bins,
         [row["label"] for row in card["labels"]],
-        folder / "reliability.png",
         title=f"Per-label reliability: {args.path.name}",
         summary={name: value for name, value in summary.items() if isinstance(value, float)},
     )
-    return [str(path)]
+    return [str(path) for path in save(figure, folder / "reliability.png", dpi=DPI)]
 
 
 def _ci(card: dict[str, Any], key: str) -> str:

@@ -94,19 +94,15 @@ def format_conditions(rows: list[ConditionPair]) -> str:
 def _figures(args: argparse.Namespace, result: PairedComparison) -> list[Path]:
     if not args.out and not args.report_dir:
         return []
-    from modelval.atomic import save_figure as save_one
-    from modelval.figures.humans import plot_paired_categories, save_figure
-    from modelval.figures.style import pyplot
+    from modelval.figures.humans import plot_paired_categories
+    from modelval.figures.style import REPORT_SAVE, save
 
     written: list[Path] = []
     if args.out:  # --out FILE: the suffix picks the one format
-        figure = plot_paired_categories(result)
-        try:
-            written.append(save_one(figure, args.out))
-        finally:
-            pyplot().close(figure)
+        written += save(plot_paired_categories(result), args.out)
     if args.report_dir:  # PNG and PDF
-        written += save_figure(plot_paired_categories(result), args.report_dir / f"compare-{result.dataset}.png")
+        target = args.report_dir / f"compare-{result.dataset}.png"
+        written += save(plot_paired_categories(result), target, pdf=True, **REPORT_SAVE)
     return written
 
 

@@ -34,7 +34,6 @@ from modelval.cli._options import (
 )
 from modelval.cli._output import out, out_json
 from modelval.errors import DataError
-from modelval.figures.style import pyplot
 from modelval.records.run_store import default_run_store
 
 
@@ -113,22 +112,19 @@ def run(args: argparse.Namespace) -> int:
 def _figures(args: argparse.Namespace, result: HumanComparison, trials: list[Trial], panel, label: str) -> list[Path]:
     if not args.out and not args.report_dir:
         return []
-    from modelval.atomic import save_figure as save_one
     from modelval.figures.consistency import plot_error_consistency
-    from modelval.figures.humans import plot_shape_bias_figure, save_figure
+    from modelval.figures.humans import plot_shape_bias_figure
+    from modelval.figures.style import REPORT_SAVE, save
 
     written: list[Path] = []
     if args.out:  # --out FILE: the suffix picks the one format
-        figure = plot_error_consistency({label: {result.dataset: result}})
-        try:
-            written.append(save_one(figure, args.out))
-        finally:
-            pyplot().close(figure)
-    if args.report_dir:
+        written += save(plot_error_consistency({label: {result.dataset: result}}), args.out)
+    if args.report_dir:  # PNG and PDF
         target = args.report_dir / f"error-consistency-{result.dataset}.png"
-        written += save_figure(plot_error_consistency({label: {result.dataset: result}}), target)
+        written += save(plot_error_consistency({label: {result.dataset: result}}), target, pdf=True, **REPORT_SAVE)
     if args.report_dir and result.dataset == "cue-conflict":
-        written += save_figure(plot_shape_bias_figure({label: trials}, panel), args.report_dir / "shape-bias.png")
+        figure = plot_shape_bias_figure({label: trials}, panel)
+        written += save(figure, args.report_dir / "shape-bias.png", pdf=True, **REPORT_SAVE)
     return written
 
 

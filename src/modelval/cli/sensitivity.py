@@ -49,21 +49,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from modelval import api
     from modelval.api.protocol import format_card
-    from modelval.figures.sensitivity import plot_card
 
     card = api.sensitivity(
         args.model, options=evaluation_options(args), model_options=model_options(args), run_store=default_run_store()
     )
     if args.out:
-        import matplotlib.pyplot as plt
+        from modelval.figures.sensitivity import DPI, plot_sensitivity_card
+        from modelval.figures.style import save
 
-        from modelval.atomic import save_figure
-
-        figure = plot_card(card)
-        try:
-            save_figure(figure, args.out, dpi=120)
-        finally:
-            plt.close(figure)
+        save(plot_sensitivity_card(card), args.out, dpi=DPI)
     if args.json:
         out_json(card.to_dict())
     else:

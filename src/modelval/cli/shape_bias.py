@@ -129,21 +129,24 @@ def _write_outputs(args: argparse.Namespace, report) -> list[Path]:
     written: list[Path] = []
     if args.decisions_out and args.decisions is None:
         written.append(write_decisions(args.decisions_out, report.decisions, subject=report.row.model))
-    figures = [path for path in (args.out,) if path]
+    # (file, also its .pdf sibling): --out FILE in the format its suffix names, the report folder's PNG and PDF
+    figures = [(path, False) for path in (args.out,) if path]
     if args.report_dir:
         if args.decisions is None:
             written.append(
                 write_decisions(args.report_dir / "decisions.csv", report.decisions, subject=report.row.model)
             )
-        figures += [args.report_dir / "shape-bias-per-category.png", args.report_dir / "shape-bias-per-category.pdf"]
+        figures.append((args.report_dir / "shape-bias-per-category.png", True))
     if figures and report.gate_failed:
         warn("no shape-bias figure: the model is not a working classifier (--no-sanity-gate draws it anyway)")
     elif figures:
-        from modelval.figures.shape_bias import plot_per_category
+        from modelval.figures.shape_bias import DPI, plot_per_category
+        from modelval.figures.style import save
 
         label = f"{report.row.label} ({report.row.normalization})"
-        for path in figures:
-            written.append(plot_per_category({label: report.result}, path, unmapped=report.row.unmapped))
+        for path, pdf in figures:
+            figure = plot_per_category({label: report.result}, unmapped=report.row.unmapped)
+            written += save(figure, path, pdf=pdf, dpi=DPI)
     if args.report_dir:
         json_path = args.report_dir / "shape_bias.json"
         report.details["written"] = [str(path) for path in [*written, json_path]]

@@ -8,9 +8,10 @@ chance (1/16 for accuracy, kappa 0). Conditions that model-vs-human's benchmark 
 reader sees which levels the table averages.
 
 - :func:`plot_condition_accuracy`, :func:`plot_condition_kappa`: one dataset, one metric (``ax=None``).
-- :func:`plot_condition_panels`: both side by side for one dataset.
-- :func:`plot_condition_grid`: one metric for every parametric dataset, a panel each.
-- :func:`write_condition_figures`: all of them for a benchmark table or a set of comparisons.
+- :func:`plot_condition_panels`: both side by side for one dataset (``axes=None``, two).
+- :func:`plot_condition_grid`: one metric for every parametric dataset, a panel each (``axes=None``).
+- :func:`write_condition_figures`, :func:`write_lines`: all of them for a benchmark table or a set of
+  comparisons, written with :func:`~modelval.figures.save` (PNG and PDF).
 """
 
 from __future__ import annotations
@@ -18,13 +19,17 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from modelval.behaviour.conditions import ConditionComparison, HumanCondition
 from modelval.behaviour.experiments import BENCHMARK_DATASETS, experiment
-from modelval.figures.style import HUMAN_COLOUR, new_axes, pyplot, save_figure, style
+from modelval.figures.style import HUMAN_COLOUR, REPORT_SAVE, axes_for, new_axes, pyplot, save, style
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 #: observer label -> its per-condition comparisons on one dataset
 Lines = Mapping[str, Sequence[ConditionComparison]]
@@ -100,9 +105,47 @@ def plot_condition_accuracy(
     humans: Sequence[HumanCondition] | None = None,
     *,
     styles: Mapping[str, int] | None = None,
-    ax: Any = None,
-) -> Any:
-    """Accuracy per condition of each observer, the humans' as the reference; returns the Figure."""
+    ax: Axes | None = None,
+) -> Figure:
+    """Draw each observer's accuracy against the condition of one dataset, with the humans' as the reference.
+
+    As model-vs-human's ``plot_accuracy``: one line per observer over the dataset's conditions in upstream's
+    order and labels, the humans' accuracy over their pooled trials as red diamonds, a dotted line at chance
+    (1/16), and the conditions model-vs-human's benchmark leaves out shaded.
+
+    Parameters
+    ----------
+    dataset
+        A parametric dataset of model-vs-human (e.g. ``"eidolonI"``).
+    lines
+        Label -> that observer's per-condition comparisons
+        (:func:`~modelval.behaviour.conditions.compare_by_condition`).
+    humans
+        The humans per condition (:func:`~modelval.behaviour.conditions.humans_by_condition`); ``None``: none.
+    styles
+        Label -> index of its colour and marker, to keep an observer's look across figures.
+    ax
+        Axes to draw into; ``None``: a new figure of 5.6 x 4.4 inches.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        ``ax.figure``, or the new figure; neither saved nor closed (:func:`modelval.figures.save`).
+
+    Examples
+    --------
+    >>> import matplotlib.pyplot as plt
+    >>> from modelval.behaviour.conditions import compare_by_condition, humans_by_condition
+    >>> from modelval.behaviour.humans import load_human_panel
+    >>> from modelval.figures import plot_condition_accuracy
+    >>> panel = load_human_panel(MODEL_VS_HUMAN, "eidolonI")
+    >>> lines = {"subject-01": compare_by_condition(panel.observers["subject-01"], panel, subject="subject-01")}
+    >>> fig, ax = plt.subplots()
+    >>> _ = plot_condition_accuracy("eidolonI", lines, humans_by_condition(panel), ax=ax)
+    >>> len(ax.lines), [tick.get_text() for tick in ax.get_xticklabels()]  # humans, subject-01, chance
+    (3, ['0', '1', '2', '3', '4', '5', '6', '7'])
+    >>> plt.close(fig)
+    """
     return _draw(dataset, "accuracy", lines, humans, ax, styles, legend=True)
 
 
@@ -112,9 +155,47 @@ def plot_condition_kappa(
     humans: Sequence[HumanCondition] | None = None,
     *,
     styles: Mapping[str, int] | None = None,
-    ax: Any = None,
-) -> Any:
-    """Mean kappa with the humans per condition of each observer, the humans' mutual kappa as the reference."""
+    ax: Axes | None = None,
+) -> Figure:
+    """Draw each observer's error consistency with the humans against the condition of one dataset.
+
+    As model-vs-human's ``plot_error_consistency_lineplot``: one line per observer (its mean kappa with the
+    human observers in each condition), the humans' mutual kappa (each against the others, averaged) as red
+    diamonds, a dotted line at kappa 0, and the conditions the benchmark leaves out shaded.
+
+    Parameters
+    ----------
+    dataset
+        A parametric dataset of model-vs-human (e.g. ``"eidolonI"``).
+    lines
+        Label -> that observer's per-condition comparisons
+        (:func:`~modelval.behaviour.conditions.compare_by_condition`).
+    humans
+        The humans per condition (:func:`~modelval.behaviour.conditions.humans_by_condition`); ``None``: none.
+    styles
+        Label -> index of its colour and marker, to keep an observer's look across figures.
+    ax
+        Axes to draw into; ``None``: a new figure of 5.6 x 4.4 inches.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        ``ax.figure``, or the new figure; neither saved nor closed.
+
+    Examples
+    --------
+    >>> import matplotlib.pyplot as plt
+    >>> from modelval.behaviour.conditions import compare_by_condition, humans_by_condition
+    >>> from modelval.behaviour.humans import load_human_panel
+    >>> from modelval.figures import plot_condition_kappa
+    >>> panel = load_human_panel(MODEL_VS_HUMAN, "eidolonI")
+    >>> lines = {"subject-01": compare_by_condition(panel.observers["subject-01"], panel, subject="subject-01")}
+    >>> fig, ax = plt.subplots()
+    >>> _ = plot_condition_kappa("eidolonI", lines, humans_by_condition(panel), ax=ax)
+    >>> ax.get_ylabel(), len(ax.lines[1].get_ydata())  # subject-01's kappa in each of the 8 conditions
+    ('Error consistency with the humans (kappa)', 8)
+    >>> plt.close(fig)
+    """
     return _draw(dataset, "error_consistency", lines, humans, ax, styles, legend=True)
 
 
@@ -131,15 +212,66 @@ def plot_condition_panels(
     humans: Sequence[HumanCondition] | None = None,
     *,
     styles: Mapping[str, int] | None = None,
-) -> Any:
-    """Accuracy and error consistency against the condition, side by side, for one dataset."""
-    fig, (left, right) = pyplot().subplots(1, 2, figsize=(11.0, 4.4))
+    axes: Any = None,
+) -> Figure:
+    """Draw accuracy and error consistency against the condition of one dataset, side by side.
+
+    :func:`plot_condition_accuracy` on the left (with the legend), :func:`plot_condition_kappa` on the right;
+    a new figure also gets the dataset in its title and a note under it on what the humans and the shading are.
+
+    Two panels, so it takes ``axes`` (a pair), not ``ax``.
+
+    Parameters
+    ----------
+    dataset
+        A parametric dataset of model-vs-human.
+    lines
+        Label -> that observer's per-condition comparisons.
+    humans
+        The humans per condition; ``None``: none.
+    styles
+        Label -> index of its colour and marker.
+    axes
+        Two axes of the caller's figure (each panel titled with the dataset; no figure title or note); ``None``:
+        a new figure of 11 x 4.4 inches with a title and the note under it.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure of ``axes``, or the new figure; neither saved nor closed.
+
+    Raises
+    ------
+    InputValidationError
+        ``axes`` with fewer than two axes.
+
+    Examples
+    --------
+    >>> import matplotlib.pyplot as plt
+    >>> from modelval.behaviour.conditions import compare_by_condition, humans_by_condition
+    >>> from modelval.behaviour.humans import load_human_panel
+    >>> from modelval.figures import plot_condition_panels
+    >>> panel = load_human_panel(MODEL_VS_HUMAN, "eidolonI")
+    >>> lines = {"subject-01": compare_by_condition(panel.observers["subject-01"], panel, subject="subject-01")}
+    >>> fig, axes = plt.subplots(1, 2)
+    >>> _ = plot_condition_panels("eidolonI", lines, humans_by_condition(panel), axes=axes)
+    >>> [ax.get_title() for ax in axes], [ax.get_ylabel()[:14] for ax in axes]
+    (['eidolonI', 'eidolonI'], ['Classification', 'Error consiste'])
+    >>> plt.close(fig)
+    """
+    own = axes is None
+    if axes is None:
+        fig, (left, right) = pyplot().subplots(1, 2, figsize=(11.0, 4.4))
+    else:
+        left, right = axes_for(axes, 2, "plot_condition_panels")[:2]
+        fig = left.figure
     plot_condition_accuracy(dataset, lines, humans, styles=styles, ax=left)
     plot_condition_kappa(dataset, lines, humans, styles=styles, ax=right)
     right.get_legend().remove()
-    fig.suptitle(f"{dataset}: accuracy and error consistency per condition", fontsize=11)
-    fig.text(0.5, -0.05, _NOTE, ha="center", fontsize=7.5, color="#333333")
-    fig.tight_layout()
+    if own:  # the title, and the note under the figure (saved with bbox_inches="tight"): not on a caller's figure
+        fig.suptitle(f"{dataset}: accuracy and error consistency per condition", fontsize=11)
+        fig.text(0.5, -0.05, _NOTE, ha="center", fontsize=7.5, color="#333333")
+        fig.tight_layout()
     return fig
 
 
@@ -149,24 +281,84 @@ def plot_condition_grid(
     humans: Mapping[str, Sequence[HumanCondition]],
     *,
     styles: Mapping[str, int] | None = None,
-) -> Any:
-    """One panel per parametric dataset (model-vs-human's order) of ``metric`` against the condition."""
+    axes: Any = None,
+) -> Figure:
+    """Draw one metric against the condition for every parametric dataset, a panel each.
+
+    The datasets in model-vs-human's order, each panel as :func:`plot_condition_accuracy` or
+    :func:`plot_condition_kappa` draws it, with one legend for all panels (and, in a new figure, a title and
+    a note under the panels).
+
+    A grid of panels with a legend for the figure, so it takes ``axes``, not ``ax``.
+
+    Parameters
+    ----------
+    metric
+        ``"accuracy"`` or ``"error_consistency"``.
+    lines
+        Dataset -> label -> that observer's per-condition comparisons on the dataset.
+    humans
+        Dataset -> the humans per condition.
+    styles
+        Label -> index of its colour and marker.
+    axes
+        Axes of the caller's figure (an array from ``plt.subplots`` or a list), at least one per parametric
+        dataset; those beyond are hidden. The first panel gets the legend (no figure title or note). ``None``:
+        a new figure of up to 4 columns with a title, the legend and the note under the panels.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure of ``axes``, or the new figure; neither saved nor closed.
+
+    Raises
+    ------
+    InputValidationError
+        ``axes`` with fewer axes than parametric datasets.
+
+    Examples
+    --------
+    >>> import matplotlib.pyplot as plt
+    >>> from modelval.behaviour.conditions import compare_by_condition, humans_by_condition
+    >>> from modelval.behaviour.humans import load_human_panel
+    >>> from modelval.figures import plot_condition_grid
+    >>> panels = {d: load_human_panel(MODEL_VS_HUMAN, d) for d in ("eidolonI", "contrast")}
+    >>> lines = {d: {"subject-01": compare_by_condition(p.observers["subject-01"], p, subject="subject-01")}
+    ...          for d, p in panels.items()}
+    >>> humans = {d: humans_by_condition(p) for d, p in panels.items()}
+    >>> fig, axes = plt.subplots(1, 3)
+    >>> _ = plot_condition_grid("accuracy", lines, humans, axes=axes)
+    >>> [ax.get_title() for ax in axes if ax.get_visible()]  # model-vs-human's order
+    ['contrast', 'eidolonI']
+    >>> plt.close(fig)
+    """
     datasets = [d for d in BENCHMARK_DATASETS if d in lines and experiment(d).parametric]
-    columns = min(4, max(1, len(datasets)))
-    rows = math.ceil(len(datasets) / columns)
-    fig, axes = pyplot().subplots(rows, columns, figsize=(4.2 * columns, 3.5 * rows), squeeze=False)
-    for ax, dataset in zip(axes.flat, datasets, strict=False):
+    own = axes is None
+    if axes is None:
+        columns = min(4, max(1, len(datasets)))
+        rows = math.ceil(len(datasets) / columns)
+        fig, grid = pyplot().subplots(rows, columns, figsize=(4.2 * columns, 3.5 * rows), squeeze=False)
+        panels = list(grid.flat)
+    else:
+        panels = axes_for(axes, len(datasets), "plot_condition_grid")
+        fig = panels[0].figure
+    for ax, dataset in zip(panels, datasets, strict=False):
         _draw(dataset, metric, lines[dataset], humans.get(dataset), ax, styles, legend=False)
         ax.xaxis.label.set_size(8)
         ax.yaxis.label.set_size(8)
         ax.tick_params(labelsize=7.5)
-    for ax in list(axes.flat)[len(datasets) :]:
+    for ax in panels[len(datasets) :]:
         ax.set_visible(False)
     found: dict[str, Any] = {}  # every observer once, also one that covers only some datasets
-    for ax in axes.flat:
+    for ax in panels:
         for handle, name in zip(*ax.get_legend_handles_labels(), strict=True):
             found.setdefault(name, handle)
     handles, labels = list(found.values()), list(found)
+    if not own:  # nothing over or under the caller's figure: the legend in the first panel
+        panels[0].legend(handles, labels, fontsize=7.5, frameon=False)
+        return fig
+    name = "Accuracy" if metric == "accuracy" else "Error consistency with the humans"
+    fig.suptitle(f"{name} per condition (model-vs-human's parametric datasets)", fontsize=12)
     fig.legend(
         handles,
         labels,
@@ -176,8 +368,6 @@ def plot_condition_grid(
         frameon=False,
         fontsize=8.5,
     )
-    name = "Accuracy" if metric == "accuracy" else "Error consistency with the humans"
-    fig.suptitle(f"{name} per condition (model-vs-human's parametric datasets)", fontsize=12)
     fig.text(0.5, -0.05, _NOTE, ha="center", fontsize=8, color="#333333")
     fig.tight_layout(rect=(0, 0.04, 1, 0.97))
     return fig
@@ -209,9 +399,9 @@ def write_lines(
     parametric = [d for d in lines if experiment(d).parametric]
     for dataset in parametric:
         figure = plot_condition_panels(dataset, lines[dataset], humans.get(dataset), styles=styles)
-        written += save_figure(figure, out / f"conditions-{dataset}.png")
+        written += save(figure, out / f"conditions-{dataset}.png", pdf=True, **REPORT_SAVE)
     if len(parametric) > 1:
         for metric, name in (("accuracy", "accuracy"), ("error_consistency", "error-consistency")):
             figure = plot_condition_grid(metric, lines, humans, styles=styles)
-            written += save_figure(figure, out / f"conditions-{name}.png")
+            written += save(figure, out / f"conditions-{name}.png", pdf=True, **REPORT_SAVE)
     return written

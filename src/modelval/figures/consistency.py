@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -28,10 +28,15 @@ from modelval.figures.style import (
     HUMAN_COLOUR,
     Sources,
     add_sources,
+    axes_for,
     new_axes,
     pyplot,
     style,
 )
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 
 def _agreements(results: Mapping[str, Mapping[str, HumanComparison]]) -> dict[str, HumanAgreement]:
@@ -51,10 +56,49 @@ def plot_error_consistency(
     *,
     sources: Sources | None = None,
     title: str = "Error consistency with humans (Cohen's kappa)",
-    ax: Any = None,
-) -> Any:
-    """Each model's mean kappa with the humans (95% interval) and its kappa_max, per experiment, against
-    the humans' mutual kappa (band: lowest to highest human's mean kappa with the others; line: mean over pairs)."""
+    ax: Axes | None = None,
+) -> Figure:
+    """Draw each model's error consistency with the humans per experiment, against the humans' own.
+
+    Per experiment: each model's mean kappa with the human observers and its 95% interval, the most a model of
+    its accuracy can reach (kappa_max, a black bar), and the humans' mutual kappa (band: lowest to highest
+    human's mean kappa with the others; line: the mean over pairs): how much humans agree, not a level a model
+    of lower accuracy could reach. An experiment a model was not run on reads "n/a".
+
+    Parameters
+    ----------
+    results
+        Label -> dataset -> that observer's comparison with the humans
+        (:func:`~modelval.behaviour.humans.compare_with_humans`).
+    agreements
+        Dataset -> the humans' mutual kappa; ``None``: taken from ``results``.
+    sources
+        Label -> dataset -> the file its trials come from, for a footnote under the figure.
+    title
+        The title.
+    ax
+        Axes to draw into; ``None``: a new figure 4.8 inches high, 2.4 inches per experiment wide.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        ``ax.figure``, or the new figure; neither saved nor closed (:func:`modelval.figures.save`).
+
+    Examples
+    --------
+    >>> import matplotlib.pyplot as plt
+    >>> from modelval.behaviour.humans import compare_with_humans, load_human_panel
+    >>> from modelval.behaviour.trials import read_trials
+    >>> from modelval.figures import plot_error_consistency
+    >>> vgg = read_trials(REFERENCE / "edge-experiment_vgg_session_1.csv")
+    >>> result = compare_with_humans(vgg, load_human_panel(REFERENCE, "edges"), n_bootstrap=0)
+    >>> fig, ax = plt.subplots()
+    >>> _ = plot_error_consistency({"VGG-16": {"edges": result}}, ax=ax)
+    >>> kappa = ax.containers[0].lines[0].get_ydata()[0]  # the model's marker, with its interval
+    >>> bool(kappa == result.error_consistency), [float(y) for y in ax.get_ylim()]
+    (True, [-0.2, 1.0])
+    >>> plt.close(fig)
+    """
     agreements = dict(agreements) if agreements is not None else _agreements(results)
     datasets = [d for d in DATASETS if d in agreements]
     x = np.arange(len(datasets))
@@ -132,9 +176,45 @@ def plot_kappa_matrix(
     humans: list[str] | None = None,
     dataset: str = "",
     sources: Sources | None = None,
-    ax: Any = None,
-) -> Any:
-    """The error consistency of every pair of observers as a heatmap (diverging, centred at 0, as upstream)."""
+    ax: Axes | None = None,
+) -> Figure:
+    """Draw the error consistency of every pair of observers as a heatmap, humans and models alike.
+
+    As model-vs-human's ``get_raw_matrix`` plot: a diverging colour map centred at 0, each cell annotated with
+    its kappa, each observer's accuracy in brackets, the humans' names in red and the models' in blue, and a
+    colour bar next to the axes.
+
+    Parameters
+    ----------
+    matrix
+        The pairwise kappas (:func:`~modelval.behaviour.consistency.kappa_matrix`).
+    humans
+        The names in ``matrix`` that are human observers (drawn red).
+    dataset
+        The experiment, for the title and the footnote.
+    sources
+        Label -> dataset -> the file its trials come from, for a footnote under the figure.
+    ax
+        Axes to draw into; ``None``: a new figure, 0.55 inch per observer.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        ``ax.figure``, or the new figure; neither saved nor closed.
+
+    Examples
+    --------
+    >>> import matplotlib.pyplot as plt
+    >>> from modelval.behaviour.consistency import kappa_matrix
+    >>> from modelval.behaviour.humans import load_human_panel
+    >>> from modelval.figures import plot_kappa_matrix
+    >>> panel = load_human_panel(REFERENCE, "edges")
+    >>> fig, ax = plt.subplots()
+    >>> _ = plot_kappa_matrix(kappa_matrix(panel.observers), humans=list(panel.observers), dataset="edges", ax=ax)
+    >>> len(ax.texts), ax.texts[0].get_text()  # 10 x 10 cells, each human agreeing fully with itself
+    (100, '1.00')
+    >>> plt.close(fig)
+    """
     n = len(matrix.names)
     fig, ax = new_axes(ax, (0.55 * n + 3.2, 0.55 * n + 2.2))
     image = ax.imshow(matrix.kappa, cmap="RdBu_r", vmin=-1, vmax=1)
@@ -189,16 +269,69 @@ def plot_human_likeness(
     sources: Sources | None = None,
     per_condition: Mapping[str, Mapping[str, DatasetScores]] | None = None,
     humans_per_condition: Mapping[str, DatasetScores] | None = None,
-) -> Any:
-    """model-vs-human's benchmark views per experiment: models (markers) and humans (red diamonds).
+    axes: Any = None,
+) -> Figure:
+    """Draw model-vs-human's three benchmark views per experiment: models as markers, humans as red diamonds.
 
-    On a dataset with conditions, ``per_condition[label][dataset]`` and ``humans_per_condition[dataset]``
-    (:mod:`modelval.behaviour.benchmark`) give model-vs-human's values, the mean over its kept conditions of
-    the values within each condition; those datasets are starred. Without them every value pools the trials.
+    Side by side: the accuracy difference (mean squared difference to each human; lower is more human-like),
+    the observed consistency and the error consistency (higher is more human-like), with the humans' own values
+    (each human against the others, averaged) as the reference. On a dataset with conditions,
+    ``per_condition[label][dataset]`` and ``humans_per_condition[dataset]`` (:mod:`modelval.behaviour.benchmark`)
+    give model-vs-human's values, the mean over its kept conditions of the values within each condition; those
+    datasets are starred. Without them every value pools the trials.
+
+    Three panels with one legend, so it takes ``axes`` (three), not ``ax``.
+
+    Parameters
+    ----------
+    results
+        Label -> dataset -> that observer's comparison with the humans.
+    panels
+        Dataset -> its human panel, for the humans' reference values; ``None``: no humans drawn.
+    na_handling
+        How the humans' "na" answers count: ``"wrong"`` or ``"exclude"``.
+    sources
+        Label -> dataset -> the file its trials come from, for a footnote under the figure.
+    per_condition
+        Label -> dataset -> model-vs-human's per-condition scores, for datasets with conditions.
+    humans_per_condition
+        Dataset -> the humans' per-condition scores.
+    axes
+        Three axes of the caller's figure (the first panel gets the legend; no figure title); ``None``: a new
+        figure 4.2 inches high with a title, the legend under the panels.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure of ``axes``, or the new figure; neither saved nor closed.
+
+    Raises
+    ------
+    InputValidationError
+        ``axes`` with fewer than three axes.
+
+    Examples
+    --------
+    >>> import matplotlib.pyplot as plt
+    >>> from modelval.behaviour.humans import compare_with_humans, load_human_panel
+    >>> from modelval.behaviour.trials import read_trials
+    >>> from modelval.figures import plot_human_likeness
+    >>> panel = load_human_panel(REFERENCE, "edges")
+    >>> vgg = read_trials(REFERENCE / "edge-experiment_vgg_session_1.csv")
+    >>> result = compare_with_humans(vgg, panel, n_bootstrap=0)
+    >>> fig, axes = plt.subplots(1, 3)
+    >>> _ = plot_human_likeness({"VGG-16": {"edges": result}}, {"edges": panel}, axes=axes)
+    >>> [len(ax.lines) for ax in axes], [float(y) for y in axes[2].get_ylim()]  # humans, VGG-16; kappa 0
+    ([2, 2, 3], [-0.2, 1.0])
+    >>> plt.close(fig)
     """
-    plt = pyplot()
     datasets = [d for d in DATASETS if any(d in per for per in results.values())]
-    fig, axes = plt.subplots(1, 3, figsize=(max(9.0, 3.2 * len(datasets) + 3.0), 4.2))
+    own = axes is None
+    if axes is None:
+        fig, axes = pyplot().subplots(1, 3, figsize=(max(9.0, 3.2 * len(datasets) + 3.0), 4.2))
+    else:
+        axes = axes_for(axes, 3, "plot_human_likeness")[:3]
+        fig = axes[0].figure
     x = np.arange(len(datasets))
     humans = {d: human_reference(panels[d], na_handling) for d in datasets if panels and d in panels}
     for dataset, scores in (humans_per_condition or {}).items():
@@ -230,11 +363,17 @@ def plot_human_likeness(
     axes[2].set_ylim(-0.2, 1)
     axes[2].axhline(0, color="grey", linestyle=":", linewidth=1)
     handles, labels = axes[0].get_legend_handles_labels()
+    starred = "* within each condition, averaged over model-vs-human's benchmark conditions"
+    if not own:  # nothing over or under the caller's figure: the legend (and what * means) in the first panel
+        axes[0].legend(handles, labels, fontsize=7.5, title=starred.replace(", ", ",\n") if within else None,
+                       title_fontsize=7)  # fmt: skip
+        add_sources(fig, sources, datasets)
+        return fig
     fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=min(4, len(labels)), frameon=False,
                fontsize=8.5)  # fmt: skip
     title = "How human-like are the errors? (model-vs-human's benchmark views)"
     if within:
-        title += "\n* within each condition, averaged over model-vs-human's benchmark conditions"
+        title += "\n" + starred
     fig.suptitle(title, fontsize=11)
     fig.tight_layout()
     add_sources(fig, sources, datasets)

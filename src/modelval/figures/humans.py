@@ -15,8 +15,9 @@
   (:mod:`modelval.figures.accuracy`) and error consistency
   (:mod:`modelval.figures.consistency`).
 
-Every function takes ``ax=None`` and returns the Figure; :func:`~modelval.figures.style.save_figure`
-writes it (PNG and PDF).
+Every ``plot_*`` function draws into the caller's ``ax`` (``plot_paired_categories``: ``axes``, two panels) or a
+new figure and returns the Figure; :func:`write_human_figures` writes them with :func:`~modelval.figures.save`
+(PNG and PDF).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import math
 import textwrap
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -38,13 +39,19 @@ from modelval.behaviour.trials import Trial, decisions_from_trials
 from modelval.figures.style import (
     HUMAN_COLOUR,
     HUMAN_MODES,
+    REPORT_SAVE,
     Sources,
     add_sources,
+    axes_for,
     new_axes,
     pyplot,
-    save_figure,
+    save,
     style,
 )
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 __all__ = [
     "HumanShapeBias",
@@ -53,7 +60,6 @@ __all__ = [
     "plot_paired_categories",
     "plot_shape_bias_boxplot",
     "plot_shape_bias_figure",
-    "save_figure",
     "shape_bias_of",
     "write_human_figures",
 ]
@@ -115,9 +121,53 @@ def plot_shape_bias_figure(
     sources: Sources | None = None,
     styles: Mapping[str, int] | None = None,
     title: str = "Shape bias on cue-conflict images",
-    ax: Any = None,
-) -> Any:
-    """The shape-bias matrix plot in model-vs-human's orientation (see the module doc); returns the Figure."""
+    ax: Axes | None = None,
+) -> Figure:
+    """Draw model-vs-human's shape-bias matrix plot: per category, the fraction of texture and shape decisions.
+
+    As ``plot_shape_bias_matrixplot`` upstream (Geirhos et al., ICLR 2019, Fig. 4): one row per shape category,
+    the bottom axis the fraction of *texture* decisions and the top axis the fraction of *shape* decisions.
+    The humans (red diamonds, each observer faint behind them) are pooled over all their trials, as upstream
+    pools the observers of "humans", and order the rows (most shape-biased at the bottom); each model is a
+    marker per row and a dashed line at its overall value. The left labels give each category's conflict
+    stimuli, the right ones the shape + texture decisions behind each point; the legend sits under the axes.
+
+    Parameters
+    ----------
+    models
+        Label -> that observer's cue-conflict trials (:func:`~modelval.behaviour.trials.read_trials`).
+    humans
+        The human panel (:func:`~modelval.behaviour.humans.load_human_panel`), or ``None`` for models alone
+        (rows then in the categories' order).
+    humans_mode
+        ``"pooled"`` (all trials, as upstream) or ``"mean"`` (the mean over observers).
+    sources
+        Label -> dataset -> the file its trials come from, for a footnote under the figure.
+    styles
+        Label -> index of its colour and marker, to keep a model's look across figures.
+    title
+        The title.
+    ax
+        Axes to draw into; ``None``: a new figure of 7.6 x 8 inches.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        ``ax.figure``, or the new figure; neither saved nor closed (:func:`modelval.figures.save`).
+
+    Examples
+    --------
+    >>> import matplotlib.pyplot as plt
+    >>> from modelval.behaviour.humans import load_human_panel
+    >>> from modelval.behaviour.trials import read_trials
+    >>> from modelval.figures import plot_shape_bias_figure
+    >>> resnet = read_trials(REFERENCE / "style-transfer-512-nomask-experiment_resnet50_session-1.csv")
+    >>> fig, ax = plt.subplots()
+    >>> _ = plot_shape_bias_figure({"ResNet-50": resnet}, load_human_panel(REFERENCE, "cue-conflict"), ax=ax)
+    >>> [text.get_text() for text in ax.get_legend().get_texts()][1]
+    'ResNet-50 (22.1% shape bias)'
+    >>> plt.close(fig)
+    """
     fig, ax = new_axes(ax, (7.6, 8.0))
     reference = human_shape_bias(humans, humans_mode) if humans is not None else None
     order = category_order(reference)
@@ -160,7 +210,7 @@ def plot_shape_bias_figure(
     ax.set_xticks(np.arange(0, 1.01, 0.1))
     ax.set_ylabel("shape category (conflict stimuli)")
     ax.set_xlabel("Fraction of 'texture' decisions")
-    top = ax.secondary_xaxis("top", functions=(lambda x: 1 - x, lambda x: 1 - x))
+    top = ax.secondary_xaxis("top", functions=(_complement, _complement))
     top.set_xticks(np.arange(0, 1.01, 0.1))
     top.set_xlabel("Fraction of 'shape' decisions")
     right = ax.secondary_yaxis("right")
@@ -172,6 +222,11 @@ def plot_shape_bias_figure(
               title="lines: overall values (shape + texture decisions pooled)", title_fontsize=8.5)  # fmt: skip
     add_sources(fig, sources, ["cue-conflict"])
     return fig
+
+
+def _complement(x: Any) -> Any:
+    """The top axis's fraction of 'shape' decisions from the bottom axis's fraction of 'texture' decisions."""
+    return 1 - x
 
 
 def _stimuli(result: ShapeBiasResult, category: str) -> int:
@@ -187,9 +242,46 @@ def plot_shape_bias_boxplot(
     humans_mode: str = "pooled",
     sources: Sources | None = None,
     styles: Mapping[str, int] | None = None,
-    ax: Any = None,
-) -> Any:
-    """model-vs-human's box plot: per observer, its 16 per-category shape biases (humans as in ``humans_mode``)."""
+    ax: Axes | None = None,
+) -> Figure:
+    """Draw model-vs-human's box plot of the shape bias: per observer, the spread of its 16 per-category values.
+
+    One box per observer (the humans first, as ``humans_mode`` says), with each category's shape bias as a dot;
+    a category without shape or texture decisions has no value and is left out.
+
+    Parameters
+    ----------
+    models
+        Label -> that observer's cue-conflict trials.
+    humans
+        The human panel, or ``None`` for models alone.
+    humans_mode
+        ``"pooled"`` (all trials) or ``"mean"`` (the mean over observers).
+    sources
+        Label -> dataset -> the file its trials come from, for a footnote under the figure.
+    styles
+        Label -> index of its colour, to keep a model's look across figures.
+    ax
+        Axes to draw into; ``None``: a new figure 4.2 inches high, 1.1 inch per box wide.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        ``ax.figure``, or the new figure; neither saved nor closed.
+
+    Examples
+    --------
+    >>> import matplotlib.pyplot as plt
+    >>> from modelval.behaviour.humans import load_human_panel
+    >>> from modelval.behaviour.trials import read_trials
+    >>> from modelval.figures import plot_shape_bias_boxplot
+    >>> resnet = read_trials(REFERENCE / "style-transfer-512-nomask-experiment_resnet50_session-1.csv")
+    >>> fig, ax = plt.subplots()
+    >>> _ = plot_shape_bias_boxplot({"ResNet-50": resnet}, load_human_panel(REFERENCE, "cue-conflict"), ax=ax)
+    >>> [tick.get_text() for tick in ax.get_xticklabels()], len(ax.collections[-1].get_offsets())
+    (['humans (pooled)', 'ResNet-50'], 16)
+    >>> plt.close(fig)
+    """
     fig, ax = new_axes(ax, (max(4.0, 1.1 * (len(models) + 1) + 1.5), 4.2))
     data, labels, colours = [], [], []
     if humans is not None:
@@ -217,15 +309,57 @@ def plot_shape_bias_boxplot(
     return fig
 
 
-def plot_paired_categories(result: PairedComparison, *, ax: Any = None) -> Any:
-    """``compare``'s figure: left, A and B per category; right, A − B with its 95% interval and Holm p."""
-    plt = pyplot()
+def plot_paired_categories(result: PairedComparison, *, axes: Any = None) -> Figure:
+    """Draw ``modelval compare``'s figure: per category the values of A and B, and A − B with its interval.
+
+    Left: A and B per category (the overall values in the legend). Right: A − B per category with its paired
+    bootstrap 95% interval, filled where the Holm-adjusted exact test gives p < 0.05, and that p at the right.
+    The heading gives the overall difference, its interval and the permutation test: the figure's title of a
+    new figure, the left panel's title in the caller's axes.
+
+    Two panels side by side, so it takes ``axes`` (a pair), not ``ax``.
+
+    Parameters
+    ----------
+    result
+        The comparison, from :func:`modelval.compare` or :func:`~modelval.behaviour.paired.compare_paired`.
+    axes
+        Two axes (values, differences) of the caller's figure (the right panel's rows are aligned with the
+        left's); ``None``: a new figure of 10 x 6.6 inches.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure of ``axes``, or the new figure; neither saved nor closed.
+
+    Raises
+    ------
+    InputValidationError
+        ``axes`` with fewer than two axes.
+
+    Examples
+    --------
+    >>> import matplotlib.pyplot as plt
+    >>> from modelval.behaviour.paired import compare_paired
+    >>> from modelval.behaviour.trials import read_trials
+    >>> from modelval.figures import plot_paired_categories
+    >>> a = read_trials(REFERENCE / "style-transfer-512-nomask-experiment_resnet50_session-1.csv")
+    >>> b = read_trials(REFERENCE / "style-transfer-512-nomask-experiment_vgg16_session-1.csv")
+    >>> result = compare_paired(a, b, dataset="cue-conflict", names=("ResNet-50", "VGG-16"), n_bootstrap=0)
+    >>> fig, axes = plt.subplots(1, 2, sharey=True)
+    >>> _ = plot_paired_categories(result, axes=axes)
+    >>> len(axes[0].get_yticklabels()), [text.get_text() for text in axes[0].get_legend().get_texts()]
+    (16, ['ResNet-50 (22.1%)', 'VGG-16 (9.2%)'])
+    >>> plt.close(fig)
+    """
     categories = list(result.per_category)
     rows = np.arange(len(categories))
-    if ax is None:
-        fig, (left, right) = plt.subplots(1, 2, figsize=(10.0, 6.6), sharey=True)
+    own = axes is None
+    if axes is None:
+        fig, (left, right) = pyplot().subplots(1, 2, figsize=(10.0, 6.6), sharey=True)
     else:
-        fig, left, right = ax.figure, ax, ax.twiny()
+        left, right = axes_for(axes, 2, "plot_paired_categories")[:2]
+        fig = left.figure
     for index, key in enumerate(("a", "b")):
         colour, marker = style(index)
         values = [getattr(result.per_category[c], key) for c in categories]
@@ -257,15 +391,21 @@ def plot_paired_categories(result: PairedComparison, *, ax: Any = None) -> Any:
                        textcoords="offset points", va="center", fontsize=7)  # fmt: skip
     right.axvline(0, color="black", linewidth=1)
     right.set_xlim(-1.02, 1.02)
+    if not own:  # the caller's axes share no y axis: the rows of both panels must still line up
+        right.set_ylim(left.get_ylim())
+        right.set_yticks(rows, [])
     right.set_xlabel("A − B per category, paired bootstrap 95% CI\nfilled: Holm-adjusted exact test p < 0.05")
     right.grid(axis="x", alpha=0.3)
     low, high = result.ci95
-    fig.suptitle(
+    heading = (
         f"{result.dataset}: {result.statistic.replace('_', ' ')} A − B = {result.difference:+.1%} "
-        f"[{low:+.1%}, {high:+.1%}] ({result.resampling} resampled), permutation p = {result.test.p:.2g}",
-        fontsize=10,
+        f"[{low:+.1%}, {high:+.1%}] ({result.resampling} resampled), permutation p = {result.test.p:.2g}"
     )
-    fig.tight_layout()
+    if own:
+        fig.suptitle(heading, fontsize=10)
+        fig.tight_layout()
+    else:  # nothing over the caller's figure
+        left.set_title(heading, loc="left", fontsize=9)
     return fig
 
 
@@ -303,18 +443,19 @@ def write_human_figures(
         panel = panels.get("cue-conflict")
         styles = {label: index for index, label in enumerate(models)}  # the same colour in every figure
         figure = plot_shape_bias_figure(cue, panel, humans_mode=humans_mode, sources=sources, styles=styles)
-        written += save_figure(figure, out / "shape-bias.png")
+        written += save(figure, out / "shape-bias.png", pdf=True, **REPORT_SAVE)
         figure = plot_shape_bias_boxplot(cue, panel, humans_mode=humans_mode, sources=sources, styles=styles)
-        written += save_figure(figure, out / "shape-bias-boxplot.png")
+        written += save(figure, out / "shape-bias-boxplot.png", pdf=True, **REPORT_SAVE)
     figure = plot_accuracy_by_dataset(models, panels, humans_mode=humans_mode, sources=sources, na_handling=na_handling)
-    written += save_figure(figure, out / "accuracy-by-dataset.png")
+    written += save(figure, out / "accuracy-by-dataset.png", pdf=True, **REPORT_SAVE)
     # On a dataset with conditions, kappa over the pooled trials also counts the accuracy differences between the
     # conditions; model-vs-human compares within each condition: those datasets get their own line plots
     # (condition_figures) and the benchmark's per-condition values in the human-likeness views.
     parametric = {d for d in panels if experiment(d).parametric}
     pooled = {label: {d: r for d, r in per.items() if d not in parametric} for label, per in comparisons.items()}
     if any(pooled.values()):
-        written += save_figure(plot_error_consistency(pooled, sources=sources), out / "error-consistency.png")
+        figure = plot_error_consistency(pooled, sources=sources)
+        written += save(figure, out / "error-consistency.png", pdf=True, **REPORT_SAVE)
     within = {
         label: {
             d: score_observer(trials, panels[d], na_handling=na_handling)
@@ -327,10 +468,10 @@ def write_human_figures(
     figure = plot_human_likeness(
         comparisons, panels, na_handling=na_handling, sources=sources, per_condition=within, humans_per_condition=humans
     )
-    written += save_figure(figure, out / "human-likeness.png")
+    written += save(figure, out / "human-likeness.png", pdf=True, **REPORT_SAVE)
     for dataset, panel in panels.items():
         observers = {**panel.observers, **{label: d[dataset] for label, d in models.items() if dataset in d}}
         matrix = kappa_matrix(observers, na_handling=na_handling)
         figure = plot_kappa_matrix(matrix, humans=list(panel.observers), dataset=dataset, sources=sources)
-        written += save_figure(figure, out / f"error-consistency-matrix-{dataset}.png")
+        written += save(figure, out / f"error-consistency-matrix-{dataset}.png", pdf=True, **REPORT_SAVE)
     return written

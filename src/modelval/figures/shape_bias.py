@@ -3,16 +3,22 @@
 from __future__ import annotations
 
 import math
-import os
-from collections.abc import Sequence
-from pathlib import Path
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from modelval.atomic import save_figure
 from modelval.behaviour.categories import CATEGORIES
 from modelval.behaviour.shape_bias import ShapeBiasResult
+from modelval.figures.style import new_axes
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+#: The resolution the commands and the validation report write this figure at (``save(fig, path, dpi=DPI)``).
+DPI = 120
 
 
 def _complement(x: ArrayLike) -> np.ndarray:
@@ -21,21 +27,52 @@ def _complement(x: ArrayLike) -> np.ndarray:
 
 
 def plot_per_category(
-    results: dict[str, ShapeBiasResult],
-    path: str | os.PathLike[str],
+    results: Mapping[str, ShapeBiasResult],
     *,
+    ax: Axes | None = None,
     title: str = "Shape bias per shape category",
     unmapped: Sequence[str] = (),
-) -> Path:
-    """Per-category shape bias in model-vs-human's orientation (``plot_shape_bias_matrixplot``).
+) -> Figure:
+    """Draw the shape bias per category of one or more results, in model-vs-human's orientation.
 
-    Categories run down the y axis, each with its number of conflict stimuli; the bottom x axis is the
-    fraction of *texture* decisions and the top axis the fraction of *shape* decisions among shape+texture
-    hits, as upstream. A vertical line marks each model's overall value.
+    As upstream's ``plot_shape_bias_matrixplot``: the categories run down the y axis, each with its number of
+    conflict stimuli; the bottom x axis is the fraction of *texture* decisions and the top axis the fraction of
+    *shape* decisions among shape + texture hits. A dashed vertical line marks each result's overall value.
+
+    Parameters
+    ----------
+    results
+        Label (the legend's text) -> shape bias, e.g. from
+        :func:`~modelval.behaviour.shape_bias.compute_shape_bias`; the first gives the stimulus counts.
+    ax
+        Axes to draw into; ``None``: a new figure of 6.5 x 7 inches.
+    title
+        The title.
+    unmapped
+        Categories the model's head cannot answer: no point is drawn for them (not 0), and their label says
+        "unmapped".
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        ``ax.figure``, or the new figure; neither saved nor closed (:func:`modelval.figures.save`).
+
+    Examples
+    --------
+    >>> import matplotlib.pyplot as plt
+    >>> from modelval.behaviour.decisions import read_decisions
+    >>> from modelval.behaviour.shape_bias import compute_shape_bias
+    >>> from modelval.figures import plot_per_category
+    >>> decisions = read_decisions(REFERENCE / "style-transfer-512-nomask-experiment_resnet50_session-1.csv")
+    >>> result = compute_shape_bias(decisions, n_bootstrap=0)
+    >>> fig, ax = plt.subplots()
+    >>> _ = plot_per_category({"ResNet-50": result}, ax=ax)
+    >>> len(ax.collections[0].get_offsets()), ax.get_yticklabels()[0].get_text()
+    (16, 'airplane (75)')
+    >>> plt.close(fig)
     """
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6.5, 7))
+    own = ax is None
+    fig, ax = new_axes(ax, (6.5, 7))
     markers = "osD^v<>ph*"
     positions = range(len(CATEGORIES))
     for number, (label, result) in enumerate(results.items()):
@@ -62,9 +99,6 @@ def plot_per_category(
     ax.grid(axis="x", alpha=0.3)
     ax.set_title(title, pad=30)
     ax.legend(loc="lower right", fontsize=8, frameon=True)
-    fig.tight_layout()
-    try:
-        return save_figure(fig, path, dpi=120)
-    finally:
-        plt.close(fig)
-
+    if own:
+        fig.tight_layout()
+    return fig

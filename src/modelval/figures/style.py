@@ -1,8 +1,14 @@
-"""What the human-comparison figures share: colours and markers, dataset names, sources, saving.
+"""What every figure shares: :func:`save`, and the human-comparison figures' colours, markers, dataset names
+and sources.
 
-Every figure function takes ``ax=None`` (or draws its own axes) and returns the matplotlib Figure;
-:func:`save_figure` writes it as PNG and PDF. matplotlib is imported inside the functions and no
-backend is chosen here (the command line sets ``MPLBACKEND=Agg``), so nothing else pays for it.
+Every ``plot_*`` function of :mod:`modelval.figures` draws into the caller's ``ax`` (or, for a figure of several
+panels, ``axes``) when given, else into a new figure, and returns the matplotlib Figure; it never writes a file,
+never closes the figure and never chooses a backend (that is process-wide, the caller's choice: without a display
+matplotlib picks Agg by itself, and the command line sets ``MPLBACKEND=Agg``). In the caller's axes it leaves
+the rest of the caller's figure alone: no figure title, figure legend or layout change (a figure's title or
+legend moves into the panels), so several plots compose into one figure; only the sources footnote of the
+human-comparison figures is figure text. :func:`save` writes a figure atomically and closes it. matplotlib is
+imported inside the functions, so nothing else pays for it.
 
 **Sources.** A label alone ("VGG-16") can stand for different published runs: texture-vs-shape keeps
 one VGG-16 cue-conflict run in ``style-transfer-512-nomask-experiment-trained-CNNs/`` (shape bias
@@ -13,11 +19,21 @@ names, for every observer and experiment, the file its points come from.
 
 from __future__ import annotations
 
+import os
 import textwrap
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
+from modelval.errors import InputValidationError
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+#: How the report folders' human-comparison figures are written: ``save(fig, path, pdf=True, **REPORT_SAVE)``.
+REPORT_SAVE: dict[str, Any] = {"dpi": 130, "bbox_inches": "tight"}
 HUMAN_COLOUR = "#c0392b"
 MODEL_COLOURS = ("#1f77b4", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2", "#7f7f7f")
 MODEL_MARKERS = ("o", "s", "^", "v", "P", "X", "<", ">")
@@ -66,14 +82,82 @@ def new_axes(ax: Any, figsize: tuple[float, float]) -> tuple[Any, Any]:
     return fig, ax
 
 
-def save_figure(fig: Any, path: str | Path) -> list[Path]:
-    """Write ``fig`` as ``path`` (PNG) and its ``.pdf`` sibling, close it, and return both paths."""
-    from modelval.atomic import save_figure as save_atomically
+def axes_for(axes: Any, count: int, what: str) -> list[Any]:
+    """The caller's ``axes`` of a figure of several panels, flattened, refused in one line when fewer than ``count``."""
+    flat = list(np.asarray(axes, dtype=object).flat)
+    if len(flat) < count:
+        raise InputValidationError(f"{what} draws {count} panel(s): axes= needs {count} Axes, got {len(flat)}")
+    return flat
 
-    path = Path(path)
-    png, pdf = path.with_suffix(".png"), path.with_suffix(".pdf")
+
+def save(
+    fig: Figure,
+    path: str | os.PathLike[str],
+    *,
+    pdf: bool = False,
+    dpi: float | None = None,
+    bbox_inches: str | None = None,
+) -> list[Path]:
+    """Write a figure to ``path`` atomically, in the format its suffix names, and close it.
+
+    The file appears whole or not at all (:func:`modelval.atomic.save_figure`: a temporary file beside it,
+    renamed into place), under exactly the name given; the suffix picks the format (``.png``, ``.pdf``,
+    ``.svg``, any format matplotlib writes; a name without a suffix is written as PNG under that name). With
+    ``pdf=True`` the figure is also written as the ``.pdf`` sibling of ``path``, what report folders get. The
+    figure is closed afterwards (also when a write fails), so a loop of figures does not pile up in pyplot.
+
+    Parameters
+    ----------
+    fig
+        The matplotlib Figure, e.g. what a ``plot_*`` function returned.
+    path
+        The file to write; its suffix names the format.
+    pdf
+        Also write ``path`` with the suffix ``.pdf`` (nothing more when ``path`` is a PDF already).
+    dpi
+        Dots per inch of raster output (and of the raster parts of a PDF or SVG); ``None``: matplotlib's
+        ``savefig.dpi`` (the figure's own dpi unless configured).
+    bbox_inches
+        ``"tight"`` crops the page to what is drawn (and keeps text outside the axes, such as a footnote);
+        ``None``: the whole figure.
+
+    Returns
+    -------
+    list of Path
+        The files written: ``[path]``, or ``[path, its .pdf sibling]`` with ``pdf=True``.
+
+    Raises
+    ------
+    DataError
+        A suffix that names no format matplotlib writes (one line), or a file that cannot be written;
+        nothing is left behind.
+
+    Examples
+    --------
+    >>> import matplotlib.pyplot as plt
+    >>> from modelval.figures import save
+    >>> fig, ax = plt.subplots()
+    >>> _ = ax.bar(["shape", "texture"], [0.22, 0.78])
+    >>> written = save(fig, FOLDER / "bars.png", pdf=True, dpi=100)
+    >>> [path.name for path in written], plt.fignum_exists(fig.number)
+    (['bars.png', 'bars.pdf'], False)
+    >>> sorted(path.name for path in FOLDER.iterdir())
+    ['bars.pdf', 'bars.png']
+    """
+    from modelval.atomic import save_figure
+
+    target = Path(path)
+    options: dict[str, Any] = {}
+    if dpi is not None:
+        options["dpi"] = dpi
+    if bbox_inches is not None:
+        options["bbox_inches"] = bbox_inches
     try:
-        return [save_atomically(fig, png, dpi=130, bbox_inches="tight"), save_atomically(fig, pdf, bbox_inches="tight")]
+        written = [save_figure(fig, target, **options)]
+        sibling = target.with_suffix(".pdf")
+        if pdf and sibling != target:
+            written.append(save_figure(fig, sibling, **options))
+        return written
     finally:
         pyplot().close(fig)
 

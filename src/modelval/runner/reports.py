@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING
 
 from modelval import jsonio
 from modelval.atomic import replacing, write_text
-from modelval.figures.shape_bias import plot_per_category
+from modelval.figures.shape_bias import DPI, plot_per_category
+from modelval.figures.style import save
 from modelval.judgement.rows import ReportRow, format_markdown
 
 if TYPE_CHECKING:
@@ -89,7 +90,7 @@ def write_validation_reports(
     plotted = {key: evaluation for key, evaluation in evaluations.items() if key not in withheld}
     for model in sorted({model for model, _ in plotted}):
         results = {f"{model} ({n})": e.result for (m, n), e in plotted.items() if m == model}
-        written.append(plot_per_category(results, plots[model], title=f"Shape bias: {model}"))
+        written += save(plot_per_category(results, title=f"Shape bias: {model}"), plots[model], dpi=DPI)
     return written
 
 
