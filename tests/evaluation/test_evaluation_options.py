@@ -42,6 +42,9 @@ def test_channels_last_gives_the_same_decisions_and_restores_the_model(bundled_m
     np.testing.assert_allclose(nhwc, reference, atol=1e-5)
     weight = next(p for p in bundled_model.model.parameters() if p.ndim == 4)
     assert weight.is_contiguous()
+    # The model is as it was: its weights are not inference tensors (it can still be trained or exported).
+    assert not any(p.is_inference() for p in bundled_model.model.parameters())
+    assert not any(b.is_inference() for b in bundled_model.model.buffers())
 
 
 @pytest.mark.slow

@@ -290,7 +290,9 @@ def model_outputs(
     layout = torch.channels_last if channels_last else torch.contiguous_format
     pending = np.flatnonzero(~done)
     bar = tqdm(total=len(images), initial=reused, desc="evaluating", unit="img", disable=not progress, leave=False)
-    with torch.inference_mode(), _memory_format(model, channels_last), bar:
+    # The layout changes happen outside inference mode: weights re-made inside it would be inference tensors,
+    # and the caller's model could no longer be trained or exported afterwards.
+    with _memory_format(model, channels_last), torch.inference_mode(), bar:
         for first in range(0, len(pending), batch_size):
             index = pending[first : first + batch_size]
             contiguous = index[-1] - index[0] + 1 == len(index)
