@@ -8,7 +8,6 @@ and spec options), so a notebook and ``modelval <command> --json`` give the same
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 from modelval import jsonio
 from modelval.api.options import EvaluationOptions, ModelOptions, resolve_options
 from modelval.api.pipeline import ModelRun, run_model
-from modelval.api.recording import JSONResult, decision_file_provenance, protocol_label, store_run
+from modelval.api.recording import JSONResult, decision_file_provenance, protocol_label
+from modelval.records.run_store import record_run
 
 if TYPE_CHECKING:
     from modelval.behaviour.decisions import Decision
@@ -200,7 +200,7 @@ def shape_bias(
 
     from modelval.judgement.expected import expected_for
     from modelval.judgement.rows import ReportRow
-    from modelval.judgement.sanity import Sanity, sanity_check
+    from modelval.judgement.sanity import sanity_of
 
     options, model_options = resolve_options(options, model_options, settings)
     run = run_model(
@@ -221,11 +221,7 @@ def shape_bias(
         run.model, entry.display_name, entry.source, normalization, evaluation.result, expected, unmapped=unmapped,
         provenance=run.provenance(),
     )  # fmt: skip
-    early = run.early_sanity
-    if early is not None and not early.passed:  # the run stopped at the sample: the gate's verdict is its own
-        sanity = Sanity(passed=False, cue_accuracy=early.sample_accuracy, early=early)
-    else:
-        sanity = dataclasses.replace(sanity_check(evaluation.result), early=early)
+    sanity = sanity_of(evaluation.result, run.early_sanity)  # the sample's verdict when the run stopped there
     _gate(row, sanity, sanity_gate)
     label_map = model_options.label_map
     if label_map is not None and not isinstance(label_map, str | os.PathLike):
@@ -248,9 +244,10 @@ def shape_bias(
     summary = row.summary()  # a withheld number is null with its reason in the store too
     decisions = {d.imagename: [d.shape, d.response] for d in evaluation.decisions}
     protocol = protocol_label(options)
-    report.details["run_id"] = store_run(
-        run_store, "shape-bias", run.model, options.dataset, summary, row.provenance, decisions, protocol
-    )
+    report.details["run_id"] = record_run(
+        run_store, "shape-bias", model=run.model, dataset=options.dataset, summary=summary,
+        provenance=row.provenance, decisions=decisions, label=protocol,
+    )  # fmt: skip
     return report
 
 

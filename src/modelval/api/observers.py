@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from modelval.api.options import EvaluationOptions, ModelOptions, resolve_options
 from modelval.api.pipeline import ModelRun, run_model
-from modelval.api.recording import JSONResult, decision_file_provenance, protocol_label, store_run
+from modelval.api.recording import JSONResult, decision_file_provenance, protocol_label
+from modelval.records.run_store import record_run
 
 if TYPE_CHECKING:
     from modelval.behaviour.accuracy import AccuracyResult
@@ -222,8 +223,8 @@ def accuracy(
     report = AccuracyReport(observed.label, result, observed.run, observed.provenance, warning, conditions)
     summary = {"accuracy": result.accuracy, "correct": result.correct, "images": result.images}
     protocol = protocol_label(dataclasses.replace(options, dataset=observed.dataset))
-    store_run(run_store, "accuracy", observed.label, observed.dataset, summary, observed.provenance,
-              _trial_decisions(observed.trials), protocol)  # fmt: skip
+    record_run(run_store, "accuracy", model=observed.label, dataset=observed.dataset, summary=summary,
+               provenance=observed.provenance, decisions=_trial_decisions(observed.trials), label=protocol)
     return report
 
 
@@ -409,8 +410,8 @@ def compare_with_humans(
     )  # fmt: skip
     summary = {key: report.to_dict().get(key) for key in ("accuracy", "error_consistency", "observed_consistency")}
     protocol = protocol_label(dataclasses.replace(options, dataset=observed.dataset))
-    store_run(run_store, "humans", observed.label, observed.dataset, summary, provenance, _trial_decisions(trials),
-              protocol)  # fmt: skip
+    record_run(run_store, "humans", model=observed.label, dataset=observed.dataset, summary=summary,
+               provenance=provenance, decisions=_trial_decisions(trials), label=protocol)
     return report
 
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from modelval.api.options import EvaluationOptions, ModelOptions, resolve_options
-from modelval.api.recording import protocol_label, store_run
+from modelval.api.recording import protocol_label
 from modelval.behaviour.categories import Aggregation, CategoryMapper, LabelMap
 from modelval.behaviour.permutation import DEFAULT_PERMUTATIONS, permutation_test
 from modelval.behaviour.resampling import resolve_unit
@@ -40,6 +40,7 @@ from modelval.evaluation import (
     probabilities_from_outputs,
 )
 from modelval.records.output_cache import OutputCache
+from modelval.records.run_store import record_run
 
 if TYPE_CHECKING:
     import torch
@@ -70,12 +71,10 @@ def sensitivity_card(
     ``resample`` is the bootstrap's unit (``None``: texture images). With ``output_cache`` an input whose
     outputs are stored (e.g. the reference protocol after ``modelval shape-bias``) needs no forward pass.
     """
-    from modelval.evaluation.forward import place_model
     from modelval.runtime import resolve_device
 
     start = time.perf_counter()
-    device = resolve_device(device)  # once: every distinct input runs on it
-    place_model(model, device)
+    device = resolve_device(device)  # once: every distinct input runs on it (model_outputs places the model)
     unit = resolve_unit(resample, cue_conflict=True)
     reference, variants = protocol_variants(source_config)
     every = (reference, *variants)
@@ -288,6 +287,7 @@ def sensitivity(
     summary = {"reference": payload["reference"]["shape_bias"], "top_factor": payload["top_factor"],
                **{f"delta {row['factor']}={row['value']}": row["delta"] for row in payload["variants"]}}  # fmt: skip
     protocol = protocol_label(options)
-    store_run(run_store, "sensitivity", label, options.dataset, summary, card.provenance, None, protocol)
+    record_run(run_store, "sensitivity", model=label, dataset=options.dataset, summary=summary,
+               provenance=card.provenance, label=protocol)
     return card
 

@@ -1,16 +1,13 @@
 """What the front-door functions share: strict JSON text of a result, the provenance of a result
-recomputed from a decision file, and the run store's entry (``modelval runs``) of a call that was given a store."""
+recomputed from a decision file, and the run store's label of a protocol (``modelval runs``)."""
 
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from modelval import jsonio
 from modelval.api.options import EvaluationOptions
-
-if TYPE_CHECKING:
-    from modelval.records.run_store import RunStore
 
 
 class JSONResult:
@@ -27,25 +24,6 @@ def protocol_label(options: EvaluationOptions) -> str:
     """How a run was made, as the run store's label: runs with the same label are comparable."""
     protocol = f"normalization={options.normalization} resize={options.resize} aggregation={options.aggregation}"
     return f"{options.dataset}: {protocol}"
-
-
-def store_run(
-    run_store: RunStore | None,
-    command: str,
-    model: str | None,
-    dataset: str | None,
-    summary: dict[str, Any],
-    provenance: dict[str, Any],
-    decisions: dict[str, list[str]] | None,
-    label: str | None,
-) -> int | None:
-    """Record a run in ``run_store`` (``modelval runs``) when the caller passed one; its id."""
-    from modelval.records.run_store import record_run
-
-    return record_run(
-        run_store, command, model=model, dataset=dataset, summary=summary, provenance=provenance,
-        decisions=decisions, label=label,
-    )  # fmt: skip
 
 
 def decision_file_provenance(path: str | os.PathLike[str]) -> dict[str, Any]:
