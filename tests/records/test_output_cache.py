@@ -70,12 +70,48 @@ def _fewer_stimuli(model, config, stimuli, kwargs):
     return model, config, dataclasses.replace(stimuli, stimuli=stimuli.stimuli[:31], images=stimuli.images[:31]), kwargs
 
 
+class _Scaled(torch.nn.Module):
+    """The very common wrapper: a normalization kept as plain tensors, a plain flag, a head behind it."""
+
+    def __init__(self, mean: float = 0.5, flip: bool = False) -> None:
+        super().__init__()
+        self.body = tiny_model()
+        self.mean = torch.tensor([mean] * 3).view(1, 3, 1, 1)  # a plain tensor: not in the state dict
+        self.flip = flip  # a plain attribute
+        self.register_buffer("scale", torch.ones(1), persistent=False)  # not in the state dict either
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        logits = self.body((x - self.mean) * self.scale)
+        return -logits if self.flip else logits
+
+
+def _plain_tensor(model, config, stimuli, kwargs):
+    return _Scaled(mean=0.4), config, stimuli, kwargs
+
+
+def _plain_attribute(model, config, stimuli, kwargs):
+    return _Scaled(flip=True), config, stimuli, kwargs
+
+
+def _non_persistent_buffer(model, config, stimuli, kwargs):
+    other = _Scaled()
+    other.scale.fill_(2.0)
+    return other, config, stimuli, kwargs
+
+
+def _hook(model, config, stimuli, kwargs):
+    other = _Scaled()
+    other.body.register_forward_hook(lambda module, inputs, output: output * 2)
+    return other, config, stimuli, kwargs
+
+
 def _setting(**change):
     return lambda model, config, stimuli, kwargs: (model, config, stimuli, {**kwargs, **change})
 
 
 KEY_CHANGES = {
     "weights": [_other_weights],
+    "module_state": [_plain_tensor, _plain_attribute, _non_persistent_buffer, _hook],
     "architecture": [_other_architecture],
     "preprocessing": [
         _preprocessing({"mean": (0.485, 0.456, 0.406)}),
@@ -107,9 +143,10 @@ CHANGES = [(field, index) for field, changes in KEY_CHANGES.items() for index in
 
 @pytest.mark.parametrize(("field", "index"), CHANGES)
 def test_each_field_alone_changes_the_key(field, index, few, as_if_cuda):
-    model, kwargs = tiny_model(), {"device": "cpu"}
+    make = _Scaled if field == "module_state" else tiny_model
+    model, kwargs = make(), {"device": "cpu"}
     base = _key(model, CONFIG, few, kwargs)
-    assert base == _key(tiny_model(), CONFIG, few, kwargs)  # the same inputs: the same key
+    assert base == _key(make(), CONFIG, few, kwargs)  # the same inputs: the same key
     changed = KEY_CHANGES[field][index](model, CONFIG, few, kwargs)
     assert _key(*changed) != base
 
@@ -159,9 +196,10 @@ def test_a_hit_gives_the_fresh_run_exactly(few, tmp_path):
 def test_a_damaged_entry_is_a_miss_and_is_removed(tmp_path):
     cache = OutputCache(tmp_path)
     key = "ab" * 32
-    cache.save(key, np.arange(12, dtype=np.float32).reshape(3, 4), {"model": "m"})
-    array, meta = cache.load(key)
-    assert array.shape == (3, 4) and meta["model"] == "m"
+    array = np.arange(12, dtype=np.float32).reshape(3, 4)
+    cache.save(key, array, {"model": "m"}, probe=array[:1])
+    stored = cache.load(key)
+    assert stored is not None and stored.outputs.shape == (3, 4) and stored.meta["model"] == "m"
     path = cache.entry_dir(key) / "outputs.npy"
     data = bytearray(path.read_bytes())
     data[-1] ^= 0xFF  # one flipped bit in the last value
@@ -174,14 +212,14 @@ def test_least_recently_used_entries_go_first(tmp_path):
     cache = OutputCache(tmp_path, max_bytes=10**9)
     keys = [f"{i:02d}" * 32 for i in range(3)]
     for number, key in enumerate(keys):
-        cache.save(key, np.zeros((100, 1000), dtype=np.float32), {"model": f"m{number}"})
+        cache.save(key, np.zeros((100, 1000), dtype=np.float32), {"model": f"m{number}"}, probe=np.zeros((1, 1000), np.float32))
         os.utime(cache.entry_dir(key) / "meta.json", (1000 + number, 1000 + number))
     cache.load(keys[0])  # used now: the most recent
-    cache.max_bytes = 2 * 400_500  # room for two entries
+    cache.max_bytes = 2 * 405_000  # room for two entries
     removed = cache.evict()
     assert removed == [keys[1]]
     assert [entry.key for entry in cache.entries()] == [keys[2], keys[0]]
-    assert cache.info()["entries"] == 2 and cache.clear() == 2 and cache.entries() == []
+    assert cache.info()["entries"] == 2 and cache.clear().entries == 2 and cache.entries() == []
 
 
 def test_sizes_read_as_people_write_them():
@@ -233,9 +271,9 @@ def _shape_bias(tmp_path: Path, data: Path, cache: Path, **env: str) -> subproce
 def test_a_killed_evaluation_resumes_from_the_stored_batches(tmp_path, stimulus_subset):
     (tmp_path / "tiny.py").write_text(FACTORY)
     data, cache = stimulus_subset(2), tmp_path / "cache"  # 32 stimuli: 4 batches of 8
-    killed = _shape_bias(tmp_path, data, cache, KILL_AT="3")
+    killed = _shape_bias(tmp_path, data, cache, KILL_AT="4")  # the probe's forward, two batches, then killed
     assert killed.returncode == -9
-    assert len(list(cache.glob("??/*/partial/*.npy"))) == 2  # the two finished batches
+    assert len(list(cache.glob("??/*/partial/0*.npy"))) == 2  # the two finished batches
     resumed = json.loads(_shape_bias(tmp_path, data, cache).stdout)
     assert resumed["output_cache"] == "resumed: 16 of 32 rows reused"
     fresh = json.loads(_shape_bias(tmp_path, data, tmp_path / "fresh").stdout)
@@ -260,3 +298,67 @@ def test_two_concurrent_writers_leave_a_valid_cache(tmp_path, stimulus_subset):
     assert OutputCache(cache).load(entry.key) is not None  # whole and checksummed
     assert not list(cache.glob("??/*/.*"))  # no temporary file left behind
     assert json.loads(_shape_bias(tmp_path, data, cache).stdout)["output_cache"] == "hit"
+
+
+# --- clean-up deletes only what modelval made; killed writers' files are found ----------------------------
+
+
+def _filled(tmp_path: Path) -> OutputCache:
+    cache = OutputCache(tmp_path / "cache")
+    outputs = np.ones((4, 10), dtype=np.float32)
+    cache.save("ab" * 32, outputs, {"model": "m"}, probe=outputs[:1])
+    cache.start_rows("cd" * 32, outputs[:1])
+    cache.save_rows("cd" * 32, 0, outputs[:2])
+    return cache
+
+
+def test_clear_removes_modelvals_entries_and_leaves_the_users_folders(tmp_path):
+    """The defect: `cache clear` removed any two-character folder (`db/`, `js/`) and said "removed 0"."""
+    cache = _filled(tmp_path)
+    mine = {"db/data.sqlite": b"user data", "js/app.js": b"code", "ab/notes.txt": b"mine", "ab/" + "ab" * 8 + "/x": b"1"}
+    for name, data in mine.items():
+        (cache.root / name).parent.mkdir(parents=True, exist_ok=True)
+        (cache.root / name).write_bytes(data)
+    info = cache.info()
+    assert (info["entries"], info["interrupted_runs"]) == (1, 1)
+    assert set(info["not_modelvals"]) == {"db/data.sqlite", "js/", "ab/notes.txt", "ab/" + "ab" * 8}
+    cleared = cache.clear()
+    assert (cleared.entries, cleared.interrupted_runs) == (1, 1) and cleared.bytes > 0
+    for name, data in mine.items():
+        assert (cache.root / name).read_bytes() == data
+    assert not (cache.root / "cd").exists()  # an emptied prefix folder goes; "ab" holds the user's files
+    assert cache.entries() == [] and cache.partial_entries() == []
+
+
+def test_a_killed_writers_temporary_files_are_counted_and_removed(tmp_path):
+    cache = _filled(tmp_path)
+    folder = cache.entry_dir("ab" * 32)
+    killed = folder / ".modelval-tmp-outputs.npy.k1ll3d"  # what a writer killed by SIGKILL leaves
+    killed.write_bytes(b"x" * 1000)
+    young = folder / "partial"
+    young.mkdir()
+    fresh = young / ".modelval-tmp-000000000-000000008-0123456789abcdef.npy.l1v3"
+    fresh.write_bytes(b"y" * 10)
+    os.utime(killed, (1, 1))  # an old one: its writer is gone
+    info = cache.info()
+    assert (info["temporary_files"], info["temporary_bytes"]) == (2, 1010)
+    cache.evict()  # every write ends with it: the old file goes, a live writer's young one stays
+    assert not killed.exists() and fresh.exists()
+    assert cache.clear().temporary_files == 1 and not fresh.exists()
+
+
+def test_cache_commands_tell_what_they_removed_and_left(tmp_path, monkeypatch, capsys):
+    from modelval.cli import main
+
+    cache = _filled(tmp_path)
+    (cache.root / "db").mkdir()  # "db" is hex, like a prefix folder: not made by modelval, it stays
+    (cache.root / "db" / "notes").write_text("mine")
+    monkeypatch.setenv("MODELVAL_OUTPUT_CACHE", str(cache.root))
+    assert main(["cache", "info"]) == 0
+    shown = capsys.readouterr().out
+    assert "interrupted runs (resumable): 1" in shown and "not modelval's (left alone): db/notes" in shown
+    assert main(["cache", "clear", "--json"]) == 0
+    cleared = json.loads(capsys.readouterr().out)
+    assert (cleared["removed"], cleared["interrupted_runs"], cleared["left"]) == (1, 1, ["db/notes"])
+    assert main(["cache", "info"]) == 0 and "entries: 0" in capsys.readouterr().out
+    assert (cache.root / "db").is_dir()

@@ -21,7 +21,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     info = actions.add_parser("info", help="where it is, how many entries, how many bytes, which models")
     add_json_option(info)
     info.set_defaults(handler=run_info)
-    clear = actions.add_parser("clear", help="remove every stored output (and interrupted runs)")
+    clear = actions.add_parser(
+        "clear",
+        help="remove every stored output, interrupted run and temporary file (only what modelval made)",
+        description="Remove modelval's entries from the output cache: the stored outputs, the rows of interrupted "
+        "runs and the temporary files of killed writers. A file or folder modelval did not make is left where it "
+        "is, and named.",
+    )
     add_json_option(clear)
     clear.set_defaults(handler=run_clear)
 
@@ -46,7 +52,14 @@ def run_info(args: argparse.Namespace) -> int:
     out(f"output cache: {info['path']} ({state})")
     out(f"entries: {info['entries']}, {_size(info['bytes'])} of {_size(info['max_bytes'])}")
     if info["interrupted_runs"]:
-        out(f"interrupted runs (resumable): {info['interrupted_runs']}")
+        out(f"interrupted runs (resumable): {info['interrupted_runs']}, {_size(info['interrupted_bytes'])}")
+    if info["temporary_files"]:
+        out(
+            f"temporary files of writers: {info['temporary_files']}, {_size(info['temporary_bytes'])} (those of killed "
+            "writers go with the next write once an hour old, or with `modelval cache clear`)"
+        )
+    if info["not_modelvals"]:
+        out("not modelval's (left alone): " + ", ".join(info["not_modelvals"]))
     if info["models"]:
         out("models: " + ", ".join(info["models"]))
     return 0
@@ -56,9 +69,17 @@ def run_clear(args: argparse.Namespace) -> int:
     from modelval.records.output_cache import OutputCache
 
     cache = OutputCache()
-    removed = cache.clear()
+    cleared = cache.clear()
     if args.json:
-        out_json({"path": str(cache.root), "removed": removed})
-    else:
-        out(f"removed {removed} stored output{'s' if removed != 1 else ''} from {cache.root}")
+        out_json({"path": str(cache.root), "removed": cleared.entries, "interrupted_runs": cleared.interrupted_runs,
+                  "temporary_files": cleared.temporary_files, "bytes": cleared.bytes, "left": list(cleared.left)})  # fmt: skip
+        return 0
+    parts = [f"{cleared.entries} stored output{'s' if cleared.entries != 1 else ''}"]
+    if cleared.interrupted_runs:
+        parts.append(f"{cleared.interrupted_runs} interrupted run{'s' if cleared.interrupted_runs != 1 else ''}")
+    if cleared.temporary_files:
+        parts.append(f"{cleared.temporary_files} temporary file{'s' if cleared.temporary_files != 1 else ''}")
+    out(f"removed {', '.join(parts)} ({_size(cleared.bytes)}) from {cache.root}")
+    if cleared.left:
+        out("left alone (modelval did not make them): " + ", ".join(cleared.left))
     return 0

@@ -27,6 +27,7 @@ from modelval.records.output_cache import OutputCache
 from modelval.records.provenance import (
     architecture_digest,
     json_digest,
+    module_state_digest,
     package_version,
     state_dict_digest,
     values_kept,
@@ -254,6 +255,9 @@ def model_outputs(
     may flip, see :func:`decision_flips`); ``channels_last`` runs model and inputs in NHWC layout. With a
     ``cache`` and its ``cache_key`` (:func:`output_key`), stored outputs are returned without a forward
     pass, each finished batch is kept so that an interrupted run resumes, and the whole is stored at the end.
+    Stored outputs (and an interrupted run's rows) are used only after the model, run on the probe stimuli
+    (:func:`probe_indices`), answers as it did when they were written (:func:`same_outputs`): an entry another
+    model left under the same key is replaced, never served.
     ``device``: a ``torch.device`` is used as it is (resolve ``"auto"`` once, above); an ``nn.Module`` elsewhere is
     moved there before the first forward (:func:`place_model`), and a forward that still meets tensors on two
     devices stops with one :class:`~modelval.errors.DeviceMismatchError` line.
@@ -264,61 +268,107 @@ def model_outputs(
     """
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-    if cache is not None and cache_key is not None:
-        stored = cache.load(cache_key)
-        if stored is not None and len(stored[0]) == len(images):
-            if check_width is not None:
-                check_width(stored[0].shape[1])
-            return stored[0], "hit"
     target = _target(device)
     if target.type == "cpu":
         tune_allocator()  # see modelval.runtime: without it, large batches spend half their time in the kernel
     place_model(model, target)
     if isinstance(model, torch.nn.Module):
         model.eval()
-    done = np.zeros(len(images), dtype=bool)
-    out: np.ndarray | None = None
-    if cache is not None and cache_key is not None:
-        for start, rows in cache.saved_rows(cache_key, len(images)):
-            if out is None:
-                out = np.empty((len(images), rows.shape[1]), dtype=np.float32)
-            if rows.shape[1] == out.shape[1]:
-                out[start : start + len(rows)] = rows
-                done[start : start + len(rows)] = True
-    reused = int(done.sum())
+    caching = cache is not None and cache_key is not None
     pin = target.type == "cuda"
     layout = torch.channels_last if channels_last else torch.contiguous_format
-    pending = np.flatnonzero(~done)
-    bar = tqdm(total=len(images), initial=reused, desc="evaluating", unit="img", disable=not progress, leave=False)
+
+    def forward_rows(index: np.ndarray) -> np.ndarray:
+        contiguous = index[-1] - index[0] + 1 == len(index)
+        batch = images[int(index[0]) : int(index[-1]) + 1] if contiguous else images[torch.from_numpy(index)]
+        if pin:
+            batch = batch.pin_memory()
+        inputs = prepare_batch(batch, config, target, non_blocking=pin).contiguous(memory_format=layout)
+        forward = user_code(f"the forward of {describe_model(model)}", inputs_on=str(target))
+        with _forward_context(target, amp), forward:
+            output = model(inputs)
+        shown = [names[int(i)] for i in index] if names is not None else None
+        return checked_logits(output, len(index), model, names=shown).float().cpu().numpy()
+
     # The layout changes happen outside inference mode: weights re-made inside it would be inference tensors,
     # and the caller's model could no longer be trained or exported afterwards.
-    with _memory_format(model, channels_last), torch.inference_mode(), bar:
-        for first in range(0, len(pending), batch_size):
-            index = pending[first : first + batch_size]
-            contiguous = index[-1] - index[0] + 1 == len(index)
-            batch = images[int(index[0]) : int(index[-1]) + 1] if contiguous else images[torch.from_numpy(index)]
-            if pin:
-                batch = batch.pin_memory()
-            inputs = prepare_batch(batch, config, target, non_blocking=pin).contiguous(memory_format=layout)
-            forward = user_code(f"the forward of {describe_model(model)}", inputs_on=str(target))
-            with _forward_context(target, amp), forward:
-                output = model(inputs)
-            shown = [names[int(i)] for i in index] if names is not None else None
-            logits = checked_logits(output, len(index), model, names=shown).float().cpu().numpy()
-            if out is None:
-                if check_width is not None:
-                    check_width(logits.shape[1])
-                out = np.empty((len(images), logits.shape[1]), dtype=np.float32)
-            out[index] = logits
-            if cache is not None and cache_key is not None and contiguous:
-                cache.save_rows(cache_key, int(index[0]), logits)
-            bar.update(len(index))
+    with _memory_format(model, channels_last), torch.inference_mode():
+        probe: np.ndarray | None = None
+        replaced = ""
+        if caching and len(images):
+            assert cache is not None and cache_key is not None
+            # The probe: the model's answers on a few fixed stimuli. A stored entry (or an interrupted run's rows)
+            # is used only when it was written by a model that answers the same: no digest sees everything.
+            probe = forward_rows(probe_indices(len(images)))
+            if check_width is not None:
+                check_width(probe.shape[1])
+            stored = cache.load(cache_key, rows=len(images))
+            if stored is not None:
+                if same_outputs(stored.probe, probe, amp):
+                    return stored.outputs, "hit"
+                cache.discard(cache_key)
+                replaced = " (a stored entry under this key answered otherwise on the probe stimuli: replaced)"
+            partial_probe = cache.partial_probe(cache_key)
+            if partial_probe is not None and not same_outputs(partial_probe, probe, amp):
+                cache.discard(cache_key)
+                replaced = " (an interrupted run's rows under this key answered otherwise on the probe stimuli: discarded)"
+            cache.start_rows(cache_key, probe)
+        done = np.zeros(len(images), dtype=bool)
+        out: np.ndarray | None = None
+        if caching and probe is not None:
+            assert cache is not None and cache_key is not None
+            for start, rows in cache.saved_rows(cache_key, len(images), probe.shape[1]):
+                if out is None:
+                    out = np.empty((len(images), probe.shape[1]), dtype=np.float32)
+                out[start : start + len(rows)] = rows
+                done[start : start + len(rows)] = True
+        reused = int(done.sum())
+        pending = np.flatnonzero(~done)
+        bar = tqdm(
+            total=len(images), initial=reused, desc="evaluating", unit="img", disable=not progress, leave=False
+        )
+        with bar:
+            for first in range(0, len(pending), batch_size):
+                index = pending[first : first + batch_size]
+                logits = forward_rows(index)
+                if out is None:
+                    if check_width is not None:
+                        check_width(logits.shape[1])
+                    out = np.empty((len(images), logits.shape[1]), dtype=np.float32)
+                out[index] = logits
+                if caching and index[-1] - index[0] + 1 == len(index):
+                    assert cache is not None and cache_key is not None
+                    cache.save_rows(cache_key, int(index[0]), logits)
+                bar.update(len(index))
     if out is None:  # no images
         out = np.empty((0, 0), dtype=np.float32)
-    if cache is not None and cache_key is not None:
-        cache.save(cache_key, out, {**(cache_meta or {}), "rows": len(images)})
+    if caching and probe is not None:
+        assert cache is not None and cache_key is not None
+        cache.save(cache_key, out, {**(cache_meta or {}), "rows": len(images)}, probe=probe)
     status = "miss" if reused == 0 else f"resumed: {reused} of {len(images)} rows reused"
-    return out, status
+    return out, status + replaced
+
+
+#: Stimuli of the probe: the output cache's proof that stored outputs are this model's (see :func:`model_outputs`).
+PROBE_IMAGES = 4
+#: (rtol, atol relative to the largest stored value) of a probe's agreement, per precision. The probe is run
+#: alone both times, so the same model on the same kind of device gives the same bits or nearly (a GPU may pick
+#: another kernel); another model's answers differ by far more.
+PROBE_TOLERANCE: dict[str | None, tuple[float, float]] = {None: (1e-3, 1e-4), "bf16": (2e-2, 1e-2)}
+
+
+def probe_indices(count: int) -> np.ndarray:
+    """The probe's stimuli among ``count``: :data:`PROBE_IMAGES` evenly spaced indices, fixed for the set."""
+    return np.unique(np.linspace(0, count - 1, min(PROBE_IMAGES, count)).round().astype(np.int64))
+
+
+def same_outputs(stored: np.ndarray, fresh: np.ndarray, amp: Amp | None = None) -> bool:
+    """Whether two runs' outputs on the same stimuli agree within the precision's tolerance (:data:`PROBE_TOLERANCE`)."""
+    if stored.shape != fresh.shape:
+        return False
+    rtol, atol = PROBE_TOLERANCE.get(amp, PROBE_TOLERANCE["bf16"])
+    scale = max(1.0, float(np.abs(stored).max(initial=0.0)))
+    return bool(np.allclose(fresh, stored, rtol=rtol, atol=atol * scale))
 
 
 #: Rows mapped to categories at a time: fixed, so a fresh run and a run from stored outputs compute
@@ -342,7 +392,7 @@ def probabilities_from_outputs(
 
 #: Bumped whenever the forward path (decoding, prepare_batch, the forward, the stored outputs) changes
 #: meaning: it is part of every output-cache key, so no stored output of an older path is ever reused.
-FORWARD_PATH_VERSION = 1
+FORWARD_PATH_VERSION = 2
 
 
 def output_key(
@@ -358,7 +408,8 @@ def output_key(
     state dict to identify it (then nothing is cached).
 
     Every input that can change an output is a field: the weights (state-dict digest), the architecture (the
-    module tree and the source file of its class), the resolved preprocessing, the stimuli's content, the
+    module tree and the source file of its class), the module state outside the state dict (plain attributes,
+    tensors kept as attributes, non-persistent buffers, hooks: :func:`~modelval.records.provenance.module_state_digest`), the resolved preprocessing, the stimuli's content, the
     precision, the device class, channels-last, the forward path's version, and the versions of modelval,
     torch and torchvision (a torch upgrade that moves the numbers must not be hidden by the cache).
 
@@ -370,6 +421,7 @@ def output_key(
     fields: dict[str, object] = {
         "weights": weights,
         "architecture": architecture_digest(model),
+        "module_state": module_state_digest(model),
         "preprocessing": config.to_dict(),
         "stimuli": stimuli.content_digest(),
         "precision": amp or "fp32",

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import enum
+import functools
 import hashlib
 import json
 import os
@@ -433,6 +435,133 @@ def architecture_digest(model: Any) -> str:
     value = digest.hexdigest()
     _remember(_ARCHITECTURES, model, (head, stamp, value))
     return value
+
+
+#: Module attributes that are torch's own bookkeeping (the parameters and submodules are hashed elsewhere: the
+#: state dict and the module tree; a hook dict's keys are global counters that differ from one process to the next).
+_TORCH_OWN = frozenset({"_parameters", "_modules", "training", "_non_persistent_buffers_set"})
+#: How deep and how wide an attribute's value is followed (a config object, a tuple of means); past it, its type.
+_ATTRIBUTE_DEPTH = 4
+_ATTRIBUTE_ITEMS = 4096
+
+
+def module_state_digest(model: Any) -> str | None:
+    """SHA-256 of what beside the state dict and the module tree can change a module's outputs; ``None`` for a
+    plain callable.
+
+    The weights digest covers parameters and persistent buffers; the architecture digest covers the module tree's
+    ``repr``. Neither sees a *plain attribute* (``self.temperature = 2.0``, ``self.use_head = False``), a tensor
+    kept as a plain attribute (``self.mean = torch.tensor(mean).view(1, 3, 1, 1)``, a very common wrapper), a
+    non-persistent buffer, or a forward hook. Two models that differ only there compute different outputs under
+    the same weights digest, so the output cache keys them by this digest too.
+
+    Every submodule's public attributes are hashed by value (numbers, strings, tensors' and arrays' bytes,
+    containers and plain objects such as a config followed a few levels deep), its non-persistent buffers by
+    value, its hooks by their code. Private attributes (a leading ``_``) are left out: libraries keep caches and
+    counters there that change as the model runs, and a key that changed with them would never hit. The output
+    cache's probe (a forward on a few fixed stimuli, compared with the stored rows) catches what lives there.
+    """
+    import torch
+
+    if not isinstance(model, torch.nn.Module):
+        return None
+    digest = hashlib.sha256()
+    for name, module in model.named_modules():
+        digest.update(f"<{name}:{type(module).__qualname__}>".encode())
+        persistent_excluded = getattr(module, "_non_persistent_buffers_set", set())
+        for key in sorted(persistent_excluded):
+            buffer = module._buffers.get(key)
+            digest.update(f"buffer {key}=".encode())
+            _fingerprint(buffer, digest, 0, [0])
+        for key, value in sorted(vars(module).items()):
+            if key in _TORCH_OWN or key == "_buffers":
+                continue
+            if key.startswith("_") and "hooks" in key:
+                if isinstance(value, dict) and value:
+                    digest.update(f"{key}=".encode())
+                    _fingerprint(list(value.values()), digest, 0, [0])
+                continue
+            if key.startswith("_"):
+                continue
+            digest.update(f"{key}=".encode())
+            _fingerprint(value, digest, 0, [0])
+    return digest.hexdigest()
+
+
+def _fingerprint(value: Any, digest: Any, depth: int, seen: list[int]) -> None:
+    """Feed ``value`` into ``digest`` by what it holds, never by where it lives (no ids or addresses)."""
+    import types
+
+    import numpy as np
+    import torch
+
+    seen[0] += 1
+    if seen[0] > _ATTRIBUTE_ITEMS:
+        digest.update(b"...")
+        return
+    if value is None or isinstance(value, bool | int | float | complex | str | bytes | torch.dtype | torch.device):
+        digest.update(f"{type(value).__name__}:{value!r};".encode())
+    elif isinstance(value, torch.Tensor):
+        data = value.detach()
+        digest.update(f"tensor:{data.dtype}|{tuple(data.shape)}|".encode())
+        if data.device.type != "meta" and data.numel():
+            digest.update(_host_bytes(data.contiguous().to("cpu")))
+    elif isinstance(value, np.ndarray):
+        array = np.ascontiguousarray(value)
+        digest.update(f"array:{array.dtype}|{array.shape}|".encode())
+        if array.dtype.hasobject:
+            _fingerprint(array.tolist(), digest, depth + 1, seen)
+        else:
+            digest.update(array.tobytes())
+    elif isinstance(value, np.generic | enum.Enum):
+        digest.update(f"{type(value).__qualname__}:{value!r};".encode())
+    elif isinstance(value, torch.nn.Module):
+        # a module kept outside the module tree (in a plain list): not in the state dict either
+        digest.update(f"module:{type(value).__qualname__}|{value!r}|".encode())
+        _fingerprint(sorted(value.state_dict().items()), digest, depth + 1, seen)
+    elif isinstance(value, types.FunctionType | types.MethodType | types.BuiltinFunctionType | type):
+        _code_fingerprint(value, digest)
+    elif depth >= _ATTRIBUTE_DEPTH:
+        digest.update(f"<{type(value).__qualname__}>".encode())
+    elif isinstance(value, list | tuple):
+        digest.update(f"{type(value).__name__}[{len(value)}](".encode())
+        for item in value:
+            _fingerprint(item, digest, depth + 1, seen)
+        digest.update(b")")
+    elif isinstance(value, set | frozenset):
+        digest.update(f"set[{len(value)}]".encode())
+        for item in sorted(value, key=repr):
+            _fingerprint(item, digest, depth + 1, seen)
+    elif isinstance(value, dict):
+        digest.update(f"dict[{len(value)}](".encode())
+        for key, item in sorted(value.items(), key=lambda pair: repr(pair[0])):
+            _fingerprint(key, digest, depth + 1, seen)
+            _fingerprint(item, digest, depth + 1, seen)
+        digest.update(b")")
+    elif isinstance(value, functools.partial):
+        digest.update(b"partial(")
+        _fingerprint((value.func, value.args, value.keywords), digest, depth + 1, seen)
+        digest.update(b")")
+    else:
+        digest.update(f"<{type(value).__module__}.{type(value).__qualname__}>".encode())
+        state = getattr(value, "__dict__", None)
+        if isinstance(state, dict):
+            public = {k: v for k, v in state.items() if not str(k).startswith("_")}
+            _fingerprint(public, digest, depth + 1, seen)
+
+
+def _code_fingerprint(value: Any, digest: Any) -> None:
+    """A function, method or class by what it runs: its name and its compiled code (not its address)."""
+    import marshal
+
+    function = getattr(value, "__func__", value)
+    code = getattr(function, "__code__", None)
+    digest.update(f"code:{getattr(function, '__module__', '')}.{getattr(function, '__qualname__', '')}|".encode())
+    if code is not None:
+        try:
+            digest.update(hashlib.sha256(marshal.dumps(code)).digest())
+        except ValueError:  # a code object holding something marshal refuses: its bytecode alone
+            digest.update(code.co_code)
 
 
 def json_digest(value: Any) -> str:
