@@ -149,7 +149,7 @@ def _change(net: Net, what: str, amount: float) -> tuple[Net, PreprocessConfig, 
     what=st.sampled_from([
         "weight", "buffer", "non-persistent buffer", "plain tensor", "plain attribute", "private attribute",
         "preprocessing", "stimuli",
-    ]),  # fmt: skip
+    ]),
     amount=st.floats(min_value=0.05, max_value=0.95),
 )
 def test_no_change_that_moves_the_outputs_is_ever_served_stored_outputs(what, amount, few, tmp_path_factory):

@@ -212,7 +212,8 @@ def test_least_recently_used_entries_go_first(tmp_path):
     cache = OutputCache(tmp_path, max_bytes=10**9)
     keys = [f"{i:02d}" * 32 for i in range(3)]
     for number, key in enumerate(keys):
-        cache.save(key, np.zeros((100, 1000), dtype=np.float32), {"model": f"m{number}"}, probe=np.zeros((1, 1000), np.float32))
+        outputs = np.zeros((100, 1000), dtype=np.float32)
+        cache.save(key, outputs, {"model": f"m{number}"}, probe=outputs[:1])
         os.utime(cache.entry_dir(key) / "meta.json", (1000 + number, 1000 + number))
     cache.load(keys[0])  # used now: the most recent
     cache.max_bytes = 2 * 405_000  # room for two entries
@@ -315,7 +316,7 @@ def _filled(tmp_path: Path) -> OutputCache:
 def test_clear_removes_modelvals_entries_and_leaves_the_users_folders(tmp_path):
     """The defect: `cache clear` removed any two-character folder (`db/`, `js/`) and said "removed 0"."""
     cache = _filled(tmp_path)
-    mine = {"db/data.sqlite": b"user data", "js/app.js": b"code", "ab/notes.txt": b"mine", "ab/" + "ab" * 8 + "/x": b"1"}
+    mine = {"db/data.sqlite": b"data", "js/app.js": b"code", "ab/notes.txt": b"mine", "ab/" + "ab" * 8 + "/x": b"1"}
     for name, data in mine.items():
         (cache.root / name).parent.mkdir(parents=True, exist_ok=True)
         (cache.root / name).write_bytes(data)

@@ -71,8 +71,10 @@ def run_clear(args: argparse.Namespace) -> int:
     cache = OutputCache()
     cleared = cache.clear()
     if args.json:
-        out_json({"path": str(cache.root), "removed": cleared.entries, "interrupted_runs": cleared.interrupted_runs,
-                  "temporary_files": cleared.temporary_files, "bytes": cleared.bytes, "left": list(cleared.left)})  # fmt: skip
+        out_json({
+            "path": str(cache.root), "removed": cleared.entries, "interrupted_runs": cleared.interrupted_runs,
+            "temporary_files": cleared.temporary_files, "bytes": cleared.bytes, "left": list(cleared.left),
+        })  # fmt: skip
         return 0
     parts = [f"{cleared.entries} stored output{'s' if cleared.entries != 1 else ''}"]
     if cleared.interrupted_runs:

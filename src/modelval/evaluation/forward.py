@@ -311,7 +311,9 @@ def model_outputs(
             partial_probe = cache.partial_probe(cache_key)
             if partial_probe is not None and not same_outputs(partial_probe, probe, amp):
                 cache.discard(cache_key)
-                replaced = " (an interrupted run's rows under this key answered otherwise on the probe stimuli: discarded)"
+                replaced = (
+                    " (an interrupted run's rows under this key answered otherwise on the probe stimuli: discarded)"
+                )
             cache.start_rows(cache_key, probe)
         done = np.zeros(len(images), dtype=bool)
         out: np.ndarray | None = None
@@ -363,7 +365,8 @@ def probe_indices(count: int) -> np.ndarray:
 
 
 def same_outputs(stored: np.ndarray, fresh: np.ndarray, amp: Amp | None = None) -> bool:
-    """Whether two runs' outputs on the same stimuli agree within the precision's tolerance (:data:`PROBE_TOLERANCE`)."""
+    """Whether two runs' outputs on the same stimuli agree within the precision's tolerance (:data:`PROBE_TOLERANCE`).
+    """
     if stored.shape != fresh.shape:
         return False
     rtol, atol = PROBE_TOLERANCE.get(amp, PROBE_TOLERANCE["bf16"])
@@ -409,7 +412,8 @@ def output_key(
 
     Every input that can change an output is a field: the weights (state-dict digest), the architecture (the
     module tree and the source file of its class), the module state outside the state dict (plain attributes,
-    tensors kept as attributes, non-persistent buffers, hooks: :func:`~modelval.records.provenance.module_state_digest`), the resolved preprocessing, the stimuli's content, the
+    tensors kept as attributes, non-persistent buffers, hooks:
+    :func:`~modelval.records.provenance.module_state_digest`), the resolved preprocessing, the stimuli's content, the
     precision, the device class, channels-last, the forward path's version, and the versions of modelval,
     torch and torchvision (a torch upgrade that moves the numbers must not be hidden by the cache).
 

@@ -121,7 +121,9 @@ _CHUNK = re.compile(r"(\d{9})-(\d{9})-([0-9a-f]{16})\.npy")
 #: Temporary names of modelval's writers before 0.x used ".<name>.<random>"; they are theirs too.
 _LEGACY_TEMP = re.compile(r"\.(meta\.json|outputs\.npy|probe\.npy|\d{9}-\d{9}(-[0-9a-f]{16})?\.npy)\.\w+")
 #: The Cache Directory Tagging Specification's signature: backup tools skip a folder holding it.
-CACHEDIR_TAG = "Signature: 8a477f597d28d172789f06886806bc55\n# modelval's output cache: `modelval cache clear` empties it.\n"
+CACHEDIR_TAG = (
+    "Signature: 8a477f597d28d172789f06886806bc55\n# modelval's output cache: `modelval cache clear` empties it.\n"
+)
 
 
 def is_temporary(path: Path) -> bool:
@@ -146,7 +148,7 @@ class OutputCache:
         return self.root / key[:2] / key
 
     def load(self, key: str, *, rows: int | None = None) -> StoredOutputs | None:
-        """The complete entry of ``key``, verified; ``None`` when there is none or it fails a check (then it is removed).
+        """The complete entry of ``key``, verified; ``None`` when there is none or it fails a check (it is removed).
 
         Checked: the record, the SHA-256, shape and dtype of the outputs and of the probe, ``rows`` (when given),
         and that every value is finite (a model's NaN is refused before it is stored, so a NaN here is damage).
@@ -314,9 +316,9 @@ class OutputCache:
             for place in (folder, folder / "partial"):
                 with contextlib.suppress(OSError):
                     for path in place.iterdir():
-                        if is_temporary(path) and path.is_file():
-                            if older_than is None or now - path.stat().st_mtime > older_than:
-                                found.append(path)
+                        old = older_than is None or now - path.stat().st_mtime > older_than
+                        if is_temporary(path) and path.is_file() and old:
+                            found.append(path)
         return sorted(found)
 
     def evict(self) -> list[str]:

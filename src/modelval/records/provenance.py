@@ -468,7 +468,7 @@ def module_state_digest(model: Any) -> str | None:
     digest = hashlib.sha256()
     for name, module in model.named_modules():
         digest.update(f"<{name}:{type(module).__qualname__}>".encode())
-        persistent_excluded = getattr(module, "_non_persistent_buffers_set", set())
+        persistent_excluded: set[str] = getattr(module, "_non_persistent_buffers_set", set())
         for key in sorted(persistent_excluded):
             buffer = module._buffers.get(key)
             digest.update(f"buffer {key}=".encode())
