@@ -82,3 +82,70 @@ def test_changed_or_incomplete_folders_are_refused(saved, tmp_path):
         load_saved_outputs(copy)
     with pytest.raises(DataError, match="not a folder of saved outputs"):
         load_saved_outputs(tmp_path / "absent")
+
+
+def _copy(saved, tmp_path):
+    import shutil
+
+    copy = tmp_path / "copy"
+    shutil.copytree(saved, copy)
+    return copy
+
+
+def _rewrite_outputs(copy, outputs):
+    """Change outputs.npy and make run.json's digest agree, as a careless tool (or a person) would."""
+    from modelval.records.provenance import file_digest
+
+    np.save(copy / "outputs.npy", outputs)
+    record = json.loads((copy / "run.json").read_text())
+    record["outputs_sha256"] = file_digest(copy / "outputs.npy")
+    (copy / "run.json").write_text(json.dumps(record))
+
+
+def test_nan_or_integer_outputs_are_refused_not_scored(saved, tmp_path):
+    """The defect: `rescore` scored NaN rows (argmax 'airplane', a decision the model never made)."""
+    copy = _copy(saved, tmp_path)
+    outputs = np.load(copy / "outputs.npy")
+    outputs[[2, 5]] = np.nan
+    _rewrite_outputs(copy, outputs)
+    with pytest.raises(DataError, match=r"NaN or infinite outputs for 2 stimuli \(airplane"):
+        rescore(copy, bootstrap=0)
+    _rewrite_outputs(copy, np.ones(outputs.shape, dtype=np.int64))
+    with pytest.raises(DataError, match="outputs of type int64; a model's raw outputs are floats"):
+        rescore(copy, bootstrap=0)
+
+
+def test_an_edited_stimulus_listing_is_refused(saved, tmp_path):
+    """The defect: stimuli.json was covered by no digest; shape and texture swapped gave 0.7838 for a true 0.2162."""
+    copy = _copy(saved, tmp_path)
+    listing = json.loads((copy / "stimuli.json").read_text())
+    swapped = {**listing, "stimuli": [[r[0], r[2], r[1], r[3]] for r in listing["stimuli"]]}
+    (copy / "stimuli.json").write_text(json.dumps(swapped))
+    with pytest.raises(DataError, match=r"stimuli\.json: its SHA-256 differs from run\.json's"):
+        rescore(copy, bootstrap=0)
+    # an old folder (format 1: no digest of the listing) is still checked, row by row, against the names
+    record = json.loads((copy / "run.json").read_text())
+    record["format_version"] = 1
+    del record["stimuli_sha256"]
+    (copy / "run.json").write_text(json.dumps(record))
+    with pytest.raises(DataError, match=r"row 1 lists airplane/\S+ with shape 'bicycle' .* states 'airplane'"):
+        rescore(copy, bootstrap=0)
+    other = [list(r) for r in listing["stimuli"]]
+    other[0][3] = "0" * 64  # another image's digest: the outputs are not of the published file
+    (copy / "stimuli.json").write_text(json.dumps({**listing, "stimuli": other}))
+    with pytest.raises(DataError, match=r"row 1 \(airplane/.*\): its SHA-256 is not the published file's"):
+        rescore(copy, bootstrap=0)
+    (copy / "stimuli.json").write_text(json.dumps(listing))
+    assert rescore(copy, bootstrap=0).shape_bias == rescore(saved, bootstrap=0).shape_bias
+
+
+@pytest.mark.parametrize("label_map", [["not", "a", "map"], {"airplane": 3}, {"airplane": [1.5]}, {"plane": [1]}])
+def test_a_saved_label_map_of_the_wrong_type_is_one_line(label_map, saved, tmp_path, capsys):
+    """The defect: a label map of the wrong type in run.json was exit 3, "unexpected error"."""
+    copy = _copy(saved, tmp_path)
+    record = json.loads((copy / "run.json").read_text())
+    record["label_map"] = label_map
+    (copy / "run.json").write_text(json.dumps(record))
+    assert main(["rescore", str(copy), "--bootstrap", "0"]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert "label" in line and "run.json" in line

@@ -5,7 +5,11 @@
     DIR/outputs.npy    the model's raw outputs, (N, K) float32, in stimulus order
     DIR/stimuli.json   the stimuli: relative path, shape and texture category, SHA-256 of each file
     DIR/run.json       format and version, the model spec, the label map, the protocol and the provenance
-                       record (docs/provenance.md), and the SHA-256 of outputs.npy
+                       record (docs/provenance.md), and the SHA-256 of outputs.npy and of stimuli.json
+
+Reading checks everything before a number is computed: both digests, that the outputs are finite floats of one
+row per stimulus, that each listed stimulus's categories are the ones its file name states, and that each
+file's SHA-256 is the published one (the set's manifest). A swapped or edited listing is refused by name.
 
 ``modelval rescore DIR`` (or :func:`rescore`) recomputes the shape bias from the stored outputs under another
 aggregation, label map or subset of the 16 categories, with the same code that maps a fresh run's outputs,
@@ -37,7 +41,9 @@ if TYPE_CHECKING:
     from modelval.records.run_store import RunStore
 
 FORMAT = "modelval-saved-outputs"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+#: Versions read: 1 had no digest of stimuli.json (its rows are still checked against names and the manifest).
+READABLE_VERSIONS = (1, 2)
 
 
 def save_outputs(run: ModelRun, folder: str | os.PathLike[str]) -> Path:
@@ -87,7 +93,7 @@ def save_outputs(run: ModelRun, folder: str | os.PathLike[str]) -> Path:
         "stimuli": [[s.relpath, s.shape, s.texture, digests.get(s.relpath)] for s in evaluation.stimuli],
         "columns": ["relpath", "shape", "texture", "sha256"],
     }
-    write_text(folder / "stimuli.json", json.dumps(stimuli))
+    write_text(folder / "stimuli.json", json.dumps(stimuli))  # before run.json, which holds its digest
     label_map = run.model_options.read_label_map()
     record = {
         "format": FORMAT,
@@ -96,6 +102,7 @@ def save_outputs(run: ModelRun, folder: str | os.PathLike[str]) -> Path:
         "label_map": None if label_map is None else {k: list(v) for k, v in label_map.indices.items()},
         "aggregation": evaluation.aggregation,
         "outputs_sha256": file_digest(folder / "outputs.npy"),
+        "stimuli_sha256": file_digest(folder / "stimuli.json"),
         "provenance": run.provenance(),
     }
     write_text(folder / "run.json", jsonio.dumps(record, indent=1))
@@ -146,7 +153,6 @@ def load_saved_outputs(folder: str | os.PathLike[str]) -> SavedOutputs:
     >>> saved.model, saved.outputs.shape, saved.aggregation
     ('efficientnet_lite0', (32, 1000), 'mean')
     """
-    from modelval.behaviour.categories import LabelMap
     from modelval.behaviour.cue_conflict import Stimulus
     from modelval.records.provenance import file_digest
 
@@ -162,9 +168,12 @@ def load_saved_outputs(folder: str | os.PathLike[str]) -> SavedOutputs:
         raise DataError(f"{folder}: cannot read run.json / stimuli.json ({error})") from None
     if not isinstance(record, dict) or record.get("format") != FORMAT:
         raise DataError(f"{folder / 'run.json'}: not a modelval saved-outputs record (format {FORMAT!r})")
-    if record.get("format_version") != FORMAT_VERSION:
+    if record.get("format_version") not in READABLE_VERSIONS:
         raise DataError(f"{folder / 'run.json'}: format version {record.get('format_version')!r}; "
-                        f"this modelval reads version {FORMAT_VERSION}")  # fmt: skip
+                        f"this modelval reads versions {', '.join(map(str, READABLE_VERSIONS))}")  # fmt: skip
+    if record.get("format_version", 0) >= 2 and file_digest(folder / "stimuli.json") != record.get("stimuli_sha256"):
+        raise DataError(f"{folder / 'stimuli.json'}: its SHA-256 differs from run.json's: the stimulus listing was "
+                        "changed; write the folder again with --save-outputs")  # fmt: skip
     outputs_path = folder / "outputs.npy"
     try:
         if file_digest(outputs_path) != record.get("outputs_sha256"):
@@ -177,19 +186,71 @@ def load_saved_outputs(folder: str | os.PathLike[str]) -> SavedOutputs:
     try:
         rows = listing["stimuli"]
         stimuli = [Stimulus(str(relpath), str(shape), str(texture)) for relpath, shape, texture, _ in rows]
+        digests = {str(row[0]): row[3] for row in rows}
         dataset = str(listing["dataset"])
     except (KeyError, TypeError, ValueError):
         raise DataError(f"{folder / 'stimuli.json'}: not a stimulus listing of --save-outputs") from None
+    _check_listing(folder / "stimuli.json", stimuli, digests, dataset)
     if outputs.ndim != 2 or len(outputs) != len(stimuli):
         raise DataError(f"{outputs_path}: {outputs.shape} outputs for {len(stimuli)} stimuli")
-    saved_map = record.get("label_map")
-    label_map = None if saved_map is None else LabelMap(
-        {k: tuple(v) for k, v in saved_map.items()}, origin=f"{folder / 'run.json'}"
-    )  # fmt: skip
+    if not np.issubdtype(outputs.dtype, np.floating):
+        raise DataError(f"{outputs_path}: outputs of type {outputs.dtype}; a model's raw outputs are floats (logits)")
+    bad = np.flatnonzero(~np.isfinite(outputs).all(axis=1))
+    if len(bad):
+        shown = ", ".join(stimuli[i].name for i in bad[:3]) + (", ..." if len(bad) > 3 else "")
+        raise DataError(f"{outputs_path}: NaN or infinite outputs for {len(bad)} stimuli ({shown}); such a row is no "
+                        "decision (its argmax would be 'airplane'): evaluate the model again")  # fmt: skip
+    label_map = _saved_label_map(record.get("label_map"), folder / "run.json")
     return SavedOutputs(
         folder, outputs, stimuli, dataset, str(record.get("model")), str(record.get("aggregation", "mean")),
         label_map, record.get("provenance") or {},
     )  # fmt: skip
+
+
+def _check_listing(path: Path, stimuli: list[Stimulus], digests: dict[str, object], dataset: str) -> None:
+    """Each row's categories are the ones its file name states, and each file's SHA-256 is the published one."""
+    from modelval.behaviour.cue_conflict import parse_stimulus_name
+    from modelval.datasets.manifest import load_manifest
+    from modelval.datasets.registry import get_dataset
+
+    published: dict[str, str] = {}
+    try:
+        if get_dataset(dataset).manifest is not None:
+            published = load_manifest(dataset=dataset)
+    except DataError:  # an unknown dataset name, or one without published checksums: the names are still checked
+        published = {}
+    for number, stimulus in enumerate(stimuli, start=1):
+        folder = stimulus.relpath.rsplit("/", 1)[0] if "/" in stimulus.relpath else None
+        stated: tuple[str | None, str | None] = (
+            parse_stimulus_name(stimulus.name) if dataset == "cue-conflict" else (folder, None)
+        )
+        shape, texture = stated
+        if (shape is not None and shape != stimulus.shape) or (texture is not None and texture != stimulus.texture):
+            raise DataError(
+                f"{path}: row {number} lists {stimulus.relpath} with shape {stimulus.shape!r} and texture "
+                f"{stimulus.texture!r}, but its name states {shape!r} and {texture or stimulus.texture!r}: "
+                "the listing was edited; write the folder again with --save-outputs"
+            )
+        digest = digests.get(stimulus.relpath)
+        if stimulus.relpath in published and digest is not None and digest != published[stimulus.relpath]:
+            raise DataError(
+                f"{path}: row {number} ({stimulus.relpath}): its SHA-256 is not the published file's ({dataset} "
+                "manifest); these outputs are of another image"
+            )
+
+
+def _saved_label_map(saved: object, path: Path) -> LabelMap | None:
+    from modelval.behaviour.categories import LabelMap
+
+    if saved is None:
+        return None
+    try:
+        if not isinstance(saved, dict) or not all(isinstance(v, list) for v in saved.values()):
+            raise TypeError
+        return LabelMap({str(k): tuple(v) for k, v in saved.items()}, origin=str(path))
+    except (TypeError, ValueError) as error:
+        detail = f" ({error})" if str(error) else ""
+        raise DataError(f"{path}: its label_map is not a map of category -> output indices{detail}") from None
 
 
 @dataclass
