@@ -7,6 +7,11 @@ In one process, on the real stimuli and the bundled EfficientNet-Lite0: evaluati
 (`modelval shape-bias` then `modelval humans --model`), where importing torch and loading the model are
 part of both. Prints the medians, the cache's size per model, and last ``second_analysis_ratio`` (goal <= 0.05).
 
+The cache's proof of identity costs something on every cached evaluation: the digest of the module state
+outside the state dict and the probe (a forward of the model on a few fixed stimuli, compared with the stored
+rows). ``fingerprint_ratio`` is their time over one evaluation without the cache (of the same model, in the
+same process).
+
     python benchmarks/bench_output_cache.py [--repeats 3]
 """
 
@@ -30,8 +35,10 @@ def main() -> None:
     args = parser.parse_args()
 
     from modelval.datasets.stimulus_set import StimulusSet
-    from modelval.evaluation import evaluate
+    from modelval.evaluation import evaluate, model_outputs
+    from modelval.evaluation.forward import probe_indices
     from modelval.records.output_cache import OutputCache
+    from modelval.records.provenance import module_state_digest
 
     model, config = load_bundled()
     stimuli = StimulusSet.load(DATA_ROOT, progress=False, cache=False)
@@ -47,9 +54,24 @@ def main() -> None:
             second.append(time.perf_counter() - start)
             assert (miss.output_cache, hit.output_cache) == ("miss", "hit")
             size = sum(entry.bytes for entry in cache.entries())
+    uncached, state, probe = [], [], []
+    probe_images = stimuli.images[probe_indices(len(stimuli))]
+    for _ in range(args.repeats):
+        start = time.perf_counter()
+        evaluate(model, config, stimuli, progress=False, n_bootstrap=0)
+        uncached.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        module_state_digest(model)
+        state.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        model_outputs(model, probe_images, config, progress=False)
+        probe.append(time.perf_counter() - start)
     rows = [
+        ("evaluation without the cache", f"{median(uncached):.3f}"),
         ("evaluation (forward, cache miss)", f"{median(first):.3f}"),
         ("second analysis (cache hit, other aggregation)", f"{median(second):.3f}"),
+        ("  of which: module-state digest", f"{median(state):.4f}"),
+        (f"  of which: probe forward ({len(probe_images)} stimuli)", f"{median(probe):.4f}"),
     ]
     print(f"load average {load_average()}; {len(stimuli)} stimuli; median of {args.repeats}")
     print_table(("in one process", "seconds"), rows)
@@ -78,6 +100,7 @@ def main() -> None:
             print_table(("whole command", "seconds"), [(k, f"{v:.2f}") for k, v in timings.items()])
             values = list(timings.values())
             print(f"command_ratio={values[1] / values[0]:.3f} (includes importing torch and loading the model)")
+    print(f"fingerprint_ratio={(median(state) + median(probe)) / median(uncached):.4f}")
     print(f"second_analysis_ratio={median(second) / median(first):.3f}")
 
 
