@@ -297,3 +297,15 @@ def test_compare_resampling_and_permutation_options(modelval_reference_dir, caps
         assert payload["ci95_resampling"] == unit and payload["test"]["permutations"] == 500
         widths[unit] = payload["ci95"][1] - payload["ci95"][0]
     assert widths["stimuli"] < widths["texture"] < widths["two-way"]
+
+
+def test_na_exclude_on_an_all_na_file_is_one_line(tmp_path, modelval_reference_dir, capsys):
+    """The defect: `humans --na exclude` on a file whose answers are all 'na' was exit 3, "unexpected error"."""
+    published = (modelval_reference_dir / "style-transfer-512-nomask-experiment_resnet50_session-1.csv").read_text()
+    header, *rows = published.splitlines()
+    all_na = tmp_path / "all_na.csv"
+    all_na.write_text("\n".join([header, *(",".join([*r.split(",")[:4], "na", *r.split(",")[5:]]) for r in rows)]))
+    argv = ["humans", "--decisions", str(all_na), "--reference-dir", str(modelval_reference_dir), "--na", "exclude"]
+    assert main(argv) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert "all 1280 of resnet50's responses are 'na'" in line and "use --na wrong" in line

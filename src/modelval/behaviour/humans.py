@@ -343,6 +343,16 @@ def compare_with_humans(
     images = aligned(trials, panel.observers[names[0]], names=(subject or "the decisions", f"human {names[0]}"))
     mine = ObserverVectors.of(trials, images)
     humans = {name: vector for name, vector in panel.vectors(images).items() if name in names}
+    if na_handling == "exclude":
+        unshared = [name for name, vector in humans.items() if not (mine.answered & vector.answered).any()]
+        if not mine.answered.any() or unshared:
+            observer = subject or "the decisions"
+            who = (
+                f"all {len(images)} of {observer}'s responses are 'na'" if not mine.answered.any()
+                else f"{observer} and human {unshared[0]} answered no trial in common"
+            )  # fmt: skip
+            raise DataError(f"{who}: with --na exclude no trial is left to compare; use --na wrong to count a "
+                            "missing answer as an error")  # fmt: skip
     per_observer = {name: pair_consistency(mine, vector, na_handling) for name, vector in humans.items()}
     accuracies = {name: vector.accuracy(na_handling) for name, vector in humans.items()}
     values = list(accuracies.values())
