@@ -82,8 +82,13 @@ def parse_vqa(response: str) -> str | None:
     >>> from modelval.behaviour.answers import parse_vqa
     >>> parse_vqa("K. dog."), parse_vqa("J."), parse_vqa("The answer is H"), parse_vqa("truck")
     ('dog', 'clock', 'cat', 'truck')
-    >>> parse_vqa("BLOCKED"), parse_vqa("I cannot tell"), parse_vqa("Q")
+    >>> parse_vqa("BLOCKED"), parse_vqa("Sorry, no."), parse_vqa("Q")
     (None, None, None)
+
+    The rule is literal: an answer that starts with a letter and a space is that option.
+
+    >>> parse_vqa("I cannot tell")
+    'chair'
     """
     option = response
     if option.endswith("."):
@@ -326,3 +331,89 @@ def read_prompt_search(path: str | os.PathLike[str]) -> list[PromptSearchRow]:
     if not rows:
         raise DataError(f"{path}: no rows")
     return rows
+
+
+@dataclass(frozen=True)
+class PromptDifference:
+    """Prompt A - prompt B on the same conflict stimuli: shape bias and cue-conflict accuracy, paired intervals."""
+
+    a: str
+    b: str
+    images: int
+    shape_bias_difference: float
+    shape_bias_ci95: tuple[float, float]
+    accuracy_difference: float
+    accuracy_ci95: tuple[float, float]
+    abstentions_difference: int
+    resampling: str
+    n_bootstrap: int
+    seed: int
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "a": self.a,
+            "b": self.b,
+            "images": self.images,
+            "shape_bias_difference": self.shape_bias_difference,
+            "shape_bias_ci95": list(self.shape_bias_ci95),
+            "cue_accuracy_difference": self.accuracy_difference,
+            "cue_accuracy_ci95": list(self.accuracy_ci95),
+            "abstentions_difference": self.abstentions_difference,
+            "ci95_method": f"paired percentile bootstrap, {self.n_bootstrap} resamples, seed {self.seed}, "
+            f"unit {self.resampling}: the same resamples for both prompts",
+        }
+
+
+def prompt_difference(
+    a: Sequence[Decision],
+    b: Sequence[Decision],
+    *,
+    names: tuple[str, str] = ("A", "B"),
+    n_bootstrap: int = 1000,
+    seed: int = 0,
+    resample: str = "texture",
+) -> PromptDifference:
+    """A - B of the shape bias and of the cue-conflict accuracy of two prompts' decisions on the same stimuli.
+
+    Both intervals come from one set of bootstrap weights over the shared conflict stimuli (by default the
+    texture images they were made from, :mod:`modelval.behaviour.resampling`), applied to both prompts.
+    """
+    import numpy as np
+
+    from modelval.behaviour.resampling import bootstrap_weights, percentile_interval, resampling_for, weighted_ratio
+
+    left = {d.stimulus_name: d for d in a if d.is_conflict}
+    right = {d.stimulus_name: d for d in b if d.is_conflict}
+    if set(left) != set(right):
+        raise DataError(
+            f"prompts {names[0]!r} and {names[1]!r} were answered on different stimuli "
+            f"({len(set(left) ^ set(right))} differ); a paired comparison needs the same ones"
+        )
+    images = sorted(left)
+    shape_a = np.array([left[i].response == left[i].shape for i in images])
+    hits_a = shape_a | np.array([left[i].response == left[i].texture for i in images])
+    shape_b = np.array([right[i].response == right[i].shape for i in images])
+    hits_b = shape_b | np.array([right[i].response == right[i].texture for i in images])
+    ones = np.ones(len(images))
+
+    def ratio(num: np.ndarray, den: np.ndarray) -> float:
+        return float(num.sum() / den.sum()) if den.sum() else float("nan")
+
+    bias, accuracy = [], []
+    for weights in bootstrap_weights(len(images), resampling_for(images, resample), n_bootstrap=n_bootstrap, seed=seed):
+        bias.append(weighted_ratio(weights, shape_a, hits_a) - weighted_ratio(weights, shape_b, hits_b))
+        accuracy.append(weighted_ratio(weights, hits_a, ones) - weighted_ratio(weights, hits_b, ones))
+    nan = (float("nan"), float("nan"))
+    return PromptDifference(
+        a=names[0],
+        b=names[1],
+        images=len(images),
+        shape_bias_difference=ratio(shape_a, hits_a) - ratio(shape_b, hits_b),
+        shape_bias_ci95=percentile_interval(np.concatenate(bias)) if bias else nan,
+        accuracy_difference=ratio(hits_a, ones) - ratio(hits_b, ones),
+        accuracy_ci95=percentile_interval(np.concatenate(accuracy)) if accuracy else nan,
+        abstentions_difference=abstentions_of(list(left.values())) - abstentions_of(list(right.values())),
+        resampling=resample,
+        n_bootstrap=n_bootstrap,
+        seed=seed,
+    )

@@ -498,6 +498,29 @@ def _import_factory(spec: ModelSpec, base_dir: Path | None) -> Callable[..., Any
     return factory
 
 
+def import_callable(text: str, *, base_dir: Path | None = None) -> tuple[Callable[..., Any], dict[str, Any]]:
+    """The callable a ``file.py:fn`` or ``module.path:fn`` spec names, and its identity for caches and records.
+
+    The identity is the spec, the callable's name and the SHA-256 of the file that defines it (so an edited
+    file is a different model); a callable without a readable source file is identified by its names alone.
+    """
+    from modelval.download import sha256_of
+    from modelval.models.specs import parse_spec
+
+    spec = parse_spec(text)
+    if spec.kind != "factory":
+        raise ModelvalError(f"{text!r} is not a callable spec: give file.py:function or module.path:function")
+    function = _import_factory(spec, base_dir)
+    identity: dict[str, Any] = {"spec": text, "callable": spec.detail}
+    try:
+        where = inspect.getsourcefile(function)
+    except TypeError:
+        where = None
+    if where is not None and Path(where).is_file():
+        identity.update(file=str(where), sha256=sha256_of(where))
+    return function, identity
+
+
 def factory_entry(spec: ModelSpec, *, base_dir: Path | None = None) -> ModelEntry:
     """``<module.path>:<callable>`` / ``<file.py>:<callable>``: an ``nn.Module`` or ``(module, PreprocessConfig)``."""
     factory = _import_factory(spec, base_dir)
