@@ -117,5 +117,27 @@ def test_prompt_search(vlm_shapebias_dir):
 
     rows = modelval.prompt_search(vlm_shapebias_dir / "prompt_search_results.csv", model="llava_1_6_vicuna_7b")
     assert len(rows) == 213
+    from modelval.figures.shape_bias import plot_prompt_search
+
+    figure = plot_prompt_search(rows, measured={"mine": (0.6, 0.8)})
+    points = [len(collection.get_offsets()) for collection in figure.axes[0].collections]
+    assert points == [213, 1]  # every published prompt of the model, and the measured one
     with pytest.raises(modelval.ModelvalError, match="no rows of the model 'gpt'"):
         modelval.prompt_search(vlm_shapebias_dir / "prompt_search_results.csv", model="gpt")
+
+
+def test_a_published_vlm_is_an_observer_of_the_human_comparison(vlm_shapebias_dir, capsys):
+    path = vlm_shapebias_dir / "vlm" / "vqa" / "20240205_201419_llava_1_6_vicuna_7b.csv"
+    assert main(["humans", "--decisions", str(path), "--bootstrap", "0", "--json"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["dataset"] == "cue-conflict" and payload["images"] == 1280
+    # 16-class accuracy against the shape category, over all 1,280 (the shape hits and the 80 no-conflict ones)
+    with path.open(newline="", encoding="utf-8") as handle:
+        import csv
+
+        rows = list(csv.DictReader(handle))
+    correct = sum(
+        row["pred_label"] == "".join(c for c in row["image"].split("-")[0] if not c.isdigit()) for row in rows
+    )
+    assert payload["accuracy"] == pytest.approx(correct / 1280)
+    assert -1 <= payload["error_consistency"] <= 1
