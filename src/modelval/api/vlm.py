@@ -292,7 +292,7 @@ def _vlm_callable(vlm: str | VLM) -> tuple[VLM, dict[str, Any]]:
     qualname = getattr(vlm, "__qualname__", type(vlm).__qualname__)
     identity: dict[str, Any] = {"spec": qualname, "callable": qualname}
     try:
-        where = inspect.getsourcefile(vlm)  # type: ignore[arg-type]
+        where = inspect.getsourcefile(vlm)
     except TypeError:
         where = None
     if where is not None and os.path.isfile(where):

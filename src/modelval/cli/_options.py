@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from modelval.api.options import EvaluationOptions, ModelOptions
 from modelval.behaviour.categories import AGGREGATIONS
@@ -123,7 +123,7 @@ def model_options(args: argparse.Namespace) -> ModelOptions:
 
 def zero_shot_settings(args: argparse.Namespace) -> ZeroShotSettings | None:
     """The zero-shot head's settings when any of ``--class-space``, ``--templates``, ``--logit-scale`` is given."""
-    given = {
+    given: dict[str, Any] = {
         key: getattr(args, key, None)
         for key in ("class_space", "templates", "logit_scale")
         if getattr(args, key, None) is not None

@@ -295,7 +295,7 @@ def open_clip_entry(spec: ModelSpec, *, zero_shot: ZeroShotSettings | None = Non
     std = tuple(defaults.get("std") or open_clip.OPENAI_DATASET_STD)
     interpolation = str(defaults.get("interpolation") or "bicubic")
     preprocess = PreprocessConfig(
-        mean=mean, std=std, interpolation=interpolation, resize=size, crop=size,  # type: ignore[arg-type]
+        mean=mean, std=std, interpolation=interpolation, resize=size, crop=size,
         input_size=None if size == 224 else size,
     )  # fmt: skip
 

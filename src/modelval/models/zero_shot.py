@@ -138,6 +138,8 @@ def build_classifier(
 class ZeroShotClassifier(nn.Module):
     """An image encoder and a text-built head: ``(N, 3, H, W)`` -> ``(N, classes)`` logits (see the module)."""
 
+    head: torch.Tensor
+
     def __init__(
         self,
         model: nn.Module,
@@ -206,9 +208,7 @@ def bias_of(model: nn.Module) -> float | None:
     return None if value is None else float(torch.as_tensor(value).detach().float().reshape(-1)[0])
 
 
-def open_clip_classifier(
-    model: nn.Module, tokenizer: Any, settings: ZeroShotSettings, source: str
-) -> ZeroShotClassifier:
+def open_clip_classifier(model: Any, tokenizer: Any, settings: ZeroShotSettings, source: str) -> ZeroShotClassifier:
     """An open_clip model (``encode_image``, ``encode_text``) as a :class:`ZeroShotClassifier`."""
     templates = templates_of(settings.templates)
     device = next(model.parameters()).device
@@ -221,7 +221,7 @@ def open_clip_classifier(
     )  # fmt: skip
 
 
-def hf_classifier(model: nn.Module, tokenizer: Any, settings: ZeroShotSettings, source: str) -> ZeroShotClassifier:
+def hf_classifier(model: Any, tokenizer: Any, settings: ZeroShotSettings, source: str) -> ZeroShotClassifier:
     """A transformers ``CLIPModel`` or ``SiglipModel`` as a :class:`ZeroShotClassifier`.
 
     SigLIP's text tower was trained on texts padded to its full length (``padding="max_length"``), CLIP's on
