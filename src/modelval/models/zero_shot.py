@@ -51,12 +51,8 @@ def _metadata() -> dict[str, Any]:
 
 def class_names(space: str) -> tuple[str, ...]:
     """The class names of a class space: ``imagenet1k`` (1,000, OpenAI's curated names) or ``16``."""
-    from modelval.behaviour.categories import CATEGORIES
-
-    if space == "16":
-        return CATEGORIES
-    if space == "imagenet1k":
-        return tuple(_metadata()["imagenet1k"])
+    if space in CLASS_SPACES:  # "16": the category names in CATEGORIES order (models may not import behaviour)
+        return tuple(_metadata()[space])
     raise DataError(f"unknown class space {space!r}; use one of {', '.join(CLASS_SPACES)}")
 
 
