@@ -174,3 +174,54 @@ def test_the_spec_end_to_end(stimulus_subset, tmp_path, monkeypatch):
     assert preprocessing["mean"] == pytest.approx(open_clip.OPENAI_DATASET_MEAN)
     assert "open_clip's transform" in str(preprocessing["sources"])
     assert not math.isnan(first.result.cue_accuracy)
+
+
+class WordTokenizer:
+    """A stand-in for a transformers tokenizer (no vocabulary files can be downloaded here): one id per word."""
+
+    def __init__(self, length: int = 16) -> None:
+        self.length = length
+        self.paddings: list[object] = []
+
+    def __call__(self, texts, padding=False, truncation=False, return_tensors=None):
+        self.paddings.append(padding)
+        ids = [[*[2 + sum(map(ord, word)) % 90 for word in text.split()][: self.length - 1], 1] for text in texts]
+        width = self.length if padding == "max_length" else max(len(row) for row in ids)
+        mask = [[1] * len(row) + [0] * (width - len(row)) for row in ids]
+        ids = [row + [0] * (width - len(row)) for row in ids]
+        return {"input_ids": torch.tensor(ids), "attention_mask": torch.tensor(mask)}
+
+
+@pytest.mark.parametrize("kind", ["clip", "siglip"])
+def test_transformers_clip_and_siglip(kind):
+    """A tiny random transformers CLIPModel / SiglipModel through the same head: CLIP softmax, SigLIP sigmoid
+    with its text padded to full length."""
+    transformers = pytest.importorskip("transformers")
+    from modelval.models.zero_shot import hf_classifier
+
+    torch.manual_seed(0)
+    text = dict(vocab_size=100, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
+                max_position_embeddings=16)  # fmt: skip
+    vision = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2, image_size=32,
+                  patch_size=16)  # fmt: skip
+    if kind == "clip":
+        config = transformers.CLIPConfig(text_config=text, vision_config=vision, projection_dim=16)
+        model = transformers.CLIPModel(config).eval()
+    else:
+        config = transformers.SiglipConfig(text_config=text, vision_config=vision)
+        model = transformers.SiglipModel(config).eval()
+    tokenizer = WordTokenizer()
+    classifier = hf_classifier(model, tokenizer, ZeroShotSettings("16", "a photo of a {}."), "test")
+    images = torch.rand(2, 3, 32, 32)
+    with torch.no_grad():
+        outputs = classifier(images)
+        image = model.get_image_features(pixel_values=images)
+        image = F.normalize(getattr(image, "pooler_output", image), dim=-1)
+        z = model.logit_scale.exp() * image @ classifier.head
+    assert outputs.shape == (2, 16)
+    if kind == "clip":
+        assert classifier.scoring == "softmax" and set(tokenizer.paddings) == {True}
+        assert torch.allclose(outputs, z, atol=1e-5)
+    else:
+        assert classifier.scoring == "sigmoid" and set(tokenizer.paddings) == {"max_length"}
+        assert torch.allclose(outputs, F.logsigmoid(z + model.logit_bias), atol=1e-5)
