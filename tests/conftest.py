@@ -53,6 +53,22 @@ def uses_reference_package(function: object, seen: set[int] | None = None) -> bo
     return False
 
 
+@pytest.fixture(scope="session")
+def vlm_shapebias_dir(pytestconfig: pytest.Config, modelval_reference_dir: Path) -> Path:
+    """The published response files of Gavrikov et al. (ICLR 2025; CC BY-SA 4.0, never in the wheel): the
+    ``raw-data`` folder of ``$MODELVAL_VLM_SHAPEBIAS_DIR``, else of ``vlm-shapebias/`` beside the reference data."""
+    import os
+
+    from modelval.pytest_plugin.settings import missing_resource
+
+    given = os.environ.get("MODELVAL_VLM_SHAPEBIAS_DIR")
+    root = Path(given) if given else modelval_reference_dir.parent / "vlm-shapebias"
+    folder = root / "raw-data" if (root / "raw-data").is_dir() else root
+    if not (folder / "prompt_search_results.csv").is_file():
+        missing_resource(pytestconfig, f"the vlm-shapebias response files are not in {root}")
+    return folder
+
+
 @pytest.fixture
 def isolated_caches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
     """Empty checkpoint, torch.hub and HF caches under tmp_path; no mirror, not offline, fast retries."""

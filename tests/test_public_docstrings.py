@@ -2,9 +2,10 @@
 
 What ``help()`` and the mkdocstrings pages show: a one-line summary, what the function computes, a
 ``Parameters`` section listing every parameter of the signature in order, ``Returns``, and ``Examples`` that
-run as written (here, as doctests) and show a number. The examples may use four folders the harness provides:
+run as written (here, as doctests) and show a number. The examples may use five folders the harness provides:
 ``STIMULI`` (the 1280 published cue-conflict images), ``SUBSET`` (the first two of each category, symlinked),
-``REFERENCE`` (texture-vs-shape's published decision files) and ``FOLDER`` (an empty temporary folder). An
+``REFERENCE`` (texture-vs-shape's published decision files), ``VLM_SHAPEBIAS`` (Gavrikov et al.'s published
+response files, ``raw-data/``) and ``FOLDER`` (an empty temporary folder). An
 example that uses ``STIMULI`` evaluates the whole set, so its test is ``slow``; the form check is always fast.
 """
 
@@ -29,6 +30,7 @@ EXAMPLE_FOLDERS = {
     "REFERENCE": "modelval_reference_dir",
     "SUBSET": "stimulus_subset",
     "FOLDER": "tmp_path",
+    "VLM_SHAPEBIAS": "vlm_shapebias_dir",
 }
 SECTIONS = ("Parameters", "Returns", "Examples")
 #: A number standing on its own in an example's output (``0.2207``, ``(162, 572)``, ``-1e-05``), not a digit

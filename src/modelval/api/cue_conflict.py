@@ -17,6 +17,7 @@ from modelval import jsonio
 from modelval.api.options import EvaluationOptions, ModelOptions, resolve_options
 from modelval.api.pipeline import ModelRun, run_model
 from modelval.api.recording import JSONResult, decision_file_provenance, protocol_label
+from modelval.errors import DataError
 from modelval.records.run_store import record_run
 
 if TYPE_CHECKING:
@@ -259,17 +260,22 @@ def shape_bias_of_decisions(
     seed: int = 0,
     sanity_gate: bool = True,
     resample: str | None = None,
+    parse: str | None = None,
 ) -> ShapeBiasReport:
-    """The shape bias recomputed from a per-image decision CSV (the published raw-data format).
+    """The shape bias recomputed from a per-image decision CSV (the published raw-data format, or a VLM's answers).
 
     Shape hits / (shape + texture hits) over the conflict images of the file, with the texture-image bootstrap
-    interval, the expected value of ``observer`` when it is a registered model, and the sanity gate.
+    interval, the expected value of ``observer`` when it is a registered model, and the sanity gate. A response
+    file of Gavrikov et al. (``image, response, pred_label, ...``: CLIP, ImageNet classifiers, VLMs) is read by
+    its ``pred_label`` as published, or by re-parsing its answers (``parse``); answers with no class are
+    *abstentions*, counted beside the shape bias (neither a shape nor a texture hit; the cue-conflict accuracy
+    is over all conflict stimuli).
 
     Parameters
     ----------
     path
-        The decision CSV (texture-vs-shape's ``raw-data`` format: subj, session, trial, rt, object_response,
-        category, condition, imagename).
+        The decision CSV: texture-vs-shape's ``raw-data`` format (subj, session, trial, rt, object_response,
+        category, condition, imagename), or a published response file (``image``, ``response``, ``pred_label``).
     observer
         A registered model whose published value the report compares with (``"resnet50_in"``).
     bootstrap
@@ -281,11 +287,16 @@ def shape_bias_of_decisions(
     resample
         The bootstrap's unit: ``"texture"`` (default), ``"shape"``, ``"two-way"`` or ``"stimuli"``
         (:mod:`modelval.behaviour.resampling`).
+    parse
+        For a response file: ``None`` takes ``pred_label`` as published; ``"vqa"`` re-parses ``response`` by the
+        authors' rule, ``"caption-judge"`` reads the LLM judge's letters, ``"caption-names"`` a caption's words
+        (:mod:`modelval.behaviour.answers`).
 
     Returns
     -------
     ShapeBiasReport
-        As :func:`shape_bias`, without a model run (``.run`` is ``None``).
+        As :func:`shape_bias`, without a model run (``.run`` is ``None``); ``.result.abstentions`` counts the
+        conflict stimuli answered with no class.
 
     Examples
     --------
@@ -297,7 +308,15 @@ def shape_bias_of_decisions(
     >>> report = modelval.shape_bias_of_decisions(resnet50, observer="resnet50_in", bootstrap=0)
     >>> round(report.shape_bias, 4), report.result.shape_hits, report.result.texture_hits, report.row.final_verdict
     (0.2207, 162, 572, 'PASS')
+
+    GPT-4V's published VQA answers (Gavrikov et al.), re-parsed: 126 of the 1,200 conflict stimuli got no class.
+
+    >>> gpt4v = VLM_SHAPEBIAS / "vlm/vqa/20240228_002836_openai_vision.csv"
+    >>> report = modelval.shape_bias_of_decisions(gpt4v, parse="vqa", bootstrap=0)
+    >>> round(report.shape_bias, 4), round(report.result.cue_accuracy, 4), report.result.abstentions
+    (0.4791, 0.6975, 126)
     """
+    from modelval.behaviour.answers import is_response_file, read_responses
     from modelval.behaviour.cue_conflict import EXPECTED_IMAGES
     from modelval.behaviour.decisions import read_decisions
     from modelval.behaviour.resampling import resolve_unit
@@ -307,7 +326,13 @@ def shape_bias_of_decisions(
     from modelval.judgement.sanity import sanity_check
 
     path = Path(path)
-    decisions = read_decisions(path)
+    response_file = is_response_file(path)
+    if parse is not None and not response_file:
+        raise DataError(
+            f"{path}: --parse re-reads the answers of a response file (image, response, pred_label, ...); this is a "
+            "decision file in the raw-data format, whose object_response is already a class"
+        )
+    decisions = read_responses(path, parse=parse) if response_file else read_decisions(path)
     expected = expected_for(observer) if observer else None
     label = expected.label if expected else (observer or path.stem)
     unit = resolve_unit(resample, cue_conflict=True)
@@ -318,11 +343,14 @@ def shape_bias_of_decisions(
     sanity = sanity_check(result)
     _gate(row, sanity, sanity_gate)
     details: dict[str, Any] = {"decisions_file": str(path), "images": len(decisions)}
+    if response_file:
+        from modelval.api.vlm import ABSTENTION_RULE
+
+        details["answers"] = f"re-parsed with {parse!r}" if parse else "pred_label as published"
+        details["abstention_rule"] = ABSTENTION_RULE
     if len(decisions) != EXPECTED_IMAGES:
         details["coverage_warning"] = (
             f"{path} covers {len(decisions)} of the {EXPECTED_IMAGES} cue-conflict images; the result is not "
             "comparable with published values"
         )
     return ShapeBiasReport(row, sanity, decisions, details, gated=sanity_gate)
-
-

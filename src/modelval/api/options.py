@@ -16,6 +16,7 @@ from modelval.runtime import DEFAULT_BATCH_SIZE, check_seed
 
 if TYPE_CHECKING:
     from modelval.behaviour.label_map import LabelMap
+    from modelval.models.zero_shot import ZeroShotSettings
     from modelval.preprocessing import PreprocessOverrides
 
 PathLike = str | os.PathLike[str]
@@ -97,6 +98,9 @@ class ModelOptions:
     offline: bool | None = None
     #: The folder a spec's relative file paths are resolved from (a models file's folder); ``None``: as given.
     base_dir: PathLike | None = None
+    #: ``open_clip:`` and ``hf:`` CLIP / SigLIP specs: class space, templates and logit scale of the zero-shot head
+    #: (:class:`~modelval.models.zero_shot.ZeroShotSettings`; ``None``: ImageNet-1k names, OpenAI's 80 templates).
+    zero_shot: ZeroShotSettings | None = None
 
     def overrides(self) -> PreprocessOverrides:
         from modelval.preprocessing import PreprocessOverrides
@@ -108,6 +112,11 @@ class ModelOptions:
     def read_label_map(self) -> LabelMap | None:
         from modelval.behaviour.label_map import LabelMap, read_label_map
 
+        if self.label_map is None and self.zero_shot is not None and self.zero_shot.class_space == "16":
+            from modelval.behaviour.categories import CATEGORIES
+
+            # the zero-shot head's outputs are the 16 categories themselves, in CATEGORIES order
+            return LabelMap({name: (i,) for i, name in enumerate(CATEGORIES)}, origin="zero-shot class space 16")
         if self.label_map is None or isinstance(self.label_map, LabelMap):
             return self.label_map
         return read_label_map(Path(self.label_map))

@@ -198,6 +198,7 @@ def load(
             offline=opts.offline,
             progress=progress,
             base_dir=None if opts.base_dir is None else Path(opts.base_dir),
+            zero_shot=opts.zero_shot,
         )
         return loaded, name or model
     from torch import nn

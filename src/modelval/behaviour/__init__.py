@@ -5,6 +5,7 @@ published raw-data format, and the shape bias computed from them. Nothing here l
 reads a stimulus folder; it imports only the shared ground.
 """
 
+from modelval.behaviour.answers import parse_caption_judge, parse_vqa, read_responses
 from modelval.behaviour.categories import (
     AGGREGATIONS,
     CATEGORIES,
@@ -82,10 +83,13 @@ __all__ = [
     "load_human_panel",
     "map_to_categories",
     "mcnemar_exact",
+    "parse_caption_judge",
     "parse_stimulus_name",
+    "parse_vqa",
     "permutation_test",
     "read_decisions",
     "read_label_map",
+    "read_responses",
     "read_trials",
     "resampling_for",
     "stimulus_sources",

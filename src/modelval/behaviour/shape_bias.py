@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from modelval.behaviour.categories import CATEGORIES
-from modelval.behaviour.decisions import Decision
+from modelval.behaviour.decisions import NO_RESPONSE, Decision
 from modelval.behaviour.resampling import (
     DEFAULT_RESAMPLING,
     Resampling,
@@ -60,6 +60,9 @@ class ShapeBiasResult:
     per_category: dict[str, CategoryShapeBias] = field(default_factory=dict)
     #: What the bootstrap of the interval resampled (a unit of :mod:`modelval.behaviour.resampling`).
     ci_resampling: str = DEFAULT_RESAMPLING
+    #: Conflict stimuli answered with no class (``na``: a VLM's refusal or unparsable answer, a human's missing
+    #: answer); part of ``other``: neither a shape nor a texture hit, and counted in the accuracy's denominator.
+    abstentions: int = 0
 
     @property
     def shape_bias(self) -> float:
@@ -81,6 +84,7 @@ class ShapeBiasResult:
             "conflict_images": self.conflict_images,
             "excluded_no_conflict": self.excluded_no_conflict,
             "cue_accuracy": _finite_or_none(self.cue_accuracy),
+            "abstentions": self.abstentions,
             "ci95": [_finite_or_none(self.ci_low), _finite_or_none(self.ci_high)],
             "ci95_resampling": self.ci_resampling,
             "per_category": {
@@ -106,7 +110,7 @@ def compute_shape_bias(
     Only cue-conflict images count: a decision on one of the 80 images whose shape equals its texture
     is dropped (``excluded_no_conflict``). On the others a decision is a *shape hit* when it names the
     shape category, a *texture hit* when it names the texture category, and *other* otherwise (another
-    category, or a human's ``na``: no answer in time). The shape bias is
+    category, or ``na``: a human's missing answer, a VLM's abstention). The shape bias is
     ``shape hits / (shape hits + texture hits)``, as in Geirhos et al. (ICLR 2019); the cue-conflict
     accuracy is ``(shape hits + texture hits) / conflict images``. Both are also given per shape
     category.
@@ -136,7 +140,8 @@ def compute_shape_bias(
     -------
     ShapeBiasResult
         ``shape_bias`` and ``cue_accuracy`` (NaN when nothing counts), the counts ``shape_hits``,
-        ``texture_hits``, ``other``, ``conflict_images`` and ``excluded_no_conflict``, the interval
+        ``texture_hits``, ``other``, ``abstentions`` (the ``na`` among ``other``), ``conflict_images`` and
+        ``excluded_no_conflict``, the interval
         ``ci_low`` and ``ci_high`` with its unit ``ci_resampling``, and ``per_category``: a
         ``CategoryShapeBias`` (the same counts and ``shape_bias``) for each of the 16 shape categories.
         ``to_dict()`` gives all of it JSON-ready (NaN as None).
@@ -193,6 +198,7 @@ def compute_shape_bias(
         ci_high=high,
         per_category=per_category,
         ci_resampling=resample,
+        abstentions=sum(d.response == NO_RESPONSE for d in conflicts),
     )
 
 

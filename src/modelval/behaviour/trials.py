@@ -76,8 +76,16 @@ def condition_in_name(imagename: str) -> str:
 
 
 def read_trials(path: str | os.PathLike[str]) -> list[Trial]:
-    """Read one observer's decision CSV in the raw-data format; a clear error names the bad row."""
+    """Read one observer's decision CSV in the raw-data format; a clear error names the bad row.
+
+    A published VLM / CLIP response file of Gavrikov et al. (``image, response, pred_label``; cue-conflict only)
+    reads by its ``pred_label`` (no class: ``na``), so such an observer enters every comparison as a model does.
+    """
+    from modelval.behaviour.answers import is_response_file, read_responses
+
     path = Path(path)
+    if is_response_file(path):
+        return trials_from_decisions(read_responses(path))
     with reading_csv(path) as reader:  # one reader: a folder, non-UTF-8 text, a huge field are one line
         # model-vs-human's sessions write ``Session`` where texture-vs-shape writes ``session``: headers are
         # read without regard to case, as model-vs-human reads them

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from modelval.api.options import EvaluationOptions, ModelOptions
 from modelval.behaviour.categories import AGGREGATIONS
@@ -30,6 +31,9 @@ from modelval.datasets.registry import list_datasets
 from modelval.preprocessing import NORMALIZATION_CHOICES
 from modelval.records.output_cache import NO_OUTPUT_CACHE_ENV
 from modelval.runtime import DEFAULT_BATCH_SIZE
+
+if TYPE_CHECKING:
+    from modelval.models.zero_shot import ZeroShotSettings
 
 DATASET_NAMES = tuple(entry.name for entry in list_datasets())
 
@@ -81,6 +85,21 @@ def add_spec_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--trust-repo", action="store_true", help="allow hub: specs to run the repository's code in this process"
     )
+    zero_shot = parser.add_argument_group("zero-shot (open_clip: and hf: CLIP/SigLIP specs; see docs/zero-shot.md)")
+    zero_shot.add_argument(
+        "--class-space",
+        choices=("imagenet1k", "16"),
+        help="imagenet1k: the 1000 ImageNet names, then 1000 -> 16 (model-vs-human; default); 16: the 16 category "
+        "names directly (Gavrikov et al.)",
+    )
+    zero_shot.add_argument(
+        "--templates",
+        metavar="SET",
+        help="openai80 (default), simple7, one template with {} ('a photo of a {}.'), or a file of templates",
+    )
+    zero_shot.add_argument(
+        "--logit-scale", metavar="SCALE", help="model (the learned scale; default) or a number such as 100"
+    )
 
 
 def model_options(args: argparse.Namespace) -> ModelOptions:
@@ -98,7 +117,22 @@ def model_options(args: argparse.Namespace) -> ModelOptions:
         device=getattr(args, "device", "auto"),
         checkpoint_dir=getattr(args, "checkpoint_dir", None),
         offline=getattr(args, "offline", None),
+        zero_shot=zero_shot_settings(args),
     )
+
+
+def zero_shot_settings(args: argparse.Namespace) -> ZeroShotSettings | None:
+    """The zero-shot head's settings when any of ``--class-space``, ``--templates``, ``--logit-scale`` is given."""
+    given: dict[str, Any] = {
+        key: getattr(args, key, None)
+        for key in ("class_space", "templates", "logit_scale")
+        if getattr(args, key, None) is not None
+    }
+    if not given:
+        return None
+    from modelval.models.zero_shot import ZeroShotSettings
+
+    return ZeroShotSettings(**given)
 
 
 def evaluation_options(args: argparse.Namespace, **protocol: str) -> EvaluationOptions:
@@ -231,5 +265,3 @@ def add_reference_option(parser: argparse.ArgumentParser) -> None:
         help="use a reference folder whose human observer files differ from the published manifest (changed, "
         "missing or extra files); the output says what differs",
     )
-
-

@@ -7,6 +7,7 @@ import math
 import sys
 from pathlib import Path
 
+from modelval.behaviour.answers import PARSERS, PROMPTS
 from modelval.cli._args import (
     add_bootstrap_options,
     add_figure_option,
@@ -39,9 +40,32 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "Exit status 1 when the model is not a working classifier (the sanity gate)."
         ),
     )
-    parser.add_argument("--decisions", type=Path, help="per-image decision CSV (published raw-data format)")
     parser.add_argument(
-        "--model", help="registry name (`modelval models`) or spec: timm:, hf:, torchvision:, hub:, file.py:fn, ..."
+        "--decisions",
+        type=Path,
+        help="per-image decision CSV (published raw-data format), or a published VLM/CLIP response file "
+        "(image, response, pred_label, ...), read by pred_label unless --parse",
+    )
+    parser.add_argument(
+        "--parse",
+        choices=PARSERS,
+        help="re-parse a response file's answers: vqa (the option letter or a bare category name, the authors' "
+        "rule), caption-judge (an LLM judge's letters; several or X: no class), caption-names (a caption's words)",
+    )
+    parser.add_argument(
+        "--model",
+        help="registry name (`modelval models`) or spec: timm:, hf:, open_clip:, torchvision:, hub:, file.py:fn, ...",
+    )
+    parser.add_argument(
+        "--vlm",
+        metavar="FILE.py:FN",
+        help="a vision-language model of your own: a callable (PIL image, prompt) -> str, asked each --prompt",
+    )
+    parser.add_argument(
+        "--prompt",
+        action="append",
+        metavar="NAME|FILE",
+        help=f"with --vlm, repeatable (a prompt sweep): {', '.join(PROMPTS)} or a prompt file (default: vqa16)",
     )
     add_protocol_options(parser)
     add_evaluation_options(parser)
@@ -75,8 +99,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from modelval import api
 
+    if args.vlm is not None:
+        return run_vlm(args)
+    if args.prompt:
+        args._parser.error("--prompt is for --vlm (a vision-language model of your own)")
+    if args.parse is not None and args.decisions is None:
+        args._parser.error("--parse re-reads a response file given as --decisions; a model's decisions are classes")
     if args.decisions is None and not args.model:
-        args._parser.error("one of --model or --decisions is required")
+        args._parser.error("one of --model or --decisions (or --vlm) is required")
     if args.decisions is not None and args.decisions_out is not None:
         args._parser.error("--decisions-out writes a model's decisions; it needs --model without --decisions")
     if args.decisions is not None and args.save_outputs is not None:
@@ -89,6 +119,7 @@ def run(args: argparse.Namespace) -> int:
             seed=args.seed,
             sanity_gate=not args.no_sanity_gate,
             resample=args.resample,
+            parse=args.parse,
         )
         warning = report.details.pop("coverage_warning", None)
         if warning:
@@ -118,6 +149,38 @@ def run(args: argparse.Namespace) -> int:
     if report.gate_failed:
         print(f"modelval: {report.sanity.message()}", file=sys.stderr)
         return 1
+    return 0
+
+
+def run_vlm(args: argparse.Namespace) -> int:
+    """``--vlm FILE.py:FN [--prompt ...]``: each prompt's shape bias, accuracy and abstentions, paired differences."""
+    from modelval import api
+
+    for flag, value in (
+        ("--model", args.model),
+        ("--decisions", args.decisions),
+        ("--save-outputs", args.save_outputs),
+    ):
+        if value:
+            args._parser.error(f"--vlm asks a vision-language model; {flag} does not apply to it")
+    report = api.vlm_shape_bias(
+        args.vlm,
+        args.prompt or ["vqa16"],
+        parse=args.parse,
+        options=evaluation_options(args),
+        answer_cache=False if getattr(args, "no_output_cache", False) else None,
+        run_store=default_run_store(),
+    )
+    if args.decisions_out is not None:
+        from modelval.behaviour.decisions import write_decisions
+
+        first = report.prompts[0]
+        write_decisions(args.decisions_out, first.decisions, subject=f"{report.vlm} {first.name}")
+        warn(f"decisions of the prompt {first.name} written to {args.decisions_out}")
+    if args.json:
+        out_json(report.to_json())
+    else:
+        out(report.table())
     return 0
 
 
@@ -169,6 +232,11 @@ def format_text(report) -> str:
     mapped = report.details.get("mapped_conflicts")
     if isinstance(mapped, dict):
         lines.append(format_mapped(mapped, report.details.get("unmapped_categories") or [], bool(report.row.withheld)))
+    if report.result.abstentions or "abstention_rule" in report.details:
+        lines.append(
+            f"abstentions: {report.result.abstentions} of the {report.result.conflict_images} conflict stimuli got no "
+            f"class; cue-conflict accuracy {report.result.cue_accuracy:.2%} (over all of them)"
+        )
     for name, value in report.details.items():
         if name == "audit":
             lines += [f"audit: {note}" for note in value]

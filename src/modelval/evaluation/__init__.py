@@ -214,6 +214,9 @@ def evaluate(
         "output_cache_key": key,
         "bootstrap": {"resamples": n_bootstrap, "seed": seed, "unit": result.ci_resampling},
     }
+    zero_shot = getattr(model, "zero_shot_record", None)  # a CLIP / SigLIP head (modelval.models.zero_shot)
+    if callable(zero_shot):
+        provenance["zero_shot"] = zero_shot()
     return Evaluation(
         model_name=model_name,
         config=config,

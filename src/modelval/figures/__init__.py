@@ -43,6 +43,7 @@ _EXPORTS = {
     "write_human_figures": "modelval.figures.humans",
     "plot_sensitivity_card": "modelval.figures.sensitivity",
     "plot_per_category": "modelval.figures.shape_bias",
+    "plot_prompt_search": "modelval.figures.shape_bias",
     "save": "modelval.figures.style",
 }
 

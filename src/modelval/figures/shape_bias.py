@@ -17,6 +17,8 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
+    from modelval.behaviour.answers import PromptSearchRow
+
 #: The resolution the commands and the validation report write this figure at (``save(fig, path, dpi=DPI)``).
 DPI = 120
 
@@ -101,4 +103,48 @@ def plot_per_category(
     ax.legend(loc="lower right", fontsize=8, frameon=True)
     if own:
         fig.tight_layout()
+    return fig
+
+
+def plot_prompt_search(
+    rows: Sequence[PromptSearchRow],
+    *,
+    ax: Axes | None = None,
+    title: str = "Prompts: cue-conflict accuracy against shape bias",
+    measured: Mapping[str, tuple[float, float]] | None = None,
+) -> Figure:
+    """Accuracy against shape bias, one point per prompt, one colour per model (Gavrikov et al.'s prompt search).
+
+    Parameters
+    ----------
+    rows
+        The published table's rows (:func:`modelval.prompt_search`) or any rows with ``model``, ``accuracy`` and
+        ``shape_bias``.
+    ax
+        Axes to draw into; ``None``: a new figure of 6.5 x 5 inches.
+    title
+        The title.
+    measured
+        Prompt name -> ``(shape bias, accuracy)`` of your own run (a prompt sweep), drawn as labelled crosses.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        ``ax.figure``, or the new figure; neither saved nor closed (:func:`modelval.figures.save`).
+    """
+    fig, ax = new_axes(ax, (6.5, 5.0))
+    models = sorted({row.model for row in rows})
+    for model in models:
+        mine = [row for row in rows if row.model == model]
+        ax.scatter([r.shape_bias for r in mine], [r.accuracy for r in mine], s=14, alpha=0.6, label=model)
+    for name, (bias, accuracy) in (measured or {}).items():
+        ax.scatter([bias], [accuracy], marker="x", s=60, color="black")
+        ax.annotate(name, (bias, accuracy), textcoords="offset points", xytext=(4, 4), fontsize=8)
+    ax.set_xlabel("shape bias (shape hits / (shape + texture hits))")
+    ax.set_ylabel("cue-conflict accuracy ((shape + texture hits) / conflict stimuli)")
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8, loc="lower left")
+    ax.set_title(title)
     return fig

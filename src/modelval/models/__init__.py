@@ -34,6 +34,7 @@ _EXPORTS = {
     "is_spec": "modelval.models.specs",
     "parse_spec": "modelval.models.specs",
     "WeightsStatus": "modelval.models.weights",
+    "ZeroShotSettings": "modelval.models.zero_shot",
 }
 
 __all__ = sorted(_EXPORTS)

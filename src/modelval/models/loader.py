@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # torch loads on first use: listing models or parsing specs stays light
     import torch
 
+    from modelval.models.zero_shot import ZeroShotSettings
+
 from modelval.errors import ModelvalError
 from modelval.extras import require_for_source
 from modelval.models import sources
@@ -25,6 +27,7 @@ def entry_for_spec(
     trust_repo: bool = False,
     imagenet_head: bool = True,
     base_dir: Path | None = None,
+    zero_shot: ZeroShotSettings | None = None,
 ) -> ModelEntry:
     """The :class:`ModelEntry` a spec stands for (a registry entry, or one built for this source)."""
     parsed = spec if isinstance(spec, ModelSpec) else parse_spec(spec)
@@ -40,8 +43,10 @@ def entry_for_spec(
     if parsed.kind == "hf":
         folder = sources.hf_local_folder(parsed, base_dir)
         if folder is not None:
-            return sources.hf_folder_entry(parsed, folder, imagenet_head=imagenet_head)
-        return sources.hf_entry(parsed, imagenet_head=imagenet_head)
+            return sources.hf_folder_entry(parsed, folder, imagenet_head=imagenet_head, zero_shot=zero_shot)
+        return sources.hf_entry(parsed, imagenet_head=imagenet_head, zero_shot=zero_shot)
+    if parsed.kind == "open_clip":
+        return sources.open_clip_entry(parsed, zero_shot=zero_shot)
     if parsed.kind == "torchvision":
         return sources.torchvision_entry(parsed, pretrained=checkpoint is None)
     if parsed.kind == "hub":
@@ -68,6 +73,7 @@ def load_model(
     base_dir: Path | None = None,
     checkpoint_key: str | None = None,
     strip_prefix: str | None = None,
+    zero_shot: ZeroShotSettings | None = None,
 ) -> LoadedModel:
     """Load a registered model or any model spec in eval mode, with the preprocessing it was trained with.
 
@@ -106,6 +112,10 @@ def load_model(
         The checkpoint's state dict under this key (``state_dict_ema``).
     strip_prefix
         A prefix removed from the checkpoint's keys (Lightning's ``model.``).
+    zero_shot
+        For ``open_clip:`` and ``hf:`` CLIP / SigLIP specs: the class space, templates and logit scale of the
+        zero-shot head (:class:`~modelval.models.zero_shot.ZeroShotSettings`; ``None``: ImageNet-1k names, the
+        80 OpenAI templates, the model's scale).
 
     Returns
     -------
@@ -129,8 +139,9 @@ def load_model(
     (256, None)
     """
     entry = entry_for_spec(
-        spec, checkpoint=checkpoint, trust_repo=trust_repo, imagenet_head=imagenet_head, base_dir=base_dir
-    )
+        spec, checkpoint=checkpoint, trust_repo=trust_repo, imagenet_head=imagenet_head, base_dir=base_dir,
+        zero_shot=zero_shot,
+    )  # fmt: skip
     loaded = load_entry(
         entry,
         normalization=normalization,

@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # torch loads on first use: listing models or parsing specs stays light
     from torch import nn
 
+    from modelval.models.zero_shot import ZeroShotSettings
+
 from modelval.errors import DataError, DownloadError, ModelvalError, UserCodeError, describe_exception, user_code
 from modelval.models.registry import LoadContext, ModelEntry
 from modelval.models.specs import ModelSpec
@@ -122,7 +124,9 @@ def check_imagenet_id2label(id2label: dict[int, str], repo: str) -> None:
         )
 
 
-def _hf_classifier(where: str, source: str | Path, imagenet_head: bool, **options: Any) -> nn.Module:
+def _hf_classifier(
+    where: str, source: str | Path, imagenet_head: bool, zero_shot: ZeroShotSettings | None = None, **options: Any
+) -> nn.Module:
     """The transformers classifier of an HF repository in the cache or a local folder, in one code path.
 
     transformers' own errors on a broken ``config.json``, one without ``model_type``, or an empty, garbage
@@ -136,10 +140,31 @@ def _hf_classifier(where: str, source: str | Path, imagenet_head: bool, **option
 
     with hf_errors(f"{where}: transformers cannot read its config.json"):
         config = AutoConfig.from_pretrained(source, **options)
+    if getattr(config, "model_type", None) in ZERO_SHOT_MODEL_TYPES:
+        from modelval.models.zero_shot import ZeroShotSettings
+
+        return _hf_zero_shot(where, source, zero_shot or ZeroShotSettings(), **options)
     if imagenet_head:
         check_imagenet_id2label(dict(config.id2label), where)
     with hf_errors(f"{where}: transformers cannot load the model"):
         return LogitsOf(load_hf_image_classifier(source, **options))
+
+
+#: ``config.model_type`` of the transformers image-text models read as zero-shot classifiers.
+ZERO_SHOT_MODEL_TYPES: tuple[str, ...] = ("clip", "siglip", "siglip2")
+
+
+def _hf_zero_shot(where: str, source: str | Path, settings: ZeroShotSettings, **options: Any) -> nn.Module:
+    """A transformers CLIPModel / SiglipModel and its tokenizer as a zero-shot classifier."""
+    from transformers import AutoModel, AutoTokenizer
+
+    from modelval.models.zero_shot import hf_classifier
+
+    with hf_errors(f"{where}: transformers cannot load the model"):
+        model = AutoModel.from_pretrained(source, **options).eval()
+    with hf_errors(f"{where}: transformers cannot load its tokenizer"):
+        tokenizer = AutoTokenizer.from_pretrained(source, **options)
+    return hf_classifier(model, tokenizer, settings, source=f"transformers {type(model).__name__} {where}")
 
 
 @contextlib.contextmanager
@@ -159,14 +184,14 @@ def hf_errors(what: str) -> Iterator[None]:
         raise DataError(f"{what} ({describe_exception(error)})") from error
 
 
-def hf_entry(spec: ModelSpec, *, imagenet_head: bool = True) -> ModelEntry:
+def hf_entry(spec: ModelSpec, *, imagenet_head: bool = True, zero_shot: ZeroShotSettings | None = None) -> ModelEntry:
     """``hf:<repo_id>[@<revision>]``: AutoModelForImageClassification with the repository's processor."""
     repo_id, revision = spec.target, spec.detail
     repo = HFRepo(repo_id, optional_files=("preprocessor_config.json",), revision=revision)
 
     def build(context: LoadContext) -> nn.Module:
         options = dict(cache_dir=hf_cache_dir(), local_files_only=True, revision=revision)
-        return _hf_classifier(repo_id, repo_id, imagenet_head, **options)
+        return _hf_classifier(repo_id, repo_id, imagenet_head, zero_shot, **options)
 
     def resolve(context: LoadContext) -> tuple[PreprocessConfig, str]:
         from modelval.models.hf import load_processor, processor_to_config
@@ -206,7 +231,9 @@ def hf_local_folder(spec: ModelSpec, base_dir: Path | None = None) -> Path | Non
     return path if spec.detail is None and path.is_dir() else None
 
 
-def hf_folder_entry(spec: ModelSpec, folder: Path, *, imagenet_head: bool = True) -> ModelEntry:
+def hf_folder_entry(
+    spec: ModelSpec, folder: Path, *, imagenet_head: bool = True, zero_shot: ZeroShotSettings | None = None
+) -> ModelEntry:
     """``hf:./<folder>``: a ``save_pretrained`` folder, its processor config as the preprocessing source."""
     if not (folder / "config.json").is_file():
         raise DataError(
@@ -215,7 +242,7 @@ def hf_folder_entry(spec: ModelSpec, folder: Path, *, imagenet_head: bool = True
         )
 
     def build(context: LoadContext) -> nn.Module:
-        return _hf_classifier(str(folder), folder, imagenet_head, local_files_only=True)
+        return _hf_classifier(str(folder), folder, imagenet_head, zero_shot, local_files_only=True)
 
     def resolve(context: LoadContext) -> tuple[PreprocessConfig, str]:
         from modelval.models.hf import load_processor, processor_to_config
@@ -232,6 +259,64 @@ def hf_folder_entry(spec: ModelSpec, folder: Path, *, imagenet_head: bool = True
         build,
         resolve_preprocess=resolve,
         provenance=f"transformers AutoModelForImageClassification from the local folder {folder}",
+    )
+
+
+# --- open_clip ---------------------------------------------------------------------------------
+
+
+def open_clip_entry(spec: ModelSpec, *, zero_shot: ZeroShotSettings | None = None) -> ModelEntry:
+    """``open_clip:<model>/<pretrained>``: open_clip's model, tokenizer and transform, as a zero-shot classifier.
+
+    ``<pretrained>`` is one of open_clip's tags for the model (``openai``, ``laion2b_s32b_b82k``, ...), fetched
+    by open_clip into the HuggingFace cache; ``none`` builds the architecture with random weights (for testing
+    the plumbing: the sanity gate withholds its shape bias). The preprocessing is the model's own transform:
+    its mean, std and interpolation, and its resolution (a 336 px model is fed the stimuli resized to 336).
+    """
+    import open_clip
+
+    from modelval.models.zero_shot import ZeroShotSettings
+
+    settings = zero_shot or ZeroShotSettings()
+    name, tag = spec.target, spec.detail or "none"
+    if name not in open_clip.list_models():
+        close = difflib.get_close_matches(name, open_clip.list_models(), n=3)
+        hint = f" Did you mean {', '.join(close)}?" if close else ""
+        raise ModelvalError(f"open_clip {open_clip.__version__} has no model {name!r}.{hint}")
+    pretrained = None if tag.lower() == "none" else tag
+    if pretrained is not None and pretrained not in open_clip.list_pretrained_tags_by_model(name):
+        tags = ", ".join(open_clip.list_pretrained_tags_by_model(name)) or "none"
+        raise ModelvalError(f"open_clip has no pretrained tag {pretrained!r} for {name}; its tags: {tags}")
+    cfg = open_clip.get_model_config(name) or {}
+    size = cfg.get("vision_cfg", {}).get("image_size", 224)
+    size = int(size[0] if isinstance(size, list | tuple) else size)
+    defaults = open_clip.get_pretrained_cfg(name, pretrained) if pretrained else {}
+    mean = tuple(defaults.get("mean") or open_clip.OPENAI_DATASET_MEAN)
+    std = tuple(defaults.get("std") or open_clip.OPENAI_DATASET_STD)
+    interpolation = str(defaults.get("interpolation") or "bicubic")
+    preprocess = PreprocessConfig(
+        mean=mean, std=std, interpolation=interpolation, resize=size, crop=size,
+        input_size=None if size == 224 else size,
+    )  # fmt: skip
+
+    def build(context: LoadContext) -> nn.Module:
+        from modelval.models.zero_shot import open_clip_classifier
+
+        with user_code(f"open_clip.create_model({name!r}, pretrained={pretrained!r})"):
+            model = open_clip.create_model(name, pretrained=pretrained, cache_dir=str(hf_cache_dir())).eval()
+            tokenizer = open_clip.get_tokenizer(name)
+        return open_clip_classifier(model, tokenizer, settings, source=f"open_clip {name}/{tag}")
+
+    return _entry(
+        spec,
+        "open_clip",
+        build,
+        preprocess=preprocess,
+        preprocess_origin=f"open_clip's transform for {name}/{tag} (mean, std, interpolation, {size} px)",
+        native_input_size=size,
+        weights_url=None,
+        provenance=f"open_clip {open_clip.__version__} create_model({name!r}, pretrained={pretrained!r}); "
+        f"zero-shot {settings.to_dict()}",
     )
 
 
@@ -411,6 +496,29 @@ def _import_factory(spec: ModelSpec, base_dir: Path | None) -> Callable[..., Any
         names = sorted(n for n, v in vars(module).items() if callable(v) and not n.startswith("_"))
         raise ModelvalError(f"{spec.text}: {spec.target} has no callable {spec.detail!r}; it has {', '.join(names)}")
     return factory
+
+
+def import_callable(text: str, *, base_dir: Path | None = None) -> tuple[Callable[..., Any], dict[str, Any]]:
+    """The callable a ``file.py:fn`` or ``module.path:fn`` spec names, and its identity for caches and records.
+
+    The identity is the spec, the callable's name and the SHA-256 of the file that defines it (so an edited
+    file is a different model); a callable without a readable source file is identified by its names alone.
+    """
+    from modelval.download import sha256_of
+    from modelval.models.specs import parse_spec
+
+    spec = parse_spec(text)
+    if spec.kind != "factory":
+        raise ModelvalError(f"{text!r} is not a callable spec: give file.py:function or module.path:function")
+    function = _import_factory(spec, base_dir)
+    identity: dict[str, Any] = {"spec": text, "callable": spec.detail}
+    try:
+        where = inspect.getsourcefile(function)
+    except TypeError:
+        where = None
+    if where is not None and Path(where).is_file():
+        identity.update(file=str(where), sha256=sha256_of(where))
+    return function, identity
 
 
 def factory_entry(spec: ModelSpec, *, base_dir: Path | None = None) -> ModelEntry:

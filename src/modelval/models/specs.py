@@ -5,7 +5,9 @@ that source's own loader (see :mod:`modelval.models.sources`)::
 
     timm:<name>[.<tag>]                 timm.create_model(..., pretrained=True); preprocessing: pretrained_cfg
     hf:<repo_id>[@<revision>]           AutoModelForImageClassification + AutoImageProcessor
-    hf:./<folder>, hf:/abs/<folder>     the same from a local save_pretrained folder (its processor config)
+    hf:./<folder>, hf:/abs/<folder>     the same from a local save_pretrained folder (its processor config);
+                                        a CLIP or SigLIP checkpoint is a zero-shot classifier (models.zero_shot)
+    open_clip:<model>/<pretrained>      open_clip.create_model_and_transforms, as a zero-shot classifier
     torchvision:<builder>[.<WEIGHTS>]   the weights enum; preprocessing: weights.transforms()
     hub:<owner>/<repo>[:<ref>]/<entry>  torch.hub (runs the repository's code: needs trust_repo)
     <module.path>:<callable>            the user's factory: nn.Module or (nn.Module, PreprocessConfig)
@@ -28,7 +30,7 @@ from pathlib import Path
 from modelval.errors import ModelvalError
 
 #: The prefixes of :func:`parse_spec`, in the order the docs list them.
-SOURCES: tuple[str, ...] = ("timm", "hf", "torchvision", "hub", "torchscript", "export")
+SOURCES: tuple[str, ...] = ("timm", "hf", "open_clip", "torchvision", "hub", "torchscript", "export")
 
 _MODULE_PATH = re.compile(r"^[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*$")
 _IDENTIFIER = re.compile(r"^[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*$")
@@ -81,7 +83,8 @@ def parse_spec(text: str) -> ModelSpec:
 _LOCAL_PREFIXES = ("./", "../", "/", "~", ".\\", "..\\")
 
 _FORMS = (
-    "timm:<name>[.<tag>], hf:<repo_id>[@<revision>], hf:./<folder>, torchvision:<builder>[.<WEIGHTS>], "
+    "timm:<name>[.<tag>], hf:<repo_id>[@<revision>], hf:./<folder>, open_clip:<model>/<pretrained>, "
+    "torchvision:<builder>[.<WEIGHTS>], "
     "hub:<owner>/<repo>[:<ref>]/<entry>, <module.path>:<callable>, <file.py>:<callable>, "
     "torchscript:<file>, export:<file.pt2>"
 )
@@ -104,6 +107,14 @@ def _parse_source(text: str, prefix: str, rest: str) -> ModelSpec:
         # hf:<owner>/<name> may also be a folder of that relative path (as transformers reads it): see
         # modelval.models.loader, which looks for it relative to the models file's folder too.
         return ModelSpec(text, "hf", repo, revision or None)
+    if prefix == "open_clip":
+        model, _, pretrained = rest.partition("/")
+        if not model or not pretrained:
+            raise ModelvalError(
+                f"model spec {text!r}: an open_clip spec is open_clip:<model>/<pretrained> (open_clip:ViT-L-14/openai; "
+                "open_clip:RN50/none builds the architecture with random weights)"
+            )
+        return ModelSpec(text, "open_clip", model, pretrained)
     if prefix == "torchvision":
         builder, _, weights = rest.partition(".")
         return ModelSpec(text, "torchvision", builder, weights or None)

@@ -1,0 +1,245 @@
+"""Zero-shot classifiers: a CLIP or SigLIP model and a text-built head, as one ``nn.Module`` of logits.
+
+A contrastive image-text model classifies by comparing an image's embedding with one text embedding per
+class. The head is built as open_clip's ``build_zero_shot_classifier`` builds it: for each class name, every
+template (``"a photo of a {}."``) is filled in and encoded, the text features are L2-normalized, averaged
+over the templates and normalized again; the image features are normalized, and the logits are
+``scale * image @ head`` (``+ bias`` for SigLIP).
+
+Settings (:class:`ZeroShotSettings`), all in the module's ``repr`` (so in the output-cache key's architecture
+digest) and in the provenance record:
+
+- **class space**: ``imagenet1k`` (OpenAI's 1,000 curated ImageNet names; the 16 categories are then read
+  through the 1000 -> 16 mapping, as model-vs-human does, so REFINED-BIAS ranks and calibration work as for
+  any ImageNet classifier), or ``16`` (the 16 category names directly, as Gavrikov et al. did; the output
+  index of each category is its position in :data:`~modelval.behaviour.categories.CATEGORIES`).
+- **templates**: ``openai80`` (CLIP's 80 ImageNet templates), ``simple7`` (CLIP's 7-template subset), a single
+  template such as ``"{}"`` or ``"a photo of a {}."`` (anything with ``{}``), or a text file, one per line.
+- **logit scale**: ``model`` (the model's learned ``exp(logit_scale)``) or a fixed number (``100``).
+- **scoring**: ``softmax`` for CLIP; ``sigmoid`` for SigLIP (a model with a logit bias), whose per-class
+  probabilities are independent sigmoids. modelval's forward path applies a softmax to what a model returns,
+  so a sigmoid model returns ``logsigmoid(z)``: the softmax of that is ``sigmoid(z) / sum(sigmoid(z))``, the
+  sigmoid scores made a distribution over the classes (same argmax as the sigmoid).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from modelval.errors import DataError
+
+CLASS_SPACES: tuple[str, ...] = ("imagenet1k", "16")
+TEMPLATE_SETS: tuple[str, ...] = ("openai80", "simple7")
+
+
+@cache
+def _metadata() -> dict[str, Any]:
+    text = resources.files("modelval").joinpath("data/zero_shot.json").read_text(encoding="utf-8")
+    data: dict[str, Any] = json.loads(text)
+    return data
+
+
+def class_names(space: str) -> tuple[str, ...]:
+    """The class names of a class space: ``imagenet1k`` (1,000, OpenAI's curated names) or ``16``."""
+    if space in CLASS_SPACES:  # "16": the category names in CATEGORIES order (models may not import behaviour)
+        return tuple(_metadata()[space])
+    raise DataError(f"unknown class space {space!r}; use one of {', '.join(CLASS_SPACES)}")
+
+
+def templates_of(name: str) -> tuple[str, ...]:
+    """The templates a name stands for: ``openai80``, ``simple7``, one template with ``{}``, or a file.
+
+    Examples
+    --------
+    >>> from modelval.models.zero_shot import templates_of
+    >>> len(templates_of("openai80")), templates_of("simple7")[0], templates_of("a photo of a {}.")
+    (80, 'itap of a {}.', ('a photo of a {}.',))
+    """
+    if name in TEMPLATE_SETS:
+        return tuple(_metadata()[name])
+    if "{}" in name:
+        return (name,)
+    path = Path(name).expanduser()
+    if not path.is_file():
+        raise DataError(
+            f"templates {name!r}: not a template set ({', '.join(TEMPLATE_SETS)}), not a template with '{{}}', "
+            "and no such file"
+        )
+    try:
+        lines = [line.strip() for line in path.read_text(encoding="utf-8").splitlines()]
+    except (OSError, UnicodeDecodeError) as error:
+        raise DataError(f"templates file {path} cannot be read: {error}") from None
+    found = tuple(line for line in lines if line and not line.startswith("#"))
+    bad = [line for line in found if "{}" not in line]
+    if not found or bad:
+        raise DataError(f"templates file {path}: one template per line, each with '{{}}' for the class name")
+    return found
+
+
+@dataclass(frozen=True)
+class ZeroShotSettings:
+    """How the zero-shot head is built and scored (see the module docstring)."""
+
+    class_space: str = "imagenet1k"
+    templates: str = "openai80"
+    #: ``"model"`` (the learned scale) or a number given as text (``"100"``).
+    logit_scale: str = "model"
+
+    def __post_init__(self) -> None:
+        if self.class_space not in CLASS_SPACES:
+            raise DataError(f"unknown class space {self.class_space!r}; use one of {', '.join(CLASS_SPACES)}")
+        if self.logit_scale != "model":
+            try:
+                float(self.logit_scale)
+            except ValueError:
+                raise DataError(f"logit scale {self.logit_scale!r}: 'model' or a number such as 100") from None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def build_classifier(
+    encode_text: Callable[[Any], torch.Tensor],
+    tokenize: Callable[[list[str]], Any],
+    names: Sequence[str],
+    templates: Sequence[str],
+    *,
+    classes_per_batch: int = 10,
+) -> torch.Tensor:
+    """The ``(dim, classes)`` head: per class, the templates' normalized text features averaged and renormalized.
+
+    ``tokenize`` maps a list of texts to what ``encode_text`` takes (token ids, or a dict of tensors).
+    """
+    columns = []
+    with torch.no_grad():
+        for start in range(0, len(names), classes_per_batch):
+            batch = names[start : start + classes_per_batch]
+            texts = [template.format(name) for name in batch for template in templates]
+            features = F.normalize(encode_text(tokenize(texts)).float(), dim=-1)
+            mean = features.reshape(len(batch), len(templates), -1).mean(dim=1)
+            columns.append(F.normalize(mean, dim=-1).T)
+    return torch.cat(columns, dim=1)
+
+
+class ZeroShotClassifier(nn.Module):
+    """An image encoder and a text-built head: ``(N, 3, H, W)`` -> ``(N, classes)`` logits (see the module)."""
+
+    head: torch.Tensor
+
+    def __init__(
+        self,
+        model: nn.Module,
+        encode_image: Callable[[torch.Tensor], torch.Tensor],
+        head: torch.Tensor,
+        *,
+        scale: float,
+        bias: float | None,
+        settings: ZeroShotSettings,
+        source: str,
+        template_count: int,
+    ) -> None:
+        super().__init__()
+        self.model = model
+        self._encode_image = encode_image
+        self.register_buffer("head", head.detach().float().clone())
+        self.scale = float(scale)
+        self.bias = None if bias is None else float(bias)
+        self.settings = settings
+        self.source = source
+        self.template_count = template_count
+
+    @property
+    def scoring(self) -> str:
+        return "softmax" if self.bias is None else "sigmoid"
+
+    def zero_shot_record(self) -> dict[str, Any]:
+        """What the provenance record keeps: the settings, the scale and bias, the scoring, the head's size."""
+        return {
+            **self.settings.to_dict(),
+            "template_count": self.template_count,
+            "logit_scale_value": self.scale,
+            "logit_bias": self.bias,
+            "scoring": self.scoring,
+            "classes": int(self.head.shape[1]),
+            "source": self.source,
+        }
+
+    def extra_repr(self) -> str:  # the architecture digest of the output-cache key reads the repr
+        return json.dumps(self.zero_shot_record(), sort_keys=True)
+
+    def forward(self, images: torch.Tensor) -> torch.Tensor:
+        features = self._encode_image(images)
+        features = getattr(features, "pooler_output", features)
+        features = F.normalize(features.float(), dim=-1)
+        logits = self.scale * features @ self.head
+        if self.bias is None:
+            return logits
+        # SigLIP: sigmoid per class; the forward path's softmax of logsigmoid is the normalized sigmoid.
+        return F.logsigmoid(logits + self.bias)
+
+
+def scale_of(model: nn.Module, settings: ZeroShotSettings) -> float:
+    """The logit scale: the model's learned ``exp(logit_scale)``, or the fixed number of the settings."""
+    if settings.logit_scale != "model":
+        return float(settings.logit_scale)
+    value = getattr(model, "logit_scale", None)
+    if value is None:
+        raise DataError("the model has no logit_scale: pass a fixed one (--logit-scale 100)")
+    return float(torch.as_tensor(value).detach().float().exp())
+
+
+def bias_of(model: nn.Module) -> float | None:
+    """SigLIP's learned logit bias, or ``None`` (CLIP: softmax scoring)."""
+    value = getattr(model, "logit_bias", None)
+    return None if value is None else float(torch.as_tensor(value).detach().float().reshape(-1)[0])
+
+
+def open_clip_classifier(model: Any, tokenizer: Any, settings: ZeroShotSettings, source: str) -> ZeroShotClassifier:
+    """An open_clip model (``encode_image``, ``encode_text``) as a :class:`ZeroShotClassifier`."""
+    templates = templates_of(settings.templates)
+    device = next(model.parameters()).device
+    head = build_classifier(
+        model.encode_text, lambda texts: tokenizer(texts).to(device), class_names(settings.class_space), templates
+    )
+    return ZeroShotClassifier(
+        model, model.encode_image, head, scale=scale_of(model, settings), bias=bias_of(model), settings=settings,
+        source=source, template_count=len(templates),
+    )  # fmt: skip
+
+
+def hf_classifier(model: Any, tokenizer: Any, settings: ZeroShotSettings, source: str) -> ZeroShotClassifier:
+    """A transformers ``CLIPModel`` or ``SiglipModel`` as a :class:`ZeroShotClassifier`.
+
+    SigLIP's text tower was trained on texts padded to its full length (``padding="max_length"``), CLIP's on
+    texts padded to the longest in the batch; each is tokenized as it was trained.
+    """
+    templates = templates_of(settings.templates)
+    siglip = "siglip" in str(getattr(model.config, "model_type", ""))
+    padding = "max_length" if siglip else True
+
+    def tokenize(texts: list[str]) -> dict[str, torch.Tensor]:
+        encoded = tokenizer(texts, padding=padding, truncation=True, return_tensors="pt")
+        return {key: value for key, value in encoded.items() if key in ("input_ids", "attention_mask")}
+
+    def encode_text(inputs: dict[str, torch.Tensor]) -> torch.Tensor:
+        if siglip:
+            inputs = {"input_ids": inputs["input_ids"]}  # SiglipModel takes no attention mask for its padding
+        out = model.get_text_features(**inputs)
+        return getattr(out, "pooler_output", out)
+
+    head = build_classifier(encode_text, tokenize, class_names(settings.class_space), templates)
+    return ZeroShotClassifier(
+        model, lambda images: model.get_image_features(pixel_values=images), head,
+        scale=scale_of(model, settings), bias=bias_of(model) if siglip else None, settings=settings,
+        source=source, template_count=len(templates),
+    )  # fmt: skip
