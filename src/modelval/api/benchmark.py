@@ -28,6 +28,8 @@ if TYPE_CHECKING:
     from modelval.preprocessing import PreprocessConfig
 
 PathLike = str | os.PathLike[str]
+#: What to do when a decision file's experiment cannot be read from its names (``benchmark`` has no --dataset).
+DECISIONS_HINT = "give the file as --decisions LABEL:DATASET=FILE (from Python: (file, dataset))"
 
 
 @dataclass
@@ -38,6 +40,8 @@ class BenchmarkReport:
     trials: dict[str, dict[str, list[Trial]]]
     reference_dirs: dict[str, Path]
     runs: dict[str, dict[str, ModelRun]] = field(default_factory=dict)
+    #: dataset -> the human files against the published manifest: "verified" or "modified: ..." (allowed).
+    reference_data: dict[str, str] = field(default_factory=dict)
     sanity: dict[str, Sanity] = field(default_factory=dict)
     gated: bool = True
 
@@ -51,6 +55,7 @@ class BenchmarkReport:
 
         payload = self.table.to_dict()
         payload["reference_dirs"] = {d: str(path) for d, path in self.reference_dirs.items()}
+        payload["reference_data"] = dict(self.reference_data)
         if self.sanity:
             payload["sanity"] = {label: check.to_dict() for label, check in self.sanity.items()}
         if self.failed_gate:
@@ -76,6 +81,8 @@ def benchmark(
     all_conditions: bool = False,
     na_handling: str = "wrong",
     brain_score: bool = False,
+    degenerate_kappa: str = "one",
+    allow_modified_reference: bool = False,
     sanity_gate: bool = True,
     preprocess: PreprocessConfig | None = None,
     options: EvaluationOptions | None = None,
@@ -85,22 +92,31 @@ def benchmark(
     """model-vs-human's benchmark (:mod:`modelval.behaviour.benchmark`) of decision files and models.
 
     ``decisions``: decision CSVs (the label is the file's ``subj``), or ``{label: [files]}``; each file is one
-    dataset, read from its image names. ``models``: evaluated on each of ``datasets`` (default: the 17, in
+    dataset, read from its image names or its file name (model-vs-human's ``edge_...``/``silhouette_...``),
+    or given as ``(file, dataset)``. ``models``: evaluated on each of ``datasets`` (default: the 17, in
     model-vs-human's order; ``options.data_root`` only with one dataset). ``reference_dir``: where the human
-    decisions are (default: ``$MODELVAL_REFERENCE_DIR``, ``$MODELVAL_MODEL_VS_HUMAN_DIR``, the user cache).
-    ``all_conditions`` keeps the conditions model-vs-human's benchmark leaves out; ``brain_score`` adds
-    Brain-Score's Geirhos2021 ceiled error consistency.
+    decisions are (default: ``$MODELVAL_REFERENCE_DIR``, ``$MODELVAL_MODEL_VS_HUMAN_DIR``, the user cache);
+    every dataset's human files are checked against the published manifest before anything is evaluated,
+    and a folder that differs is refused unless ``allow_modified_reference`` (the report's
+    ``reference_data`` then says what differs). ``all_conditions`` keeps the conditions model-vs-human's
+    benchmark leaves out; ``brain_score`` adds Brain-Score's Geirhos2021 ceiled error consistency;
+    ``degenerate_kappa`` (``"one"``: model-vs-human's rule, ``"nan"``) says how a kappa cell with expected
+    agreement 1 counts. ``options.bootstrap`` resamples give every value an interval and every rank a rank
+    interval; ``options.permutations`` sign flips test every pair of complete observers (``options.seed``).
     """
     from modelval.api.observers import observer_trials
     from modelval.behaviour.benchmark import benchmark_table
+    from modelval.behaviour.benchmark_cells import check_degenerate_kappa
     from modelval.behaviour.consistency import check_na_handling
     from modelval.behaviour.experiments import BENCHMARK_DATASETS, experiment
     from modelval.behaviour.humans import load_human_panel
     from modelval.datasets.human_data import human_data_dir
+    from modelval.datasets.reference import verify_reference_dir
     from modelval.errors import DataError
 
     options, model_options = resolve_options(options, model_options, settings)
     check_na_handling(na_handling)
+    check_degenerate_kappa(degenerate_kappa)
     chosen = tuple(experiment(d).dataset for d in datasets) if datasets else BENCHMARK_DATASETS
     if isinstance(decisions, str | os.PathLike):
         decisions = [decisions]  # one file, not its characters
@@ -123,11 +139,21 @@ def benchmark(
         sources.setdefault(label, {})[dataset] = source
 
     for label, files in labelled.items():
-        for file in files:
-            observed = observer_trials(Path(file))
+        for entry in files:
+            file, declared = entry if isinstance(entry, tuple) else (entry, None)
+            observed = observer_trials(
+                Path(file),
+                dataset=declared,
+                dataset_hint=DECISIONS_HINT,
+                declared_by=f"{label or 'the file'}:{declared}" if declared else None,
+            )
             add(label or observed.label, observed.dataset, observed.trials, str(file))
     needed = sorted({d for per in observers.values() for d in per} | (set(chosen) if models else set()))
-    reference_dirs = {d: human_data_dir(d, reference_dir) for d in needed}  # before any model is evaluated
+    # before any model is evaluated: every dataset's humans found and checked against the manifest
+    reference_dirs = {d: human_data_dir(d, reference_dir) for d in needed}
+    reference_data = {
+        d: verify_reference_dir(reference_dirs[d], d, allow_modified=allow_modified_reference) for d in needed
+    }
     runs: dict[str, dict[str, ModelRun]] = {}
     sanity: dict[str, Sanity] = {}
     for model in models:
@@ -146,8 +172,12 @@ def benchmark(
         na_handling=na_handling,
         with_brain_score=brain_score,
         sources=sources,
+        degenerate_kappa=degenerate_kappa,
+        n_bootstrap=options.bootstrap,
+        seed=options.seed,
+        permutations=options.permutations,
     )
-    return BenchmarkReport(table, observers, reference_dirs, runs, sanity, sanity_gate)
+    return BenchmarkReport(table, observers, reference_dirs, runs, reference_data, sanity, sanity_gate)
 
 
 def _trials_of(run: ModelRun) -> list[Trial]:

@@ -45,6 +45,8 @@ def observer_trials(
     preprocess: PreprocessConfig | None = None,
     options: EvaluationOptions | None = None,
     model_options: ModelOptions | None = None,
+    dataset_hint: str | None = None,
+    declared_by: str | None = None,
 ) -> ObserverTrials:
     """One observer's trials on one experiment: read from a decision CSV, or made by evaluating a model.
 
@@ -65,6 +67,11 @@ def observer_trials(
         How a model is evaluated (:class:`~modelval.EvaluationOptions`).
     model_options
         How a model is loaded (:class:`~modelval.ModelOptions`).
+    dataset_hint
+        What the error says to do when a file's experiment cannot be read from its names (default: ``pass
+        --dataset NAME``; a command without ``--dataset`` says its own way).
+    declared_by
+        Who named ``dataset``, for the error when the file's names disagree (default: ``--dataset NAME``).
 
     Returns
     -------
@@ -82,17 +89,17 @@ def observer_trials(
     """
     import dataclasses
 
-    from modelval.behaviour.trials import check_dataset, dataset_of, read_trials, trials_from_decisions
+    from modelval.behaviour.trials import DATASET_HINT, check_dataset, dataset_of, read_trials, trials_from_decisions
 
     if isinstance(source, os.PathLike) or (isinstance(source, str) and _is_decision_file(source)):
         path = Path(source)
         trials = read_trials(path)
         if dataset is not None:
             check_dataset(dataset)
-            _check_declared(trials, dataset, path)
+            _check_declared(trials, dataset, path, declared_by or f"--dataset {dataset}")
             found = dataset
         else:
-            found = dataset_of(trials, filename=path.name)
+            found = dataset_of(trials, filename=path.name, hint=dataset_hint or DATASET_HINT)
         return ObserverTrials(trials, found, trials[0].subject or path.stem, provenance=decision_file_provenance(path))
     dataset = dataset or (options.dataset if options is not None else "cue-conflict")
     check_dataset(dataset)
@@ -112,7 +119,7 @@ def _is_decision_file(text: str) -> bool:
     return path.suffix.lower() == ".csv" or path.exists()
 
 
-def _check_declared(trials: list[Trial], dataset: str, path: Path) -> None:
+def _check_declared(trials: list[Trial], dataset: str, path: Path, declared_by: str) -> None:
     from modelval.behaviour.trials import dataset_of
     from modelval.errors import DataError
 
@@ -121,7 +128,7 @@ def _check_declared(trials: list[Trial], dataset: str, path: Path) -> None:
     except DataError:
         return  # bare edge/silhouette names: the declared dataset decides
     if found != dataset:
-        raise DataError(f"{path}: --dataset {dataset} but the image names are from the {found} experiment")
+        raise DataError(f"{path}: {declared_by} but the image names are from the {found} experiment")
 
 
 @dataclass

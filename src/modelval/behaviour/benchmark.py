@@ -8,7 +8,8 @@ Following ``modelvshuman/plotting/plot.py`` of bethgelab/model-vs-human (``get_r
   levels where the humans' mean accuracy is below 0.2 (``EXCLUDE_CONDITIONS``,
   :attr:`modelval.behaviour.experiments.Experiment.excluded`); ``all_conditions=True`` keeps every level.
 - **OOD accuracy** of a dataset: correct / trials over the kept conditions pooled (``na`` is wrong); the
-  humans' over all their trials pooled (upstream's "humans" decision maker).
+  humans' over all the human observers' trials in the kept conditions, pooled (upstream's "humans" decision
+  maker, on the same conditions as everyone else).
 - **Accuracy difference** (squared), **observed consistency** and **error consistency** of a dataset: in
   each kept condition the value with each human observer (:mod:`modelval.behaviour.conditions`), averaged
   over the conditions and then over the humans (equal weights, so the order does not matter).
@@ -32,6 +33,7 @@ observers agreeing on every trial). Its excluded conditions are model-vs-human's
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import math
 from collections.abc import Mapping, Sequence
@@ -45,6 +47,14 @@ from modelval.behaviour.conditions import (
     compare_by_condition,
     humans_by_condition,
     trials_by_condition,
+)
+from modelval.behaviour.benchmark_cells import (
+    DEGENERATE_MEANINGS,
+    TableUncertainty,
+    check_degenerate_kappa,
+    dataset_cells,
+    table_uncertainty,
+    table_values,
 )
 from modelval.behaviour.experiments import BENCHMARK_DATASETS, experiment
 from modelval.behaviour.humans import HumanPanel
@@ -60,7 +70,8 @@ HIGHER_FIRST = {
 #: The measures the human-likeness mean rank averages (upstream's "mean rank" column).
 HUMAN_LIKENESS = ("accuracy_difference", "observed_consistency", "error_consistency")
 METRIC_MEANINGS = {
-    "ood_accuracy": "16-class accuracy over the trials of the kept conditions pooled (higher is better)",
+    "ood_accuracy": "16-class accuracy over the trials of the kept conditions pooled (higher is better); the "
+    "humans': over all the human observers' trials in the kept conditions, pooled",
     "accuracy_difference": "mean over the kept conditions and the human observers of (accuracy - the human's "
     "accuracy)^2 in the condition (lower is more human-like)",
     "observed_consistency": "mean over the kept conditions and the humans of the fraction of trials both "
@@ -221,6 +232,12 @@ class BenchmarkTable:
     na_handling: str = "wrong"
     with_brain_score: bool = False
     sources: dict[str, dict[str, str]] = field(default_factory=dict)
+    #: How a kappa cell with expected agreement 1 counts (``"one"``: model-vs-human's rule; ``"nan"``: left out).
+    degenerate_kappa: str = "one"
+    #: dataset -> {"observers": cells, "human_pairs": cells} whose expected agreement is 1.
+    degenerate_cells: dict[str, dict[str, int]] = field(default_factory=dict)
+    #: The intervals, rank intervals and pairwise tests (``None`` when neither was asked for).
+    uncertainty: TableUncertainty | None = None
 
     def aggregate(self, label: str) -> dict[str, float]:
         """The mean over the table's datasets of each measure (NaN when the observer lacks a dataset)."""
@@ -300,14 +317,34 @@ class BenchmarkTable:
             "observers": observers,
             "humans": {
                 "meaning": "every pair of distinct human observers, averaged over the conditions and the pairs; "
-                "OOD accuracy over all their trials pooled",
+                "OOD accuracy over all the human observers' trials in the kept conditions, pooled",
                 "aggregate": self.human_aggregate(),
                 "datasets": {d: self.humans[d].to_dict() for d in self.datasets},
             },
         }
         if self.with_brain_score:
             payload["brain_score_definition"] = BRAIN_SCORE_DEFINITION
+        payload["degenerate_kappa"] = self.degenerate_summary()
+        if self.uncertainty is not None:
+            payload["uncertainty"] = self.uncertainty.to_dict()
+            for entry in observers:
+                label = str(entry["observer"])
+                entry["intervals"] = payload["uncertainty"]["intervals"].get(label)  # type: ignore[index]
+                entry["rank_intervals"] = payload["uncertainty"]["rank_intervals"].get(label)  # type: ignore[index]
+            payload["humans"]["intervals"] = payload["uncertainty"]["intervals"].get("humans")  # type: ignore[index]
         return payload
+
+    def degenerate_summary(self) -> dict[str, object]:
+        """Which rule counted kappa cells with expected agreement 1, and how many cells it touched."""
+        per = {d: dict(found) for d, found in self.degenerate_cells.items() if any(found.values())}
+        return {
+            "rule": self.degenerate_kappa,
+            "meaning": DEGENERATE_MEANINGS[self.degenerate_kappa],
+            "cells": sum(sum(found.values()) for found in self.degenerate_cells.values()),
+            "cells_meaning": "kappa cells (an observer against one human, or a pair of humans, in one kept condition) "
+            "whose expected agreement is 1; 'observers' counts the observers' cells, 'human_pairs' the humans' row's",
+            "datasets": per,
+        }
 
     def to_markdown(self) -> str:
         ranks = self.ranks()
@@ -329,17 +366,35 @@ class BenchmarkTable:
             _row(["---"] * len(head)),
         ]
         order = sorted(self.observers, key=lambda label: ranks.get(label, {}).get("mean_rank", math.inf))
+        band = self.uncertainty
+        if band is not None:
+            lines[1:1] = [
+                f"intervals: 95% {band.n_bootstrap}-resample bootstrap (trials within each condition, human observers "
+                "within each panel); ranks [2.5%, 97.5%] over the resamples"
+                if band.n_bootstrap
+                else "no intervals (--bootstrap 0)"
+            ]
+        lines[1:1] = [f"degenerate kappa: {self.degenerate_kappa} ({self.degenerate_summary()['cells']} cell(s))"]
+
+        def value(label: str, metric: str, number: float, digits: int = 3) -> str:
+            found = band.intervals.get(label, {}).get("aggregate", {}).get(metric) if band else None
+            return _f(number, digits) + (f" [{_f(found[0], digits)}, {_f(found[1], digits)}]" if found else "")
+
+        def ranked(label: str, metric: str, rank: float | None) -> str:
+            found = band.rank_intervals.get(label, {}).get(metric) if band else None
+            return _r(rank) + (f" [{_r(found[0])}, {_r(found[1])}]" if found and rank is not None else "")
+
         for label in order:
             values = self.aggregate(label)
             rank = ranks.get(label, {})
             cells = [
                 label,
-                _f(values["ood_accuracy"]),
-                _r(rank.get("ood_accuracy")),
-                _f(values["accuracy_difference"], 4),
-                _f(values["observed_consistency"]),
-                _f(values["error_consistency"]),
-                _r(rank.get("mean_rank")),
+                value(label, "ood_accuracy", values["ood_accuracy"]),
+                ranked(label, "ood_accuracy", rank.get("ood_accuracy")),
+                value(label, "accuracy_difference", values["accuracy_difference"], 4),
+                value(label, "observed_consistency", values["observed_consistency"]),
+                value(label, "error_consistency", values["error_consistency"]),
+                ranked(label, "mean_rank", rank.get("mean_rank")),
             ]
             if brain:
                 cells.append(_f(self.brain_score_mean(label)))
@@ -347,17 +402,36 @@ class BenchmarkTable:
         humans = self.human_aggregate()
         cells = [
             "humans (each pair of observers; not ranked)",
-            _f(humans["ood_accuracy"]),
+            value("humans", "ood_accuracy", humans["ood_accuracy"]),
             "",
-            _f(humans["accuracy_difference"], 4),
-            _f(humans["observed_consistency"]),
-            _f(humans["error_consistency"]),
+            value("humans", "accuracy_difference", humans["accuracy_difference"], 4),
+            value("humans", "observed_consistency", humans["observed_consistency"]),
+            value("humans", "error_consistency", humans["error_consistency"]),
             "",
         ] + ([""] if brain else [])
         lines.append(_row(cells))
         incomplete = [label for label in self.observers if not self.complete(label)]
         if incomplete:
             lines += ["", f"not aggregated or ranked (missing datasets): {', '.join(incomplete)}"]
+        if band is not None and band.rank_intervals:
+            head = ["observer", *(f"rank {m.replace('_', ' ')}" for m in METRICS), "mean rank"]
+            lines += ["", "ranks with their 95% intervals over the resamples:", "", _row(head), _row(["---"] * len(head))]
+            for label in order:
+                if label in band.rank_intervals:
+                    rank = ranks.get(label, {})
+                    lines.append(_row([label, *(ranked(label, m, rank.get(m)) for m in [*METRICS, "mean_rank"])]))
+        if band is not None and band.pairs:
+            apart = [t for t in band.pairs if t.distinguishable]
+            lines += [
+                "",
+                f"distinguishable pairs (paired sign-flip test, {band.permutations} flips, Holm over the pairs of each "
+                f"measure, p < 0.05): {len(apart)} of {len(band.pairs)}",
+            ]
+            lines += [
+                f"- {t.a} vs {t.b}, {t.measure.replace('_', ' ')}: {t.difference:+.4f}, {format_p(t.p, t.permutations)}, "
+                f"Holm p {t.p_holm:.2g}"
+                for t in apart
+            ]
         head = [
             "dataset",
             "conditions",
@@ -400,6 +474,19 @@ class BenchmarkTable:
         ]
         if self.with_brain_score:
             columns += ["brain_score_raw", "brain_score_ceiling", "brain_score_ceiled"]
+        band = self.uncertainty
+        if band is not None:
+            columns += [f"{m}_ci95_{end}" for m in METRICS for end in ("low", "high")]
+            columns += [f"rank_{m}_ci95_{end}" for m in [*METRICS, "mean_rank"] for end in ("low", "high")]
+
+        def bounds(label: str, where: str) -> list[object]:
+            if band is None:
+                return []
+            found = band.intervals.get(label, {}).get(where, {})
+            cells = [_c(found[m][k]) if m in found else "" for m in METRICS for k in (0, 1)]
+            rank = band.rank_intervals.get(label, {}) if where == "aggregate" else {}
+            return cells + [_c(rank[m][k]) if m in rank else "" for m in [*METRICS, "mean_rank"] for k in (0, 1)]
+
         buffer = io.StringIO()
         writer = csv.writer(buffer, lineterminator="\n")
         writer.writerow(columns)
@@ -418,7 +505,7 @@ class BenchmarkTable:
                 ]
                 if self.with_brain_score:
                     row += _brain_cells(None if label == "humans" else brain_score(scores, self.humans[dataset]))
-                writer.writerow(row)
+                writer.writerow(row + bounds(label, dataset))
             aggregate = self.human_aggregate() if label == "humans" else self.aggregate(label)
             rank = ranks.get(label, {})
             row = [
@@ -432,8 +519,18 @@ class BenchmarkTable:
             ]
             if self.with_brain_score:
                 row += ["", "", "" if label == "humans" else _c(self.brain_score_mean(label))]
-            writer.writerow(row)
+            writer.writerow(row + bounds(label, "aggregate"))
         return buffer.getvalue()
+
+
+def format_p(p: float, permutations: int) -> str:
+    """A Monte Carlo p-value; at the floor of N random flips, ``p < 2/(N+1)`` (the test cannot say less)."""
+    if math.isnan(p):
+        return "p n/a"
+    floor = 2 / (permutations + 1) if permutations else 0.0
+    if permutations and p <= floor * (1 + 1e-9):
+        return f"p < 2/({permutations}+1) = {floor:.1e}"
+    return f"p = {p:.2g}" if p >= 0.001 else f"p = {p:.1e}"
 
 
 def _brain_cells(score: BrainScore | None) -> list[object]:
@@ -464,27 +561,87 @@ def benchmark_table(
     na_handling: str = "wrong",
     with_brain_score: bool = False,
     sources: Mapping[str, Mapping[str, str]] | None = None,
+    degenerate_kappa: str = "one",
+    n_bootstrap: int = 0,
+    seed: int = 0,
+    permutations: int = 0,
 ) -> BenchmarkTable:
     """The benchmark of ``observers[label][dataset] -> trials`` against the human ``panels`` of those datasets.
 
-    The table's datasets are those any observer covers, in model-vs-human's order.
+    The table's datasets are those any observer covers, in model-vs-human's order. The values are computed
+    cell by cell (:mod:`modelval.behaviour.benchmark_cells`): ``degenerate_kappa`` says how a kappa cell
+    with expected agreement 1 counts; ``n_bootstrap`` > 0 adds intervals and rank intervals, ``permutations``
+    > 0 the pairwise tests of the complete observers.
     """
+    check_degenerate_kappa(degenerate_kappa)
     covered = {dataset for per in observers.values() for dataset in per}
     datasets = tuple(d for d in BENCHMARK_DATASETS if d in covered)
-    scores = {
+    cells = {
+        d: dataset_cells(
+            {label: per[d] for label, per in observers.items() if d in per},
+            panels[d].observers,
+            d,
+            [c for c in kept_conditions(d, all_conditions)],
+        )
+        for d in datasets
+    }
+    values, degenerate, kappas = table_values(cells, rule=degenerate_kappa, na_handling=na_handling)
+
+    def scores(label: str, dataset: str, rows: Sequence[ConditionComparison | HumanCondition]) -> DatasetScores:
+        kept = [row for row in rows if row.condition in kept_conditions(dataset, all_conditions)]
+        if degenerate_kappa != "one":  # the per-condition kappa under the same rule as the table's
+            rows = _with_kappas(rows, kept, kappas[label][dataset])
+        found = values[label][dataset]
+        return DatasetScores(
+            dataset=dataset,
+            conditions=tuple(row.condition for row in kept),
+            n_trials=sum(row.n_trials for row in kept),
+            **{metric: float(found[k]) for k, metric in enumerate(METRICS)},  # type: ignore[arg-type]
+            per_condition=tuple(rows),
+        )
+
+    table_scores = {
         label: {
-            dataset: score_observer(trials, panels[dataset], all_conditions=all_conditions, na_handling=na_handling)
+            dataset: scores(label, dataset, compare_by_condition(trials, panels[dataset], na_handling=na_handling))
             for dataset, trials in per.items()
         }
         for label, per in observers.items()
     }
-    humans = {d: score_humans(panels[d], all_conditions=all_conditions, na_handling=na_handling) for d in datasets}
-    return BenchmarkTable(
+    humans = {d: scores("humans", d, humans_by_condition(panels[d], na_handling=na_handling)) for d in datasets}
+    table = BenchmarkTable(
         datasets,
-        scores,
+        table_scores,
         humans,
         all_conditions,
         na_handling,
         with_brain_score,
         {label: dict(per) for label, per in (sources or {}).items()},
+        degenerate_kappa,
+        degenerate,
     )
+    if n_bootstrap > 0 or permutations > 0:
+        ranked = [label for label in observers if table.complete(label)]
+        table.uncertainty = table_uncertainty(
+            cells,
+            ranked,
+            higher_first=HIGHER_FIRST,
+            human_likeness=HUMAN_LIKENESS,
+            rule=degenerate_kappa,
+            na_handling=na_handling,
+            n_bootstrap=n_bootstrap,
+            seed=seed,
+            permutations=permutations,
+        )
+    return table
+
+
+def _with_kappas(
+    rows: Sequence[ConditionComparison | HumanCondition],
+    kept: Sequence[ConditionComparison | HumanCondition],
+    kappas: Sequence[float],
+) -> list[ConditionComparison | HumanCondition]:
+    by_condition = {row.condition: kappa for row, kappa in zip(kept, kappas, strict=True)}
+    return [
+        dataclasses.replace(row, error_consistency=by_condition[row.condition]) if row.condition in by_condition else row
+        for row in rows
+    ]

@@ -203,3 +203,9 @@ def holm(pvalues: Mapping[str, float]) -> dict[str, float]:
         running = max(running, min(1.0, (m - i) * p))
         adjusted[key] = running
     return adjusted
+
+
+def two_sided_p(null: np.ndarray, observed: float, *, permutations: int) -> float:
+    """Two-sided Monte Carlo p of ``observed`` against ``permutations`` random null draws, as
+    :func:`permutation_test` computes it (the observed assignment counted once; the floor is 2/(N+1))."""
+    return _p_value(np.asarray(null, dtype=np.float64), None, observed, adjustment=1, total=permutations)

@@ -15,9 +15,14 @@ from pathlib import Path
 from modelval import jsonio
 from modelval.behaviour.consistency import NA_HANDLING
 from modelval.behaviour.experiments import BENCHMARK_DATASETS, experiment
-from modelval.cli._options import add_observer_options, evaluation_options, model_options
+from modelval.behaviour.benchmark_cells import DEGENERATE_KAPPA
+from modelval.cli._args import DECISIONS_METAVAR, add_bootstrap_options, decision_spec, permutation_count
+from modelval.cli._options import add_observer_options, add_reference_option, evaluation_options, model_options
 from modelval.cli._output import out, out_json
 from modelval.errors import DataError
+
+#: Sign-flip sets of the pairwise tests: each pair costs one pass over every trial per set.
+BENCHMARK_PERMUTATIONS = 2000
 
 
 def dataset_list(text: str) -> list[str]:
@@ -34,18 +39,30 @@ def dataset_list(text: str) -> list[str]:
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "benchmark",
+        # no abbreviations: ``--dataset`` must not silently become ``--datasets`` (which only a --model reads)
+        allow_abbrev=False,
         help="model-vs-human's benchmark table: OOD accuracy and human-likeness on the 17 datasets, ranked",
         description=(
             "model-vs-human's benchmark (Geirhos et al., NeurIPS 2021): per dataset the OOD accuracy, accuracy "
             "difference, observed consistency and error consistency with the human observers (per condition, "
             "averaged over the conditions model-vs-human keeps), their mean over the datasets, and ranks over "
-            "the observers given; the humans (every pair of observers) as the reference. Each --decisions "
-            "[LABEL=]FILE is one observer on one dataset (read from the image names); each --model is evaluated "
+            "the observers given; the humans (every pair of observers) as the reference; every value with a 95% "
+            "bootstrap interval, every rank with a rank interval, and paired tests of which observers differ. "
+            "Each --decisions [LABEL[:DATASET]=]FILE is one observer on one dataset (read from the image names "
+            "or the file name unless DATASET says); each --model is evaluated "
             "on --datasets (default: all 17; the 14 ImageNet-derived sets must have been fetched with "
             "`modelval download-data --dataset NAME`)."
         ),
     )
-    parser.add_argument("--decisions", action="append", default=[], metavar="[LABEL=]FILE", help="decision CSV")
+    parser.add_argument(
+        "--decisions",
+        action="append",
+        default=[],
+        type=decision_spec,
+        metavar=DECISIONS_METAVAR,
+        help="decision CSV; DATASET names its experiment when the image and file names cannot (model-vs-human's "
+        "bare edge and silhouette names in a renamed file)",
+    )
     parser.add_argument("--model", action="append", default=[], metavar="NAME|SPEC", help="registered name or spec")
     parser.add_argument(
         "--datasets",
@@ -73,6 +90,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--na", choices=NA_HANDLING, default="wrong", help="a human trial without an answer")
     parser.add_argument(
+        "--degenerate-kappa",
+        choices=DEGENERATE_KAPPA,
+        default="one",
+        help="a kappa cell whose expected agreement is 1 (both observers always right in a condition): one "
+        "(default, model-vs-human's rule, reproduces its tables) or nan (left out of the means; Klein et al. 2025)",
+    )
+    add_reference_option(parser)
+    add_bootstrap_options(parser, permutations=True)
+    parser.add_argument(
+        "--permutations",
+        type=permutation_count,
+        default=BENCHMARK_PERMUTATIONS,
+        metavar="N",
+        help=f"random sign-flip sets of the paired test of each pair of observers (default {BENCHMARK_PERMUTATIONS};"
+        " 0 turns the tests off)",
+    )
+    parser.add_argument(
         "--no-sanity-gate",
         action="store_true",
         help="report a --model even when its cue-conflict accuracy is below the gate (the gate evaluates "
@@ -93,12 +127,9 @@ def run(args: argparse.Namespace) -> int:
 
     if not args.decisions and not args.model:
         args._parser.error("give at least one --decisions or --model")
-    labelled: dict[str, list[str]] = {}
-    for spec in args.decisions:
-        label, _, file = spec.rpartition("=")
-        if not Path(file).is_file():
-            raise DataError(f"decision file not found: {file}")
-        labelled.setdefault(label, []).append(file)
+    labelled: dict[str, list[str | tuple[str, str]]] = {}
+    for label, dataset, file in args.decisions:
+        labelled.setdefault(label, []).append((file, dataset) if dataset else file)
     report = benchmark(
         labelled,
         args.model,
@@ -107,6 +138,8 @@ def run(args: argparse.Namespace) -> int:
         all_conditions=args.all_conditions,
         na_handling=args.na,
         brain_score=args.brain_score,
+        degenerate_kappa=args.degenerate_kappa,
+        allow_modified_reference=args.allow_modified_reference,
         sanity_gate=not args.no_sanity_gate,
         options=evaluation_options(args),
         model_options=model_options(args),
