@@ -100,8 +100,8 @@ def benchmark(
     and a folder that differs is refused unless ``allow_modified_reference`` (the report's
     ``reference_data`` then says what differs). ``all_conditions`` keeps the conditions model-vs-human's
     benchmark leaves out; ``brain_score`` adds Brain-Score's Geirhos2021 ceiled error consistency;
-    ``degenerate_kappa`` (``"one"``: model-vs-human's rule, ``"nan"``) says how a kappa cell with expected
-    agreement 1 counts. ``options.bootstrap`` resamples give every value an interval and every rank a rank
+    ``degenerate_kappa`` (``"one"``: model-vs-human's rule, ``"nan"``: left out) says how a kappa cell counts
+    where an observer is always right or always wrong in the condition. ``options.bootstrap`` resamples give every value an interval and every rank a rank
     interval; ``options.permutations`` sign flips test every pair of complete observers (``options.seed``).
     """
     from modelval.api.observers import observer_trials

@@ -232,9 +232,9 @@ class BenchmarkTable:
     na_handling: str = "wrong"
     with_brain_score: bool = False
     sources: dict[str, dict[str, str]] = field(default_factory=dict)
-    #: How a kappa cell with expected agreement 1 counts (``"one"``: model-vs-human's rule; ``"nan"``: left out).
+    #: How a degenerate kappa cell counts (``"one"``: model-vs-human's rule; ``"nan"``: left out).
     degenerate_kappa: str = "one"
-    #: dataset -> {"observers": cells, "human_pairs": cells} whose expected agreement is 1.
+    #: dataset -> {"observers": cells, "human_pairs": cells} where an observer is always right or always wrong.
     degenerate_cells: dict[str, dict[str, int]] = field(default_factory=dict)
     #: The intervals, rank intervals and pairwise tests (``None`` when neither was asked for).
     uncertainty: TableUncertainty | None = None
@@ -335,14 +335,15 @@ class BenchmarkTable:
         return payload
 
     def degenerate_summary(self) -> dict[str, object]:
-        """Which rule counted kappa cells with expected agreement 1, and how many cells it touched."""
+        """Which rule counted the degenerate kappa cells, and how many cells it touched."""
         per = {d: dict(found) for d, found in self.degenerate_cells.items() if any(found.values())}
         return {
             "rule": self.degenerate_kappa,
             "meaning": DEGENERATE_MEANINGS[self.degenerate_kappa],
             "cells": sum(sum(found.values()) for found in self.degenerate_cells.values()),
             "cells_meaning": "kappa cells (an observer against one human, or a pair of humans, in one kept condition) "
-            "whose expected agreement is 1; 'observers' counts the observers' cells, 'human_pairs' the humans' row's",
+            "where an observer is always right or always wrong; 'observers' counts the observers' cells, "
+            "'human_pairs' the humans' row's",
             "datasets": per,
         }
 
@@ -570,7 +571,7 @@ def benchmark_table(
 
     The table's datasets are those any observer covers, in model-vs-human's order. The values are computed
     cell by cell (:mod:`modelval.behaviour.benchmark_cells`): ``degenerate_kappa`` says how a kappa cell
-    with expected agreement 1 counts; ``n_bootstrap`` > 0 adds intervals and rank intervals, ``permutations``
+    where an observer is always right or always wrong counts; ``n_bootstrap`` > 0 adds intervals and rank intervals, ``permutations``
     > 0 the pairwise tests of the complete observers.
     """
     check_degenerate_kappa(degenerate_kappa)

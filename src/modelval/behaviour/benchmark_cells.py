@@ -10,10 +10,12 @@ changes the sums linearly, so a whole bootstrap is one matrix product per condit
 - **Values** (as the table): per condition the mean over the humans of each cell value (kappa, observed
   consistency, squared accuracy difference), then the mean over the kept conditions; OOD accuracy is
   pooled over the kept conditions' trials; the humans' row is the mean over pairs of distinct humans.
-- **Degenerate kappa.** When both observers of a cell are always right (or always wrong), the expected
-  agreement is 1 and kappa is 0/0. model-vs-human sets it to 1 (``"one"``, the default, so its tables
-  reproduce); ``"nan"`` leaves the cell out of the means (Klein et al., NeurIPS 2025). The cells touched
-  are counted.
+- **Degenerate kappa.** When an observer of a cell is always right (or always wrong) in the condition,
+  kappa says nothing about shared errors: the expected agreement equals the other's accuracy, so kappa is
+  0 whatever the other does, and when both are always right it is 0/0, which model-vs-human sets to 1
+  (its rule: kappa = 1 whenever the observed agreement is 1). ``"one"`` (the default) keeps
+  model-vs-human's values, so its tables reproduce; ``"nan"`` leaves these cells out of the means (Klein
+  et al., NeurIPS 2025: kappa is undefined there). The cells are counted under either rule.
 - **Intervals**: a seeded percentile bootstrap that resamples the trials within each condition (the same
   draw for every observer and human, so trials stay paired) and the human observers within each dataset's
   panel (with replacement; a pair of two draws of the same human is left out, as a human is never paired
@@ -39,13 +41,15 @@ from modelval.behaviour.trials import Trial, aligned
 from modelval.errors import DataError
 from modelval.runtime import check_seed
 
-#: How a cell whose expected agreement is 1 (both observers always right, or always wrong) counts.
+#: How a kappa cell counts where an observer is always right (or always wrong) in the condition.
 DEGENERATE_KAPPA: tuple[str, ...] = ("one", "nan")
 DEGENERATE_MEANINGS = {
-    "one": "kappa = 1 when the expected agreement is 1 (both observers of a cell always right, or always wrong): "
-    "model-vs-human's rule (kappa = 1 whenever observed agreement is 1)",
-    "nan": "kappa undefined (NaN) when the expected agreement is 1: such cells are left out of the means "
-    "(Klein et al., NeurIPS 2025)",
+    "one": "model-vs-human's rule: kappa = 1 whenever the observed agreement is 1 (so 1 when both observers of a "
+    "cell are always right, where the formula is 0/0), else the formula (0 when one observer is always right or "
+    "always wrong)",
+    "nan": "kappa undefined (NaN) in a cell where an observer is always right or always wrong in the condition "
+    "(expected agreement = the other's accuracy, or 1): such cells are left out of the means (Klein et al., "
+    "NeurIPS 2025)",
 }
 MEASURES: tuple[str, ...] = ("ood_accuracy", "accuracy_difference", "observed_consistency", "error_consistency")
 RESAMPLING = (
@@ -137,13 +141,14 @@ def _pair_terms(x: np.ndarray, xa: np.ndarray, y: np.ndarray, ya: np.ndarray, ex
 
 
 def _cell_values(sums: np.ndarray, rule: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """kappa, observed consistency, squared accuracy difference, degenerate mask from the four sums."""
+    """kappa, observed consistency, squared accuracy difference, and the degenerate cells (an observer always right
+    or always wrong) from the four sums."""
     n, sx, sy, agree = (sums[..., k] for k in range(4))
     with np.errstate(invalid="ignore", divide="ignore"):
         p1, p2, observed = sx / n, sy / n, agree / n
         expected = p1 * p2 + (1 - p1) * (1 - p2)
         kappa = (observed - expected) / (1 - expected)
-    degenerate = expected == 1.0
+    degenerate = (p1 == 0.0) | (p1 == 1.0) | (p2 == 0.0) | (p2 == 1.0)
     kappa = np.where(observed == 1.0, 1.0, kappa)
     if rule == "nan":
         kappa = np.where(degenerate, np.nan, kappa)
@@ -162,7 +167,7 @@ class CellValues:
     """Per observer (and ``"humans"``): the four measures of one dataset, one row per resample."""
 
     values: dict[str, np.ndarray]  # label -> (B, 4) in MEASURES order
-    degenerate: dict[str, int]  # "observers", "human_pairs": cells whose expected agreement is 1 (draw 0)
+    degenerate: dict[str, int]  # "observers", "human_pairs": degenerate kappa cells (draw 0)
     per_condition_kappa: dict[str, list[float]]  # label -> mean kappa per kept condition (draw 0)
 
 

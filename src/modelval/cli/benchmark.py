@@ -93,8 +93,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--degenerate-kappa",
         choices=DEGENERATE_KAPPA,
         default="one",
-        help="a kappa cell whose expected agreement is 1 (both observers always right in a condition): one "
-        "(default, model-vs-human's rule, reproduces its tables) or nan (left out of the means; Klein et al. 2025)",
+        help="a kappa cell where an observer is always right (or always wrong) in a condition: one (default, "
+        "model-vs-human's rule: kappa = 1 when agreement is perfect, else the formula, which gives 0; reproduces its "
+        "tables) or nan (left out of the means; Klein et al. 2025)",
     )
     add_reference_option(parser)
     add_bootstrap_options(parser, permutations=True)
