@@ -547,7 +547,7 @@ def _f(value: float, digits: int = 3) -> str:
 
 
 def _r(value: float | None) -> str:
-    return "" if value is None or math.isnan(value) else f"{value:g}"
+    return "" if value is None or math.isnan(value) else f"{value:.3g}"
 
 
 def _c(value: float) -> str:

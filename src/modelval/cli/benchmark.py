@@ -162,7 +162,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def write_report(report, folder: Path) -> list[Path]:
-    """benchmark.md, benchmark.csv and, per parametric dataset, the accuracy and kappa line plots."""
+    """benchmark.md, benchmark.csv, the ranks with their intervals and, per parametric dataset, the accuracy and
+    kappa line plots."""
     from modelval.figures.conditions import write_condition_figures
 
     folder.mkdir(parents=True, exist_ok=True)
@@ -170,4 +171,10 @@ def write_report(report, folder: Path) -> list[Path]:
     written[0].write_text(report.to_markdown() + "\n")
     written[1].write_text(report.to_csv())
     written += write_condition_figures(report.table, folder)
+    band = report.table.uncertainty
+    if band is not None and band.rank_intervals:
+        from modelval.figures.conditions import plot_benchmark_ranks
+        from modelval.figures.style import REPORT_SAVE, save
+
+        written += save(plot_benchmark_ranks(report.table), folder / "benchmark-ranks.png", pdf=True, **REPORT_SAVE)
     return written

@@ -32,6 +32,7 @@ _EXPORTS = {
     "plot_error_consistency": "modelval.figures.consistency",
     "plot_human_likeness": "modelval.figures.consistency",
     "plot_kappa_matrix": "modelval.figures.consistency",
+    "plot_benchmark_ranks": "modelval.figures.conditions",
     "plot_condition_accuracy": "modelval.figures.conditions",
     "plot_condition_grid": "modelval.figures.conditions",
     "plot_condition_kappa": "modelval.figures.conditions",

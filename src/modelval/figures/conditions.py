@@ -373,6 +373,71 @@ def plot_condition_grid(
     return fig
 
 
+def plot_benchmark_ranks(table: Any, *, ax: Axes | None = None) -> Figure:
+    """Draw each observer's rank in each measure of the benchmark table with its 95% rank interval.
+
+    One column per measure (OOD accuracy, accuracy difference, observed and error consistency) and the mean
+    rank; per observer its rank (marker) and the 2.5 and 97.5 percentiles of its ranks over the bootstrap
+    resamples (bar). Overlapping bars: the data do not order those observers in that measure.
+
+    Parameters
+    ----------
+    table
+        A :class:`~modelval.behaviour.benchmark.BenchmarkTable` with its ``uncertainty`` (``n_bootstrap`` > 0).
+    ax
+        Axes to draw into; ``None``: a new figure of 8 x 4 inches (the legend right of the axes).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        ``ax.figure``, or the new figure; neither saved nor closed (:func:`modelval.figures.save`).
+
+    Examples
+    --------
+    >>> import matplotlib.pyplot as plt
+    >>> from modelval.behaviour.benchmark import benchmark_table
+    >>> from modelval.behaviour.humans import load_human_panel
+    >>> from modelval.behaviour.trials import read_trials
+    >>> from modelval.figures import plot_benchmark_ranks
+    >>> files = {"ResNet-50": "style-transfer-512-nomask-experiment_resnet50_session-1.csv",
+    ...          "VGG-16": "style-transfer-512-nomask-experiment_vgg16_session-1.csv"}
+    >>> observers = {label: {"cue-conflict": read_trials(REFERENCE / name)} for label, name in files.items()}
+    >>> table = benchmark_table(observers, {"cue-conflict": load_human_panel(REFERENCE, "cue-conflict")},
+    ...                         n_bootstrap=100)
+    >>> fig, ax = plt.subplots()
+    >>> _ = plot_benchmark_ranks(table, ax=ax)
+    >>> [tick.get_text() for tick in ax.get_xticklabels()][-1], ax.get_ylabel()
+    ('mean rank', 'rank (1 = best)')
+    >>> plt.close(fig)
+    """
+    from modelval.behaviour.benchmark import METRICS
+
+    band = table.uncertainty
+    if band is None or not band.rank_intervals:
+        from modelval.errors import InputValidationError
+
+        raise InputValidationError("the rank figure needs the table's rank intervals: build it with n_bootstrap > 0")
+    fig, ax = new_axes(ax, (8.0, 4.0))
+    ranks = table.ranks()
+    columns = [*METRICS, "mean_rank"]
+    labels = list(band.rank_intervals)
+    width = 0.7 / max(len(labels), 1)
+    for index, label in enumerate(labels):
+        colour, marker = style(index)
+        x = np.arange(len(columns)) - 0.35 + width * (index + 0.5)
+        y = [ranks[label][m] for m in columns]
+        low = [y[k] - band.rank_intervals[label][m][0] for k, m in enumerate(columns)]
+        high = [band.rank_intervals[label][m][1] - y[k] for k, m in enumerate(columns)]
+        ax.errorbar(x, y, yerr=[low, high], fmt=marker, color=colour, capsize=3, label=label)
+    ax.set_xticks(np.arange(len(columns)), [m.replace("_", " ") for m in columns], rotation=20, ha="right")
+    ax.set_ylabel("rank (1 = best)")
+    ax.set_ylim(len(labels) + 0.5, 0.5)
+    ax.set_yticks(range(1, len(labels) + 1))
+    ax.set_title(f"Ranks with 95% intervals ({band.n_bootstrap} bootstrap resamples)", fontsize=10)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    return fig
+
+
 def write_condition_figures(table: Any, folder: str | Path) -> list[Path]:
     """The line plots of every parametric dataset of a :class:`~modelval.behaviour.benchmark.BenchmarkTable`:
     ``conditions-<dataset>.png`` (both metrics) and the two grids, as PNG and PDF."""
