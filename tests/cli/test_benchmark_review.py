@@ -153,7 +153,9 @@ def test_the_humans_ood_accuracy_is_over_the_kept_conditions(model_vs_human_raw_
                                                              monkeypatch, capsys):  # fmt: skip
     monkeypatch.setenv("MODELVAL_MODEL_VS_HUMAN_DIR", str(model_vs_human_raw_data))
     file = model_vs_human_raw_data / "low-pass" / "low-pass_subject-01_session_1.csv"
-    payload = _json(["benchmark", "--decisions", str(file), "--json", "--bootstrap", "0", "--permutations", "0"], capsys)
+    payload = _json(
+        ["benchmark", "--decisions", str(file), "--json", "--bootstrap", "0", "--permutations", "0"], capsys
+    )
     kept = set(experiment("low-pass").benchmark_conditions)
     correct = total = 0
     for path in sorted((model_vs_human_raw_data / "low-pass").glob("*.csv")):

@@ -73,7 +73,7 @@ class BenchmarkReport:
 
 
 def benchmark(
-    decisions: Mapping[str, Sequence[PathLike]] | Sequence[PathLike] = (),
+    decisions: Mapping[str, Sequence[PathLike | tuple[PathLike, str]]] | Sequence[PathLike] = (),
     models: Sequence[Any] = (),
     *,
     datasets: Sequence[str] | None = None,
@@ -101,8 +101,9 @@ def benchmark(
     ``reference_data`` then says what differs). ``all_conditions`` keeps the conditions model-vs-human's
     benchmark leaves out; ``brain_score`` adds Brain-Score's Geirhos2021 ceiled error consistency;
     ``degenerate_kappa`` (``"one"``: model-vs-human's rule, ``"nan"``: left out) says how a kappa cell counts
-    where an observer is always right or always wrong in the condition. ``options.bootstrap`` resamples give every value an interval and every rank a rank
-    interval; ``options.permutations`` sign flips test every pair of complete observers (``options.seed``).
+    where an observer is always right or always wrong in the condition. ``options.bootstrap`` resamples give
+    every value an interval and every rank a rank interval; ``options.permutations`` sign flips test every
+    pair of complete observers (``options.seed``).
     """
     from modelval.api.observers import observer_trials
     from modelval.behaviour.benchmark import benchmark_table

@@ -140,7 +140,5 @@ def compare(
         resample=options.resample,
         permutations=options.permutations,
     )
-    conditions = paired_by_condition(
-        observed_a.trials, observed_b.trials, observed_a.dataset, names=(label_a, label_b)
-    )
+    conditions = paired_by_condition(observed_a.trials, observed_b.trials, observed_a.dataset, names=(label_a, label_b))
     return ComparisonReport(result, conditions, observed_a, observed_b, (label_a, label_b))

@@ -230,8 +230,16 @@ def accuracy(
     report = AccuracyReport(observed.label, result, observed.run, observed.provenance, warning, conditions)
     summary = {"accuracy": result.accuracy, "correct": result.correct, "images": result.images}
     protocol = protocol_label(dataclasses.replace(options, dataset=observed.dataset))
-    record_run(run_store, "accuracy", model=observed.label, dataset=observed.dataset, summary=summary,
-               provenance=observed.provenance, decisions=_trial_decisions(observed.trials), label=protocol)
+    record_run(
+        run_store,
+        "accuracy",
+        model=observed.label,
+        dataset=observed.dataset,
+        summary=summary,
+        provenance=observed.provenance,
+        decisions=_trial_decisions(observed.trials),
+        label=protocol,
+    )
     return report
 
 
@@ -417,8 +425,16 @@ def compare_with_humans(
     )  # fmt: skip
     summary = {key: report.to_dict().get(key) for key in ("accuracy", "error_consistency", "observed_consistency")}
     protocol = protocol_label(dataclasses.replace(options, dataset=observed.dataset))
-    record_run(run_store, "humans", model=observed.label, dataset=observed.dataset, summary=summary,
-               provenance=provenance, decisions=_trial_decisions(trials), label=protocol)
+    record_run(
+        run_store,
+        "humans",
+        model=observed.label,
+        dataset=observed.dataset,
+        summary=summary,
+        provenance=provenance,
+        decisions=_trial_decisions(trials),
+        label=protocol,
+    )
     return report
 
 

@@ -41,13 +41,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from modelval.behaviour.conditions import (
-    ConditionComparison,
-    HumanCondition,
-    compare_by_condition,
-    humans_by_condition,
-    trials_by_condition,
-)
 from modelval.behaviour.benchmark_cells import (
     DEGENERATE_MEANINGS,
     TableUncertainty,
@@ -55,6 +48,13 @@ from modelval.behaviour.benchmark_cells import (
     dataset_cells,
     table_uncertainty,
     table_values,
+)
+from modelval.behaviour.conditions import (
+    ConditionComparison,
+    HumanCondition,
+    compare_by_condition,
+    humans_by_condition,
+    trials_by_condition,
 )
 from modelval.behaviour.experiments import BENCHMARK_DATASETS, experiment
 from modelval.behaviour.humans import HumanPanel
@@ -416,7 +416,13 @@ class BenchmarkTable:
             lines += ["", f"not aggregated or ranked (missing datasets): {', '.join(incomplete)}"]
         if band is not None and band.rank_intervals:
             head = ["observer", *(f"rank {m.replace('_', ' ')}" for m in METRICS), "mean rank"]
-            lines += ["", "ranks with their 95% intervals over the resamples:", "", _row(head), _row(["---"] * len(head))]
+            lines += [
+                "",
+                "ranks with their 95% intervals over the resamples:",
+                "",
+                _row(head),
+                _row(["---"] * len(head)),
+            ]
             for label in order:
                 if label in band.rank_intervals:
                     rank = ranks.get(label, {})
@@ -429,7 +435,8 @@ class BenchmarkTable:
                 f"measure, p < 0.05): {len(apart)} of {len(band.pairs)}",
             ]
             lines += [
-                f"- {t.a} vs {t.b}, {t.measure.replace('_', ' ')}: {t.difference:+.4f}, {format_p(t.p, t.permutations)}, "
+                f"- {t.a} vs {t.b}, {t.measure.replace('_', ' ')}: {t.difference:+.4f}, "
+                f"{format_p(t.p, t.permutations)}, "
                 f"Holm p {t.p_holm:.2g}"
                 for t in apart
             ]
@@ -484,7 +491,7 @@ class BenchmarkTable:
             if band is None:
                 return []
             found = band.intervals.get(label, {}).get(where, {})
-            cells = [_c(found[m][k]) if m in found else "" for m in METRICS for k in (0, 1)]
+            cells: list[object] = [_c(found[m][k]) if m in found else "" for m in METRICS for k in (0, 1)]
             rank = band.rank_intervals.get(label, {}) if where == "aggregate" else {}
             return cells + [_c(rank[m][k]) if m in rank else "" for m in [*METRICS, "mean_rank"] for k in (0, 1)]
 
@@ -571,8 +578,8 @@ def benchmark_table(
 
     The table's datasets are those any observer covers, in model-vs-human's order. The values are computed
     cell by cell (:mod:`modelval.behaviour.benchmark_cells`): ``degenerate_kappa`` says how a kappa cell
-    where an observer is always right or always wrong counts; ``n_bootstrap`` > 0 adds intervals and rank intervals, ``permutations``
-    > 0 the pairwise tests of the complete observers.
+    where an observer is always right or always wrong counts; ``n_bootstrap`` > 0 adds intervals and rank
+    intervals, ``permutations`` > 0 the pairwise tests of the complete observers.
     """
     check_degenerate_kappa(degenerate_kappa)
     covered = {dataset for per in observers.values() for dataset in per}
@@ -597,7 +604,7 @@ def benchmark_table(
             dataset=dataset,
             conditions=tuple(row.condition for row in kept),
             n_trials=sum(row.n_trials for row in kept),
-            **{metric: float(found[k]) for k, metric in enumerate(METRICS)},  # type: ignore[arg-type]
+            **{metric: float(found[k]) for k, metric in enumerate(METRICS)},
             per_condition=tuple(rows),
         )
 
@@ -643,6 +650,8 @@ def _with_kappas(
 ) -> list[ConditionComparison | HumanCondition]:
     by_condition = {row.condition: kappa for row, kappa in zip(kept, kappas, strict=True)}
     return [
-        dataclasses.replace(row, error_consistency=by_condition[row.condition]) if row.condition in by_condition else row
+        dataclasses.replace(row, error_consistency=by_condition[row.condition])
+        if row.condition in by_condition
+        else row
         for row in rows
     ]

@@ -135,9 +135,7 @@ def _pair_terms(x: np.ndarray, xa: np.ndarray, y: np.ndarray, ya: np.ndarray, ex
     """(..., n, 4) per-trial terms [kept, kept*x, kept*y, kept*(x == y)] of pairs (broadcast over leading axes)."""
     keep = (xa & ya) if exclude else np.ones(np.broadcast_shapes(x.shape, y.shape), dtype=bool)
     keep_f = keep.astype(np.float64)
-    return np.stack(
-        np.broadcast_arrays(keep_f, keep_f * x, keep_f * y, keep_f * (x == y)), axis=-1
-    )
+    return np.stack(np.broadcast_arrays(keep_f, keep_f * x, keep_f * y, keep_f * (x == y)), axis=-1)
 
 
 def _cell_values(sums: np.ndarray, rule: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -316,7 +314,9 @@ class TableUncertainty:
                 label: {where: {m: list(v) for m, v in per.items()} for where, per in found.items()}
                 for label, found in self.intervals.items()
             },
-            "rank_intervals": {label: {m: list(v) for m, v in per.items()} for label, per in self.rank_intervals.items()},
+            "rank_intervals": {
+                label: {m: list(v) for m, v in per.items()} for label, per in self.rank_intervals.items()
+            },
             "pairs": [pair.to_dict() for pair in self.pairs],
         }
 
@@ -385,11 +385,11 @@ def table_uncertainty(
                 p = two_sided_p(null[:, k], float(observed[k]), permutations=permutations)
                 pairs.append(PairTest(a, b, measure, float(observed[k]), p, permutations=permutations))
         for measure in MEASURES:
-            family = {(t.a, t.b): t.p for t in pairs if t.measure == measure}
-            adjusted = holm(family)  # type: ignore[arg-type]
+            family = {f"{t.a}\0{t.b}": t.p for t in pairs if t.measure == measure}
+            adjusted = holm(family)
             for t in pairs:
                 if t.measure == measure:
-                    t.p_holm = adjusted[(t.a, t.b)]
+                    t.p_holm = adjusted[f"{t.a}\0{t.b}"]
     return TableUncertainty(n_bootstrap, seed, permutations, intervals, rank_intervals, pairs)
 
 
@@ -402,7 +402,8 @@ def _flipped_difference(
     num_a = np.zeros(permutations)
     num_b = np.zeros(permutations)
     den = 0.0
-    per_a, per_b = [], []
+    per_a: list[np.ndarray] = []
+    per_b: list[np.ndarray] = []
     for cond in cells.conditions:
         (xa, aa), (xb, ab) = cond.observers[a], cond.observers[b]
         n = xa.size
@@ -422,6 +423,7 @@ def _flipped_difference(
             if own is not None:
                 weight[:, own] = 0.0
             into.append(np.stack([_nanmean(m, weight, 1) for m in (diff, observed, kappa)], axis=1))
-    mean_a = _nanmean(np.stack(per_a), np.ones((len(per_a), permutations, 3)), 0)
-    mean_b = _nanmean(np.stack(per_b), np.ones((len(per_b), permutations, 3)), 0)
+    shape = (len(per_a), permutations, 3)
+    mean_a = _nanmean(np.stack(per_a), np.ones(shape), 0)
+    mean_b = _nanmean(np.stack(per_b), np.ones(shape), 0)
     return np.column_stack([(num_a - num_b) / den, mean_a - mean_b])

@@ -219,7 +219,9 @@ def kappa_cells(p1: float, p2: float, kappa: float) -> np.ndarray:
     both = (observed - 1 + p1 + p2) / 2
     cells = np.array([both, p1 - both, p2 - both, 1 - p1 - p2 + both])
     if (cells < -1e-12).any() or not 0 < expected < 1:
-        raise ValueError(f"no two observers have accuracies {p1} and {p2} and kappa {kappa} (kappa_max {kappa_max(p1, p2):.3f})")
+        raise ValueError(
+            f"no two observers have accuracies {p1} and {p2} and kappa {kappa} (kappa_max {kappa_max(p1, p2):.3f})"
+        )
     return np.clip(cells, 0.0, 1.0)
 
 

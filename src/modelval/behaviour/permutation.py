@@ -203,7 +203,9 @@ def streamed_exact_p(
              k * v[1] + (count - k) * u[1]],
             axis=1,
         )  # fmt: skip
-        log_w = np.array([math.lgamma(count + 1) - math.lgamma(j + 1) - math.lgamma(count - j + 1) for j in range(count + 1)])
+        log_w = np.array(
+            [math.lgamma(count + 1) - math.lgamma(j + 1) - math.lgamma(count - j + 1) for j in range(count + 1)]
+        )
         return terms, log_w - count * math.log(2.0)
 
     *outer, (u1, v1, c1), (u2, v2, c2) = found

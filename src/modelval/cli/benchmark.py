@@ -13,9 +13,9 @@ import sys
 from pathlib import Path
 
 from modelval import jsonio
+from modelval.behaviour.benchmark_cells import DEGENERATE_KAPPA
 from modelval.behaviour.consistency import NA_HANDLING
 from modelval.behaviour.experiments import BENCHMARK_DATASETS, experiment
-from modelval.behaviour.benchmark_cells import DEGENERATE_KAPPA
 from modelval.cli._args import DECISIONS_METAVAR, add_bootstrap_options, decision_spec, permutation_count
 from modelval.cli._options import add_observer_options, add_reference_option, evaluation_options, model_options
 from modelval.cli._output import out, out_json

@@ -154,7 +154,9 @@ def _test_p(test: PermutationTest) -> str:
     if not test.at_floor:
         return f"p = {_p(test.p)}"
     text = f"p < 2/({test.permutations}+1) = {_p(test.floor)}"
-    return text + (f"; exact p = {_p(test.exact_p)} (all 2^{test.discordant} sign flips)" if test.exact_p is not None else "")
+    return text + (
+        f"; exact p = {_p(test.exact_p)} (all 2^{test.discordant} sign flips)" if test.exact_p is not None else ""
+    )
 
 
 def _p(value: float) -> str:
