@@ -10,6 +10,7 @@ The human decisions of every dataset are found before any model is evaluated.
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -23,6 +24,7 @@ from modelval.errors import ModelvalError
 if TYPE_CHECKING:
     from modelval.api.pipeline import ModelRun
     from modelval.behaviour.benchmark import BenchmarkTable
+    from modelval.behaviour.consistency import TrialPlan
     from modelval.behaviour.trials import Trial
     from modelval.judgement.sanity import Sanity
     from modelval.preprocessing import PreprocessConfig
@@ -222,3 +224,82 @@ def _evaluate(
     label = next(iter(runs.values())).model
     check = sanity_check(runs["cue-conflict"].evaluation.result) if "cue-conflict" in runs else None
     return label, {d: runs[d] for d in datasets}, check
+
+
+def plan_trials(
+    accuracies: Sequence[float],
+    kappa: float,
+    difference: float,
+    *,
+    power: float = 0.8,
+    alpha: float = 0.05,
+    design: str = "two-sample",
+) -> TrialPlan:
+    """How many trials a stimulus set needs to tell a difference in error consistency at a given power.
+
+    Klein et al. (NeurIPS 2025) plan trial counts from the sampling distribution of kappa at the observers'
+    accuracies; :func:`modelval.behaviour.consistency.trials_for_kappa_difference` does it with the
+    large-sample (delta-method) variance of kappa on the 2x2 table of the two observers' correctness and the
+    two-sided normal test. Impossible inputs are refused with what would be possible.
+
+    Parameters
+    ----------
+    accuracies
+        The two observers' accuracies ``(p1, p2)``, each in (0, 1) (a model's and a human's, say).
+    kappa
+        The error consistency to start from; with ``kappa + difference`` it must lie in the range two
+        observers of these accuracies can have (:func:`modelval.behaviour.consistency.kappa_range`).
+    difference
+        The difference in kappa to tell (not 0).
+    power
+        The probability of telling it, in (0, 1).
+    alpha
+        The two-sided test's level, in (0, 1).
+    design
+        ``"two-sample"``: two observer pairs (two models against the same human), each on that many trials
+        of its own; ``"one-sample"``: one pair, kappa tested against the value ``kappa`` (e.g. 0).
+
+    Returns
+    -------
+    TrialPlan
+        ``.trials`` (per pair), with the inputs; ``.to_dict()`` for JSON.
+
+    Raises
+    ------
+    modelval.ModelvalError
+        An accuracy, power or alpha outside (0, 1), a difference of 0, an unknown design, or a kappa that
+        observers of these accuracies cannot have (the message gives the feasible range).
+
+    Examples
+    --------
+    >>> from modelval.api.benchmark import plan_trials
+    >>> plan_trials((0.7, 0.75), 0.1, 0.1).trials  # two models against a human: kappa 0.1 vs 0.2
+    1687
+    >>> plan_trials((0.7, 0.75), 0.0, 0.1, design="one-sample").trials  # Klein et al.'s example: 0.1 vs none
+    791
+    >>> plan_trials((0.9, 0.3), 0.05, 0.1)
+    Traceback (most recent call last):
+    ...
+    modelval.errors.ModelvalError: kappa + difference = 0.15 is impossible for observers of accuracies 0.9 and 0.3: ...
+    """
+    from modelval.behaviour.consistency import kappa_range, trials_for_kappa_difference
+
+    values = [float(a) for a in accuracies]
+    if len(values) != 2:
+        raise ModelvalError(f"give the two observers' accuracies, got {len(values)} value(s)")
+    p1, p2 = values
+    for name, value in (("accuracy", p1), ("accuracy", p2), ("power", power), ("alpha", alpha)):
+        if not 0 < value < 1:
+            raise ModelvalError(f"{name} must lie strictly between 0 and 1, got {value:g}")
+    if design not in ("one-sample", "two-sample"):
+        raise ModelvalError(f"design is one-sample or two-sample, got {design!r}")
+    if difference == 0 or not math.isfinite(difference) or not math.isfinite(kappa):
+        raise ModelvalError("the kappa and the difference are finite numbers and the difference is not 0")
+    low, high = kappa_range(p1, p2)
+    for name, value in (("kappa", kappa), ("kappa + difference =", kappa + difference)):
+        if not low - 1e-12 <= value <= high + 1e-12:
+            raise ModelvalError(
+                f"{name} {value:.4g} is impossible for observers of accuracies {p1:g} and {p2:g}: their kappa lies in "
+                f"[{low:.4f}, {high:.4f}]; choose a kappa and difference inside it"
+            )
+    return trials_for_kappa_difference(p1, p2, kappa, difference, power=power, alpha=alpha, design=design)

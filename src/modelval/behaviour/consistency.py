@@ -225,6 +225,17 @@ def kappa_cells(p1: float, p2: float, kappa: float) -> np.ndarray:
     return np.clip(cells, 0.0, 1.0)
 
 
+def kappa_range(p1: float, p2: float) -> tuple[float, float]:
+    """The lowest and highest kappa two observers of accuracies ``p1`` and ``p2`` (both in (0, 1)) can have: the
+    share both answer correctly runs from ``max(0, p1 + p2 - 1)`` to ``min(p1, p2)``, and kappa is linear in it."""
+    expected = p1 * p2 + (1 - p1) * (1 - p2)
+
+    def kappa_at(both: float) -> float:
+        return (2 * both + 1 - p1 - p2 - expected) / (1 - expected)
+
+    return kappa_at(max(0.0, p1 + p2 - 1)), kappa_at(min(p1, p2))
+
+
 def kappa_variance(p1: float, p2: float, kappa: float) -> float:
     """n times the large-sample variance of the estimated kappa over n independent trials (delta method on the
     2x2 multinomial: ``g' (diag(pi) - pi pi') g`` with ``g`` the gradient of kappa in the cell proportions)."""

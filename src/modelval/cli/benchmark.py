@@ -121,6 +121,52 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     add_observer_options(parser)
     parser.set_defaults(handler=run, _parser=parser)
+    register_plan_trials(subparsers)
+
+
+def register_plan_trials(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "plan-trials",
+        help="trials a stimulus set needs to tell a difference in error consistency (Klein et al. 2025)",
+        description=(
+            "How many trials a new stimulus set needs so that a two-sided test tells kappa from kappa + DIFFERENCE "
+            "with the given power, for two observers of the given accuracies (the large-sample variance of kappa on "
+            "the 2x2 table of their correctness; Klein et al., NeurIPS 2025, plan trial counts from it). "
+            "two-sample: two observer pairs (two models against the same human), each on that many trials; "
+            "one-sample: one pair, kappa tested against KAPPA (e.g. 0)."
+        ),
+    )
+    parser.add_argument(
+        "--accuracy", nargs=2, type=float, required=True, metavar=("P1", "P2"), help="the two observers' accuracies"
+    )
+    parser.add_argument("--kappa", type=float, required=True, help="the error consistency to start from")
+    parser.add_argument("--difference", type=float, required=True, help="the difference in kappa to tell")
+    parser.add_argument("--power", type=float, default=0.8, help="probability of telling it (default 0.8)")
+    parser.add_argument("--alpha", type=float, default=0.05, help="two-sided level of the test (default 0.05)")
+    parser.add_argument("--design", choices=("two-sample", "one-sample"), default="two-sample")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.set_defaults(handler=run_plan_trials, _parser=parser)
+
+
+def run_plan_trials(args: argparse.Namespace) -> int:
+    from modelval.api.benchmark import plan_trials
+
+    plan = plan_trials(
+        args.accuracy, args.kappa, args.difference, power=args.power, alpha=args.alpha, design=args.design
+    )
+    if args.json:
+        out_json(plan.to_dict())
+        return 0
+    other = plan.kappa + plan.difference
+    if plan.design == "two-sample":
+        what = f"each of two observer pairs (kappa {plan.kappa:g} and {other:g})"
+    else:
+        what = f"one observer pair (kappa {other:g} tested against {plan.kappa:g})"
+    out(
+        f"{plan.trials} trials for {what}, accuracies {plan.p1:g} and {plan.p2:g}: power {plan.power:g} at "
+        f"two-sided alpha {plan.alpha:g}"
+    )
+    return 0
 
 
 def run(args: argparse.Namespace) -> int:
