@@ -85,6 +85,26 @@ def test_model_vs_human_edge_and_silhouette_files_benchmark_as_published(modelva
     assert "vgg:cue-conflict but the image names are from the edges experiment" in capsys.readouterr().err
 
 
+def test_human_figures_takes_the_per_file_dataset_and_names_only_what_it_has(modelval_reference_dir, tmp_path, capsys):
+    """``human-figures`` reads ``LABEL:DATASET=FILE`` as benchmark does; its error names that form, not a
+    ``--dataset`` it does not have."""
+    edge = _rewrite(modelval_reference_dir / VGG_EDGES, tmp_path / "vgg-renamed.csv", bare=True)
+    common = ["human-figures", "--bootstrap", "0"]
+    assert main([*common, "--decisions", f"vgg={edge}", "--report-dir", str(tmp_path / "a")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "--decisions LABEL:DATASET=FILE" in err and "--dataset NAME" not in err
+    assert main([*common, "--dataset", "edges", "--decisions", f"vgg={edge}", "--report-dir", str(tmp_path)]) == 2
+    assert "unrecognized arguments: --dataset" in capsys.readouterr().err
+    assert main([*common, "--decisions", f"vgg:edge={edge}", "--report-dir", str(tmp_path / "b")]) == 0
+    capsys.readouterr()
+    figures = json.loads((tmp_path / "b" / "figures.json").read_text())
+    assert list(figures["observers"]["vgg"]) == ["edges"]
+    assert figures["observers"]["vgg"]["edges"]["error_consistency"] == pytest.approx(0.0710, abs=5e-5)
+    wrong = ["--decisions", f"vgg:filled-silhouettes={modelval_reference_dir / VGG_EDGES}"]
+    assert main([*common, *wrong, "--report-dir", str(tmp_path / "c")]) == 2
+    assert "vgg:filled-silhouettes but the image names are from the edges experiment" in capsys.readouterr().err
+
+
 def test_compare_names_no_dataset_nobody_gave(modelval_reference_dir, capsys):
     assert main(["compare", str(modelval_reference_dir / VGG_EDGES), str(modelval_reference_dir / RESNET)]) == 2
     err = capsys.readouterr().err

@@ -471,10 +471,16 @@ class HumanFiguresReport(JSONResult):
         return dict(self.payload)
 
 
+#: What to do when a decision file's experiment cannot be read from its names (``human-figures`` has no --dataset).
+FIGURES_DATASET_HINT = "give the file as --decisions LABEL:DATASET=FILE (from Python: (label, file, dataset))"
+
+
 def human_figures(
     report_dir: str | os.PathLike[str],
     *,
-    decisions: Sequence[str | os.PathLike[str] | tuple[str, str | os.PathLike[str]]] = (),
+    decisions: Sequence[
+        str | os.PathLike[str] | tuple[str, str | os.PathLike[str]] | tuple[str, str | os.PathLike[str], str | None]
+    ] = (),
     models: Sequence[str] = (),
     reference_dir: str | os.PathLike[str] | None = None,
     humans_mode: str = "pooled",
@@ -498,8 +504,9 @@ def human_figures(
     report_dir
         The folder the figures and ``figures.json`` are written to (made if missing).
     decisions
-        Decision CSVs, each ``path`` or ``(label, path)``; one observer on one experiment each (read from the
-        image names).
+        Decision CSVs, each ``path``, ``(label, path)`` or ``(label, path, dataset)``; one observer on one
+        experiment each, read from the image names or the file name unless ``dataset`` names it (needed for
+        model-vs-human's bare edge and silhouette names in a renamed file).
     models
         Models (registry names or specs) evaluated on cue-conflict through the shape-bias pipeline.
     reference_dir
@@ -558,8 +565,15 @@ def human_figures(
     observers: dict[str, dict[str, list[Trial]]] = {}
     sources: dict[str, dict[str, str]] = {}
     for item in decisions:
-        label, file = item if isinstance(item, tuple) else ("", item)
-        observed = observer_trials(file, options=options, model_options=model_options)
+        label, file, declared = (*item, None)[:3] if isinstance(item, tuple) else ("", item, None)
+        observed = observer_trials(
+            Path(file),
+            dataset=declared,
+            options=options,
+            model_options=model_options,
+            dataset_hint=FIGURES_DATASET_HINT,
+            declared_by=f"{label or 'the file'}:{declared}" if declared else None,
+        )
         name = label or observed.label
         if observed.dataset in observers.setdefault(name, {}):
             raise DataError(f"two decision files for {name} on {observed.dataset}")
