@@ -23,7 +23,7 @@ from modelval.errors import ModelvalError
 
 if TYPE_CHECKING:
     from modelval.api.pipeline import ModelRun
-    from modelval.behaviour.benchmark import BenchmarkTable
+    from modelval.behaviour.benchmark import BenchmarkTable, ModelMetadata
     from modelval.behaviour.consistency import TrialPlan
     from modelval.behaviour.trials import Trial
     from modelval.judgement.sanity import Sanity
@@ -85,6 +85,7 @@ def benchmark(
     brain_score: bool = False,
     degenerate_kappa: str = "one",
     allow_modified_reference: bool = False,
+    metadata: PathLike | Mapping[str, Mapping[str, Any]] | None = None,
     sanity_gate: bool = True,
     preprocess: PreprocessConfig | None = None,
     options: EvaluationOptions | None = None,
@@ -105,7 +106,10 @@ def benchmark(
     ``degenerate_kappa`` (``"one"``: model-vs-human's rule, ``"nan"``: left out) says how a kappa cell counts
     where an observer is always right or always wrong in the condition. ``options.bootstrap`` resamples give
     every value an interval and every rank a rank interval; ``options.permutations`` sign flips test every
-    pair of complete observers (``options.seed``).
+    pair of complete observers (``options.seed``). ``metadata`` (a JSON or CSV file, or ``{label: {field:
+    value}}``; see :func:`read_metadata`) gives observers their parameters and training data; without it, an
+    evaluated model's parameters are counted from its module and its training data is what its registry entry
+    or timm tag states, and a decision file whose label is a registry name gets that entry's.
     """
     from modelval.api.observers import observer_trials
     from modelval.behaviour.benchmark import benchmark_table
@@ -168,6 +172,7 @@ def benchmark(
             trials = [dataclasses.replace(t, subject=label) for t in _trials_of(model_runs[dataset])]
             add(label, dataset, trials, f"evaluated now: {label}")
     panels = {d: load_human_panel(reference_dirs[d], d) for d in needed}
+    described = observer_metadata(observers, runs, metadata)
     table = benchmark_table(
         observers,
         panels,
@@ -179,8 +184,104 @@ def benchmark(
         n_bootstrap=options.bootstrap,
         seed=options.seed,
         permutations=options.permutations,
+        metadata=described,
     )
     return BenchmarkReport(table, observers, reference_dirs, runs, reference_data, sanity, sanity_gate)
+
+
+def read_metadata(source: PathLike | Mapping[str, Mapping[str, Any]]) -> dict[str, ModelMetadata]:
+    """Observers' parameters and training data from a JSON or CSV file (``--metadata``), or a mapping.
+
+    JSON: ``{"LABEL": {"parameters": 25557032, "training_images": 1281167, "training_data": "ImageNet-1k",
+    "training_kind": "supervised"}, ...}``; CSV: a ``label`` column and any of those four (an empty cell is
+    not known). Every field is optional; ``source`` may say where the values are from (default: the file).
+    Numbers may be written ``1.28e6`` but must be whole and positive.
+    """
+    import csv
+    import json
+
+    from modelval.behaviour.benchmark import ModelMetadata
+    from modelval.errors import DataError
+
+    if isinstance(source, Mapping):
+        rows, where, origin = dict(source), "metadata", "metadata given"
+    else:
+        path = Path(source)
+        where = str(path)
+        origin = f"metadata file {path.name}"
+        try:
+            text = path.read_text()
+        except OSError as error:
+            raise DataError(f"cannot read the metadata file {path}: {error.strerror or error}") from None
+        if path.suffix.lower() == ".json":
+            try:
+                rows = json.loads(text)
+            except ValueError as error:
+                raise DataError(f"{path}: not valid JSON ({error})") from None
+            if not isinstance(rows, dict) or not all(isinstance(v, dict) for v in rows.values()):
+                raise DataError(f'{path}: give one object {{"LABEL": {{"parameters": ..., ...}}, ...}}')
+        elif path.suffix.lower() == ".csv":
+            table = list(csv.DictReader(text.splitlines()))
+            if not table or "label" not in table[0]:
+                raise DataError(f"{path}: a CSV with a 'label' column and the fields of each observer")
+            rows = {}
+            for row in table:
+                label = (row.pop("label") or "").strip()
+                if not label or label in rows:
+                    raise DataError(f"{path}: every row names a label, each once (got {label!r})")
+                rows[label] = row
+        else:
+            raise DataError(f"{path}: a metadata file is .json or .csv")
+    return {
+        str(label): ModelMetadata.from_mapping(values, source=origin, where=f"{where}: {label}")
+        for label, values in rows.items()
+    }
+
+
+def observer_metadata(
+    observers: Mapping[str, Any],
+    runs: Mapping[str, Mapping[str, ModelRun]],
+    given: PathLike | Mapping[str, Mapping[str, Any]] | None,
+) -> dict[str, ModelMetadata]:
+    """Each observer's metadata: what ``given`` states, completed by what the model itself tells (an evaluated
+    model's parameters counted from its module, its entry's training data) or, for a decision file whose label
+    is a registry name, by that entry."""
+    from modelval.behaviour.benchmark import ModelMetadata
+    from modelval.errors import DataError
+    from modelval.models.registry import ModelEntry, list_models
+
+    stated = read_metadata(given) if given is not None else {}
+    strangers = sorted(set(stated) - set(observers))
+    if strangers:
+        raise DataError(
+            f"metadata for {', '.join(strangers)}, which no observer of the table is called (the observers: "
+            f"{', '.join(observers)}); use the labels the table uses"
+        )
+    found: dict[str, ModelMetadata] = {}
+    for label in observers:
+        entry: ModelEntry | None
+        own = stated.get(label, ModelMetadata())
+        model_runs = runs.get(label)
+        if model_runs:
+            loaded = next(iter(model_runs.values())).loaded
+            counted = sum(p.numel() for p in loaded.model.parameters())
+            entry = loaded.entry
+            own = own.filled_from(ModelMetadata(parameters=counted, source="parameters counted from the module"))
+        else:
+            entry = next((e for e in list_models() if label in (e.name, e.label)), None)
+        if entry is not None:
+            training = entry.training
+            stated_by_entry = ModelMetadata(
+                parameters=entry.parameters if not model_runs else None,
+                training_images=training.images if training else None,
+                training_data=training.data if training else "",
+                training_kind=training.kind if training else "",
+                source=(training.source if training and training.source else f"registry entry {entry.name}"),
+            )
+            own = own.filled_from(stated_by_entry)
+        if not own.empty:
+            found[label] = own
+    return found
 
 
 def _trials_of(run: ModelRun) -> list[Trial]:

@@ -117,6 +117,86 @@ class DatasetScores:
         }
 
 
+#: The fields of a model's metadata, as the JSON and CSV of ``--metadata`` and the table's outputs name them.
+METADATA_FIELDS: tuple[str, ...] = ("parameters", "training_images", "training_data", "training_kind")
+#: Where the scale axis of :func:`modelval.figures.plot_benchmark_scale` can come from.
+SCALES: tuple[str, ...] = ("parameters", "training_images")
+
+
+METADATA_MEANING = (
+    "per observer, null when nothing is known: parameters (counted from the loaded module for an evaluated model, "
+    "else as its registry entry or the --metadata file states), training_images (images or image-text pairs of the "
+    "first training stage: the pre-training of a fine-tuned model), training_data (the stages), training_kind (how "
+    "it learned), source (where each was read)"
+)
+
+
+@dataclass(frozen=True)
+class ModelMetadata:
+    """What an observer is beside what it answers: its size and what it learned from, with where that was read.
+
+    ``training_images`` counts the images (or image-text pairs) of the first training stage (the pre-training
+    set of a fine-tuned model); ``training_data`` names the stages (``"LAION-2B, then ImageNet-12k, ImageNet-1k"``);
+    ``training_kind`` how it learned (``"supervised"``, ``"self-supervised"``, ``"image-text contrastive"``, ...).
+    """
+
+    parameters: int | None = None
+    training_images: int | None = None
+    training_data: str = ""
+    training_kind: str = ""
+    source: str = ""
+
+    def value(self, name: str) -> int | str | None:
+        found: int | str | None = getattr(self, name)
+        return found
+
+    def filled_from(self, other: ModelMetadata) -> ModelMetadata:
+        """This metadata, each missing field taken from ``other`` (and ``other``'s source added when it gave one)."""
+        taken = {
+            name: other.value(name) for name in METADATA_FIELDS if self.value(name) in (None, "") and other.value(name)
+        }
+        if not taken:
+            return self
+        source = "; ".join(part for part in (self.source, other.source) if part)
+        return dataclasses.replace(self, **taken, source=source)  # type: ignore[arg-type]
+
+    @property
+    def empty(self) -> bool:
+        return all(self.value(name) in (None, "") for name in METADATA_FIELDS)
+
+    def to_dict(self) -> dict[str, object]:
+        return {**{name: self.value(name) or None for name in METADATA_FIELDS}, "source": self.source}
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, object], *, source: str, where: str) -> ModelMetadata:
+        """Metadata from ``{"parameters": ..., "training_images": ..., "training_data": ..., "training_kind": ...}``
+        (each optional; empty strings are missing); a bad key or value is an error naming ``where``."""
+        from modelval.errors import DataError
+
+        unknown = sorted(set(values) - set(METADATA_FIELDS) - {"label", "source"})
+        if unknown:
+            raise DataError(f"{where}: unknown field(s) {', '.join(unknown)}; the fields: {', '.join(METADATA_FIELDS)}")
+        found: dict[str, object] = {}
+        for name in ("parameters", "training_images"):
+            raw = values.get(name)
+            if raw is None or raw == "":
+                continue
+            try:
+                number = float(raw)  # type: ignore[arg-type]
+            except (TypeError, ValueError):
+                number = math.nan
+            if isinstance(raw, bool) or not math.isfinite(number) or number <= 0 or number != int(number):
+                raise DataError(f"{where}: {name} is a positive whole number (1.28e6 is fine), got {raw!r}")
+            found[name] = int(number)
+        for name in ("training_data", "training_kind"):
+            raw = values.get(name)
+            if raw is not None and not isinstance(raw, str):
+                raise DataError(f"{where}: {name} is text, got {raw!r}")
+            found[name] = (raw or "").strip()
+        own = values.get("source")
+        return cls(**found, source=str(own).strip() if own else source)  # type: ignore[arg-type]
+
+
 def kept_conditions(dataset: str, all_conditions: bool = False) -> tuple[str, ...]:
     entry = experiment(dataset)
     return entry.values if all_conditions else entry.benchmark_conditions
@@ -238,6 +318,8 @@ class BenchmarkTable:
     degenerate_cells: dict[str, dict[str, int]] = field(default_factory=dict)
     #: The intervals, rank intervals and pairwise tests (``None`` when neither was asked for).
     uncertainty: TableUncertainty | None = None
+    #: observer -> its parameters and training data (only observers with some; the humans have none).
+    metadata: dict[str, ModelMetadata] = field(default_factory=dict)
 
     def aggregate(self, label: str) -> dict[str, float]:
         """The mean over the table's datasets of each measure (NaN when the observer lacks a dataset)."""
@@ -299,6 +381,7 @@ class BenchmarkTable:
             }
             if self.sources.get(label):
                 entry["sources"] = self.sources[label]
+            entry["metadata"] = self.metadata[label].to_dict() if label in self.metadata else None
             if self.with_brain_score:
                 entry["brain_score"] = {
                     "datasets": {d: s.to_dict() for d, s in self.brain_scores(label).items()},
@@ -313,7 +396,12 @@ class BenchmarkTable:
                 "kept": {d: list(kept_conditions(d, self.all_conditions)) for d in self.datasets},
             },
             "na_handling": self.na_handling,
-            "definitions": {**METRIC_MEANINGS, "aggregate": "mean over the datasets", "ranks": RANK_RULE},
+            "definitions": {
+                **METRIC_MEANINGS,
+                "aggregate": "mean over the datasets",
+                "ranks": RANK_RULE,
+                "metadata": METADATA_MEANING,
+            },
             "observers": observers,
             "humans": {
                 "meaning": "every pair of distinct human observers, averaged over the conditions and the pairs; "
@@ -414,6 +502,8 @@ class BenchmarkTable:
         incomplete = [label for label in self.observers if not self.complete(label)]
         if incomplete:
             lines += ["", f"not aggregated or ranked (missing datasets): {', '.join(incomplete)}"]
+        if self.metadata:
+            lines += ["", *self.metadata_markdown(order)]
         if band is not None and band.rank_intervals:
             head = ["observer", *(f"rank {m.replace('_', ' ')}" for m in METRICS), "mean rank"]
             lines += [
@@ -469,6 +559,25 @@ class BenchmarkTable:
                 lines.append(_row(cells))
         return "\n".join(lines)
 
+    def metadata_markdown(self, order: Sequence[str]) -> list[str]:
+        """The observers' scale beside their results: parameters, training images, data and kind, and the source."""
+        head = ["observer", "parameters", "training images", "training data", "kind", "source"]
+        lines = ["model metadata:", "", _row(head), _row(["---"] * len(head))]
+        for label in order:
+            found = self.metadata.get(label)
+            if found is None:
+                continue
+            cells = [
+                label,
+                _count(found.parameters),
+                _count(found.training_images),
+                found.training_data or "n/a",
+                found.training_kind or "n/a",
+                found.source,
+            ]
+            lines.append(_row(cells))
+        return lines
+
     def to_csv(self) -> str:
         ranks = self.ranks()
         columns = [
@@ -483,6 +592,9 @@ class BenchmarkTable:
         if self.with_brain_score:
             columns += ["brain_score_raw", "brain_score_ceiling", "brain_score_ceiled"]
         band = self.uncertainty
+        described = bool(self.metadata)
+        if described:
+            columns += list(METADATA_FIELDS)
         if band is not None:
             columns += [f"{m}_ci95_{end}" for m in METRICS for end in ("low", "high")]
             columns += [f"rank_{m}_ci95_{end}" for m in [*METRICS, "mean_rank"] for end in ("low", "high")]
@@ -494,6 +606,12 @@ class BenchmarkTable:
             cells: list[object] = [_c(found[m][k]) if m in found else "" for m in METRICS for k in (0, 1)]
             rank = band.rank_intervals.get(label, {}) if where == "aggregate" else {}
             return cells + [_c(rank[m][k]) if m in rank else "" for m in [*METRICS, "mean_rank"] for k in (0, 1)]
+
+        def described_cells(label: str) -> list[object]:
+            if not described:
+                return []
+            found = self.metadata.get(label)
+            return [found.value(name) or "" if found else "" for name in METADATA_FIELDS]
 
         buffer = io.StringIO()
         writer = csv.writer(buffer, lineterminator="\n")
@@ -513,7 +631,7 @@ class BenchmarkTable:
                 ]
                 if self.with_brain_score:
                     row += _brain_cells(None if label == "humans" else brain_score(scores, self.humans[dataset]))
-                writer.writerow(row + bounds(label, dataset))
+                writer.writerow(row + described_cells(label) + bounds(label, dataset))
             aggregate = self.human_aggregate() if label == "humans" else self.aggregate(label)
             rank = ranks.get(label, {})
             row = [
@@ -527,7 +645,7 @@ class BenchmarkTable:
             ]
             if self.with_brain_score:
                 row += ["", "", "" if label == "humans" else _c(self.brain_score_mean(label))]
-            writer.writerow(row + bounds(label, "aggregate"))
+            writer.writerow(row + described_cells(label) + bounds(label, "aggregate"))
         return buffer.getvalue()
 
 
@@ -557,6 +675,16 @@ def _r(value: float | None) -> str:
     return "" if value is None or math.isnan(value) else f"{value:.3g}"
 
 
+def _count(value: int | None) -> str:
+    """1281167 -> '1.28 M', 2320000000 -> '2.32 B'; None -> 'n/a'."""
+    if value is None:
+        return "n/a"
+    for size, unit in ((1e9, "B"), (1e6, "M"), (1e3, "k")):
+        if value >= size:
+            return f"{value / size:.3g} {unit}"
+    return str(value)
+
+
 def _c(value: float) -> str:
     return "" if math.isnan(value) else repr(float(value))
 
@@ -573,13 +701,16 @@ def benchmark_table(
     n_bootstrap: int = 0,
     seed: int = 0,
     permutations: int = 0,
+    metadata: Mapping[str, ModelMetadata] | None = None,
 ) -> BenchmarkTable:
     """The benchmark of ``observers[label][dataset] -> trials`` against the human ``panels`` of those datasets.
 
     The table's datasets are those any observer covers, in model-vs-human's order. The values are computed
     cell by cell (:mod:`modelval.behaviour.benchmark_cells`): ``degenerate_kappa`` says how a kappa cell
     where an observer is always right or always wrong counts; ``n_bootstrap`` > 0 adds intervals and rank
-    intervals, ``permutations`` > 0 the pairwise tests of the complete observers.
+    intervals, ``permutations`` > 0 the pairwise tests of the complete observers. ``metadata`` (observer ->
+    :class:`ModelMetadata`) is carried beside the results (Markdown, JSON, CSV) and drawn by
+    :func:`modelval.figures.plot_benchmark_scale`.
     """
     check_degenerate_kappa(degenerate_kappa)
     covered = {dataset for per in observers.values() for dataset in per}
@@ -626,6 +757,7 @@ def benchmark_table(
         {label: dict(per) for label, per in (sources or {}).items()},
         degenerate_kappa,
         degenerate,
+        metadata={label: found for label, found in (metadata or {}).items() if label in observers and not found.empty},
     )
     if n_bootstrap > 0 or permutations > 0:
         ranked = [label for label in observers if table.complete(label)]

@@ -97,6 +97,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "model-vs-human's rule: kappa = 1 when agreement is perfect, else the formula, which gives 0; reproduces its "
         "tables) or nan (left out of the means; Klein et al. 2025)",
     )
+    parser.add_argument(
+        "--metadata",
+        type=Path,
+        metavar="FILE",
+        help="observers' parameters and training data, shown beside their results: a .json "
+        '{"LABEL": {"parameters": N, "training_images": N, "training_data": "...", "training_kind": "..."}} or a .csv '
+        "with a label column and those fields (each optional; an evaluated model's parameters are counted, and a "
+        "registry entry's or timm tag's training data is used where the file says nothing)",
+    )
     add_reference_option(parser)
     add_bootstrap_options(parser, permutations=True)
     parser.add_argument(
@@ -187,6 +196,7 @@ def run(args: argparse.Namespace) -> int:
         brain_score=args.brain_score,
         degenerate_kappa=args.degenerate_kappa,
         allow_modified_reference=args.allow_modified_reference,
+        metadata=args.metadata,
         sanity_gate=not args.no_sanity_gate,
         options=evaluation_options(args),
         model_options=model_options(args),
@@ -208,15 +218,16 @@ def run(args: argparse.Namespace) -> int:
 
 
 def write_report(report, folder: Path) -> list[Path]:
-    """benchmark.md, benchmark.csv, the ranks with their intervals and, per parametric dataset, the accuracy and
-    kappa line plots."""
-    from modelval.figures.conditions import write_condition_figures
+    """benchmark.md, benchmark.csv, the ranks with their intervals, the measures against scale (when some
+    observer's metadata gives it) and, per parametric dataset, the accuracy and kappa line plots."""
+    from modelval.figures.conditions import write_condition_figures, write_scale_figure
 
     folder.mkdir(parents=True, exist_ok=True)
     written = [folder / "benchmark.md", folder / "benchmark.csv"]
     written[0].write_text(report.to_markdown() + "\n")
     written[1].write_text(report.to_csv())
     written += write_condition_figures(report.table, folder)
+    written += write_scale_figure(report.table, folder)
     band = report.table.uncertainty
     if band is not None and band.rank_intervals:
         from modelval.figures.conditions import plot_benchmark_ranks

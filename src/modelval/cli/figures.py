@@ -33,7 +33,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "consistency with kappa_max against the humans' mutual kappa, model-vs-human's benchmark views "
             "(accuracy difference, observed and error consistency) and the error-consistency matrix of all "
             "observers per experiment. Each --decisions [LABEL[:DATASET]=]FILE adds one observer on one experiment "
-            "(read from the image names or the file name unless DATASET says); each --model NAME is evaluated on cue-conflict. Every figure names the file "
+            "(read from the image names or the file name unless DATASET says); each --model NAME is evaluated on "
+            "cue-conflict. Every figure names the file "
             "behind each label (published files by their texture-vs-shape path)."
         ),
     )

@@ -33,6 +33,8 @@ _EXPORTS = {
     "plot_human_likeness": "modelval.figures.consistency",
     "plot_kappa_matrix": "modelval.figures.consistency",
     "plot_benchmark_ranks": "modelval.figures.conditions",
+    "plot_benchmark_scale": "modelval.figures.conditions",
+    "write_scale_figure": "modelval.figures.conditions",
     "plot_condition_accuracy": "modelval.figures.conditions",
     "plot_condition_grid": "modelval.figures.conditions",
     "plot_condition_kappa": "modelval.figures.conditions",
