@@ -166,7 +166,7 @@ def test_markdown_and_csv_print_the_json_numbers(human_data, capsys):
     assert main(["benchmark", *files]) == 0
     table = capsys.readouterr().out
     first = observers["first"]["aggregate"]
-    assert f"| first | {first['ood_accuracy']:.3f} |" in table
+    assert f"| first | {first['ood_accuracy']:.3f} [" in table
     assert f"{first['error_consistency']:.3f}" in table and "humans (each pair of observers; not ranked)" in table
 
 

@@ -73,8 +73,8 @@ def test_every_help_renders(path, capsys):
 def test_the_walk_covers_every_command():
     walked = {" ".join(path) for path in commands()}
     assert {"shape-bias", "baseline save", "baseline compare", "human-figures", "validate", "calibration"} <= walked
-    # modelval itself, 23 commands, baseline's two actions, cache's and runs' actions
-    assert len(walked) == 31, sorted(walked)
+    # modelval itself, 24 commands, baseline's two actions, cache's and runs' actions
+    assert len(walked) == 32, sorted(walked)
 
 
 # --- exit status: 0 success, 1 a failed check, 2 bad input, 3 unexpected -----------------------------------
@@ -264,7 +264,7 @@ def test_bootstrap_and_bins_mean_the_same_everywhere():
     bootstrap = _options("--bootstrap")
     assert {name for name, _ in bootstrap} == {
         "shape-bias", "humans", "compare", "human-figures", "sensitivity",
-        "calibration", "ece", "reliability", "metrics", "rescore",
+        "calibration", "ece", "reliability", "metrics", "rescore", "benchmark",
     }  # fmt: skip
     assert {(a.default, a.metavar, a.help) for _, a in bootstrap} == {
         (1000, "N", "bootstrap resamples of the 95%% percentile intervals (default 1000; 0 turns them off)")

@@ -36,6 +36,7 @@ def untrained():
 @pytest.fixture(scope="module")
 def data(modelval_reference_dir: Path, model_vs_human_raw_data: Path) -> dict[str, Any]:
     """What each plot draws, from the published raw data (and the calibration tests' input)."""
+    from modelval.behaviour.benchmark import ModelMetadata, benchmark_table
     from modelval.behaviour.conditions import compare_by_condition, humans_by_condition
     from modelval.behaviour.consistency import kappa_matrix
     from modelval.behaviour.humans import compare_with_humans, load_human_panel
@@ -73,6 +74,15 @@ def data(modelval_reference_dir: Path, model_vs_human_raw_data: Path) -> dict[st
         "paired": compare_paired(resnet, vgg, dataset="cue-conflict", names=("ResNet-50", "VGG-16"), n_bootstrap=0),
         "lines": lines,
         "humans": {d: humans_by_condition(panel) for d, panel in parametric.items()},
+        "benchmark": benchmark_table(
+            {"ResNet-50": {"cue-conflict": resnet}, "VGG-16": {"cue-conflict": vgg}},
+            {"cue-conflict": panels["cue-conflict"]},
+            n_bootstrap=50,
+            metadata={
+                "ResNet-50": ModelMetadata(25_557_032, 1_281_167, "ImageNet-1k", "supervised"),
+                "VGG-16": ModelMetadata(138_357_544, 1_281_167, "ImageNet-1k", "supervised"),
+            },
+        ),
     }
 
 
@@ -121,6 +131,8 @@ ONE_PANEL: dict[str, Callable[..., Any]] = {
         "eidolonI", d["lines"]["eidolonI"], d["humans"]["eidolonI"], **w
     ),
     "plot_sensitivity_card": lambda d, **w: modelval.figures.plot_sensitivity_card(d["card"], **w),
+    "plot_benchmark_ranks": lambda d, **w: modelval.figures.plot_benchmark_ranks(d["benchmark"], **w),
+    "plot_benchmark_scale": lambda d, **w: modelval.figures.plot_benchmark_scale(d["benchmark"], **w),
 }
 #: name -> (panels it draws, draw(data, **where))
 SEVERAL_PANELS: dict[str, tuple[int, Callable[..., Any]]] = {

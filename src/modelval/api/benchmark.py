@@ -10,6 +10,7 @@ The human decisions of every dataset are found before any model is evaluated.
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -22,12 +23,15 @@ from modelval.errors import ModelvalError
 
 if TYPE_CHECKING:
     from modelval.api.pipeline import ModelRun
-    from modelval.behaviour.benchmark import BenchmarkTable
+    from modelval.behaviour.benchmark import BenchmarkTable, ModelMetadata
+    from modelval.behaviour.consistency import TrialPlan
     from modelval.behaviour.trials import Trial
     from modelval.judgement.sanity import Sanity
     from modelval.preprocessing import PreprocessConfig
 
 PathLike = str | os.PathLike[str]
+#: What to do when a decision file's experiment cannot be read from its names (``benchmark`` has no --dataset).
+DECISIONS_HINT = "give the file as --decisions LABEL:DATASET=FILE (from Python: (file, dataset))"
 
 
 @dataclass
@@ -38,6 +42,8 @@ class BenchmarkReport:
     trials: dict[str, dict[str, list[Trial]]]
     reference_dirs: dict[str, Path]
     runs: dict[str, dict[str, ModelRun]] = field(default_factory=dict)
+    #: dataset -> the human files against the published manifest: "verified" or "modified: ..." (allowed).
+    reference_data: dict[str, str] = field(default_factory=dict)
     sanity: dict[str, Sanity] = field(default_factory=dict)
     gated: bool = True
 
@@ -51,6 +57,7 @@ class BenchmarkReport:
 
         payload = self.table.to_dict()
         payload["reference_dirs"] = {d: str(path) for d, path in self.reference_dirs.items()}
+        payload["reference_data"] = dict(self.reference_data)
         if self.sanity:
             payload["sanity"] = {label: check.to_dict() for label, check in self.sanity.items()}
         if self.failed_gate:
@@ -68,7 +75,7 @@ class BenchmarkReport:
 
 
 def benchmark(
-    decisions: Mapping[str, Sequence[PathLike]] | Sequence[PathLike] = (),
+    decisions: Mapping[str, Sequence[PathLike | tuple[PathLike, str]]] | Sequence[PathLike] = (),
     models: Sequence[Any] = (),
     *,
     datasets: Sequence[str] | None = None,
@@ -76,6 +83,9 @@ def benchmark(
     all_conditions: bool = False,
     na_handling: str = "wrong",
     brain_score: bool = False,
+    degenerate_kappa: str = "one",
+    allow_modified_reference: bool = False,
+    metadata: PathLike | Mapping[str, Mapping[str, Any]] | None = None,
     sanity_gate: bool = True,
     preprocess: PreprocessConfig | None = None,
     options: EvaluationOptions | None = None,
@@ -85,22 +95,35 @@ def benchmark(
     """model-vs-human's benchmark (:mod:`modelval.behaviour.benchmark`) of decision files and models.
 
     ``decisions``: decision CSVs (the label is the file's ``subj``), or ``{label: [files]}``; each file is one
-    dataset, read from its image names. ``models``: evaluated on each of ``datasets`` (default: the 17, in
+    dataset, read from its image names or its file name (model-vs-human's ``edge_...``/``silhouette_...``),
+    or given as ``(file, dataset)``. ``models``: evaluated on each of ``datasets`` (default: the 17, in
     model-vs-human's order; ``options.data_root`` only with one dataset). ``reference_dir``: where the human
-    decisions are (default: ``$MODELVAL_REFERENCE_DIR``, ``$MODELVAL_MODEL_VS_HUMAN_DIR``, the user cache).
-    ``all_conditions`` keeps the conditions model-vs-human's benchmark leaves out; ``brain_score`` adds
-    Brain-Score's Geirhos2021 ceiled error consistency.
+    decisions are (default: ``$MODELVAL_REFERENCE_DIR``, ``$MODELVAL_MODEL_VS_HUMAN_DIR``, the user cache);
+    every dataset's human files are checked against the published manifest before anything is evaluated,
+    and a folder that differs is refused unless ``allow_modified_reference`` (the report's
+    ``reference_data`` then says what differs). ``all_conditions`` keeps the conditions model-vs-human's
+    benchmark leaves out; ``brain_score`` adds Brain-Score's Geirhos2021 ceiled error consistency;
+    ``degenerate_kappa`` (``"one"``: model-vs-human's rule, ``"nan"``: left out) says how a kappa cell counts
+    where an observer is always right or always wrong in the condition. ``options.bootstrap`` resamples give
+    every value an interval and every rank a rank interval; ``options.permutations`` sign flips test every
+    pair of complete observers (``options.seed``). ``metadata`` (a JSON or CSV file, or ``{label: {field:
+    value}}``; see :func:`read_metadata`) gives observers their parameters and training data; without it, an
+    evaluated model's parameters are counted from its module and its training data is what its registry entry
+    or timm tag states, and a decision file whose label is a registry name gets that entry's.
     """
     from modelval.api.observers import observer_trials
     from modelval.behaviour.benchmark import benchmark_table
+    from modelval.behaviour.benchmark_cells import check_degenerate_kappa
     from modelval.behaviour.consistency import check_na_handling
     from modelval.behaviour.experiments import BENCHMARK_DATASETS, experiment
     from modelval.behaviour.humans import load_human_panel
     from modelval.datasets.human_data import human_data_dir
+    from modelval.datasets.reference import verify_reference_dir
     from modelval.errors import DataError
 
     options, model_options = resolve_options(options, model_options, settings)
     check_na_handling(na_handling)
+    check_degenerate_kappa(degenerate_kappa)
     chosen = tuple(experiment(d).dataset for d in datasets) if datasets else BENCHMARK_DATASETS
     if isinstance(decisions, str | os.PathLike):
         decisions = [decisions]  # one file, not its characters
@@ -123,11 +146,21 @@ def benchmark(
         sources.setdefault(label, {})[dataset] = source
 
     for label, files in labelled.items():
-        for file in files:
-            observed = observer_trials(Path(file))
+        for entry in files:
+            file, declared = entry if isinstance(entry, tuple) else (entry, None)
+            observed = observer_trials(
+                Path(file),
+                dataset=declared,
+                dataset_hint=DECISIONS_HINT,
+                declared_by=f"{label or 'the file'}:{declared}" if declared else None,
+            )
             add(label or observed.label, observed.dataset, observed.trials, str(file))
     needed = sorted({d for per in observers.values() for d in per} | (set(chosen) if models else set()))
-    reference_dirs = {d: human_data_dir(d, reference_dir) for d in needed}  # before any model is evaluated
+    # before any model is evaluated: every dataset's humans found and checked against the manifest
+    reference_dirs = {d: human_data_dir(d, reference_dir) for d in needed}
+    reference_data = {
+        d: verify_reference_dir(reference_dirs[d], d, allow_modified=allow_modified_reference) for d in needed
+    }
     runs: dict[str, dict[str, ModelRun]] = {}
     sanity: dict[str, Sanity] = {}
     for model in models:
@@ -139,6 +172,7 @@ def benchmark(
             trials = [dataclasses.replace(t, subject=label) for t in _trials_of(model_runs[dataset])]
             add(label, dataset, trials, f"evaluated now: {label}")
     panels = {d: load_human_panel(reference_dirs[d], d) for d in needed}
+    described = observer_metadata(observers, runs, metadata)
     table = benchmark_table(
         observers,
         panels,
@@ -146,8 +180,108 @@ def benchmark(
         na_handling=na_handling,
         with_brain_score=brain_score,
         sources=sources,
+        degenerate_kappa=degenerate_kappa,
+        n_bootstrap=options.bootstrap,
+        seed=options.seed,
+        permutations=options.permutations,
+        metadata=described,
     )
-    return BenchmarkReport(table, observers, reference_dirs, runs, sanity, sanity_gate)
+    return BenchmarkReport(table, observers, reference_dirs, runs, reference_data, sanity, sanity_gate)
+
+
+def read_metadata(source: PathLike | Mapping[str, Mapping[str, Any]]) -> dict[str, ModelMetadata]:
+    """Observers' parameters and training data from a JSON or CSV file (``--metadata``), or a mapping.
+
+    JSON: ``{"LABEL": {"parameters": 25557032, "training_images": 1281167, "training_data": "ImageNet-1k",
+    "training_kind": "supervised"}, ...}``; CSV: a ``label`` column and any of those four (an empty cell is
+    not known). Every field is optional; ``source`` may say where the values are from (default: the file).
+    Numbers may be written ``1.28e6`` but must be whole and positive.
+    """
+    import csv
+    import json
+
+    from modelval.behaviour.benchmark import ModelMetadata
+    from modelval.errors import DataError
+
+    if isinstance(source, Mapping):
+        rows, where, origin = dict(source), "metadata", "metadata given"
+    else:
+        path = Path(source)
+        where = str(path)
+        origin = f"metadata file {path.name}"
+        try:
+            text = path.read_text()
+        except OSError as error:
+            raise DataError(f"cannot read the metadata file {path}: {error.strerror or error}") from None
+        if path.suffix.lower() == ".json":
+            try:
+                rows = json.loads(text)
+            except ValueError as error:
+                raise DataError(f"{path}: not valid JSON ({error})") from None
+            if not isinstance(rows, dict) or not all(isinstance(v, dict) for v in rows.values()):
+                raise DataError(f'{path}: give one object {{"LABEL": {{"parameters": ..., ...}}, ...}}')
+        elif path.suffix.lower() == ".csv":
+            table = list(csv.DictReader(text.splitlines()))
+            if not table or "label" not in table[0]:
+                raise DataError(f"{path}: a CSV with a 'label' column and the fields of each observer")
+            rows = {}
+            for row in table:
+                label = (row.pop("label") or "").strip()
+                if not label or label in rows:
+                    raise DataError(f"{path}: every row names a label, each once (got {label!r})")
+                rows[label] = row
+        else:
+            raise DataError(f"{path}: a metadata file is .json or .csv")
+    return {
+        str(label): ModelMetadata.from_mapping(values, source=origin, where=f"{where}: {label}")
+        for label, values in rows.items()
+    }
+
+
+def observer_metadata(
+    observers: Mapping[str, Any],
+    runs: Mapping[str, Mapping[str, ModelRun]],
+    given: PathLike | Mapping[str, Mapping[str, Any]] | None,
+) -> dict[str, ModelMetadata]:
+    """Each observer's metadata: what ``given`` states, completed by what the model itself tells (an evaluated
+    model's parameters counted from its module, its entry's training data) or, for a decision file whose label
+    is a registry name, by that entry."""
+    from modelval.behaviour.benchmark import ModelMetadata
+    from modelval.errors import DataError
+    from modelval.models.registry import ModelEntry, list_models
+
+    stated = read_metadata(given) if given is not None else {}
+    strangers = sorted(set(stated) - set(observers))
+    if strangers:
+        raise DataError(
+            f"metadata for {', '.join(strangers)}, which no observer of the table is called (the observers: "
+            f"{', '.join(observers)}); use the labels the table uses"
+        )
+    found: dict[str, ModelMetadata] = {}
+    for label in observers:
+        entry: ModelEntry | None
+        own = stated.get(label, ModelMetadata())
+        model_runs = runs.get(label)
+        if model_runs:
+            loaded = next(iter(model_runs.values())).loaded
+            counted = sum(p.numel() for p in loaded.model.parameters())
+            entry = loaded.entry
+            own = own.filled_from(ModelMetadata(parameters=counted, source="parameters counted from the module"))
+        else:
+            entry = next((e for e in list_models() if label in (e.name, e.label)), None)
+        if entry is not None:
+            training = entry.training
+            stated_by_entry = ModelMetadata(
+                parameters=entry.parameters if not model_runs else None,
+                training_images=training.images if training else None,
+                training_data=training.data if training else "",
+                training_kind=training.kind if training else "",
+                source=(training.source if training and training.source else f"registry entry {entry.name}"),
+            )
+            own = own.filled_from(stated_by_entry)
+        if not own.empty:
+            found[label] = own
+    return found
 
 
 def _trials_of(run: ModelRun) -> list[Trial]:
@@ -191,3 +325,82 @@ def _evaluate(
     label = next(iter(runs.values())).model
     check = sanity_check(runs["cue-conflict"].evaluation.result) if "cue-conflict" in runs else None
     return label, {d: runs[d] for d in datasets}, check
+
+
+def plan_trials(
+    accuracies: Sequence[float],
+    kappa: float,
+    difference: float,
+    *,
+    power: float = 0.8,
+    alpha: float = 0.05,
+    design: str = "two-sample",
+) -> TrialPlan:
+    """How many trials a stimulus set needs to tell a difference in error consistency at a given power.
+
+    Klein et al. (NeurIPS 2025) plan trial counts from the sampling distribution of kappa at the observers'
+    accuracies; :func:`modelval.behaviour.consistency.trials_for_kappa_difference` does it with the
+    large-sample (delta-method) variance of kappa on the 2x2 table of the two observers' correctness and the
+    two-sided normal test. Impossible inputs are refused with what would be possible.
+
+    Parameters
+    ----------
+    accuracies
+        The two observers' accuracies ``(p1, p2)``, each in (0, 1) (a model's and a human's, say).
+    kappa
+        The error consistency to start from; with ``kappa + difference`` it must lie in the range two
+        observers of these accuracies can have (:func:`modelval.behaviour.consistency.kappa_range`).
+    difference
+        The difference in kappa to tell (not 0).
+    power
+        The probability of telling it, in (0, 1).
+    alpha
+        The two-sided test's level, in (0, 1).
+    design
+        ``"two-sample"``: two observer pairs (two models against the same human), each on that many trials
+        of its own; ``"one-sample"``: one pair, kappa tested against the value ``kappa`` (e.g. 0).
+
+    Returns
+    -------
+    TrialPlan
+        ``.trials`` (per pair), with the inputs; ``.to_dict()`` for JSON.
+
+    Raises
+    ------
+    modelval.ModelvalError
+        An accuracy, power or alpha outside (0, 1), a difference of 0, an unknown design, or a kappa that
+        observers of these accuracies cannot have (the message gives the feasible range).
+
+    Examples
+    --------
+    >>> from modelval.api.benchmark import plan_trials
+    >>> plan_trials((0.7, 0.75), 0.1, 0.1).trials  # two models against a human: kappa 0.1 vs 0.2
+    1687
+    >>> plan_trials((0.7, 0.75), 0.0, 0.1, design="one-sample").trials  # Klein et al.'s example: 0.1 vs none
+    791
+    >>> plan_trials((0.9, 0.3), 0.05, 0.1)
+    Traceback (most recent call last):
+    ...
+    modelval.errors.ModelvalError: kappa + difference = 0.15 is impossible for observers of accuracies 0.9 and 0.3: ...
+    """
+    from modelval.behaviour.consistency import kappa_range, trials_for_kappa_difference
+
+    values = [float(a) for a in accuracies]
+    if len(values) != 2:
+        raise ModelvalError(f"give the two observers' accuracies, got {len(values)} value(s)")
+    p1, p2 = values
+    for name, value in (("accuracy", p1), ("accuracy", p2), ("power", power), ("alpha", alpha)):
+        if not 0 < value < 1:
+            raise ModelvalError(f"{name} must lie strictly between 0 and 1, got {value:g}")
+    if design not in ("one-sample", "two-sample"):
+        raise ModelvalError(f"design is one-sample or two-sample, got {design!r}")
+    if difference == 0 or not math.isfinite(difference) or not math.isfinite(kappa):
+        raise ModelvalError("the kappa and the difference are finite numbers and the difference is not 0")
+    low, high = kappa_range(p1, p2)
+    for name, value in (("kappa", kappa), ("kappa + difference =", kappa + difference)):
+        if not low - 1e-12 <= value <= high + 1e-12:
+            raise ModelvalError(
+                f"{name} {value:.4g} is impossible for observers of accuracies {p1:g} and {p2:g}: their kappa lies in "
+                f"[{low:.4f}, {high:.4f}]; choose a kappa and difference inside it"
+            )
+    return trials_for_kappa_difference(p1, p2, kappa, difference, power=power, alpha=alpha, design=design)

@@ -115,7 +115,14 @@ def compare(
 
     options, model_options = resolve_options(options, model_options, settings)
     observed_a = observer_trials(a, dataset=dataset, options=options, model_options=model_options)
-    observed_b = observer_trials(b, dataset=dataset or observed_a.dataset, options=options, model_options=model_options)
+    observed_b = observer_trials(
+        b,
+        dataset=dataset or observed_a.dataset,
+        options=options,
+        model_options=model_options,
+        # no --dataset given: B is read on A's experiment, and a mismatch says so (not a --dataset nobody gave)
+        declared_by=None if dataset else f"A is from the {observed_a.dataset} experiment",
+    )
     if observed_a.dataset != observed_b.dataset:
         raise DataError(
             f"A is from the {observed_a.dataset} experiment and B from {observed_b.dataset}; compare the same images"
@@ -133,7 +140,5 @@ def compare(
         resample=options.resample,
         permutations=options.permutations,
     )
-    conditions = paired_by_condition(
-        observed_a.trials, observed_b.trials, observed_a.dataset, names=(label_a, label_b)
-    )
+    conditions = paired_by_condition(observed_a.trials, observed_b.trials, observed_a.dataset, names=(label_a, label_b))
     return ComparisonReport(result, conditions, observed_a, observed_b, (label_a, label_b))

@@ -45,6 +45,8 @@ def observer_trials(
     preprocess: PreprocessConfig | None = None,
     options: EvaluationOptions | None = None,
     model_options: ModelOptions | None = None,
+    dataset_hint: str | None = None,
+    declared_by: str | None = None,
 ) -> ObserverTrials:
     """One observer's trials on one experiment: read from a decision CSV, or made by evaluating a model.
 
@@ -65,6 +67,11 @@ def observer_trials(
         How a model is evaluated (:class:`~modelval.EvaluationOptions`).
     model_options
         How a model is loaded (:class:`~modelval.ModelOptions`).
+    dataset_hint
+        What the error says to do when a file's experiment cannot be read from its names (default: ``pass
+        --dataset NAME``; a command without ``--dataset`` says its own way).
+    declared_by
+        Who named ``dataset``, for the error when the file's names disagree (default: ``--dataset NAME``).
 
     Returns
     -------
@@ -82,17 +89,17 @@ def observer_trials(
     """
     import dataclasses
 
-    from modelval.behaviour.trials import check_dataset, dataset_of, read_trials, trials_from_decisions
+    from modelval.behaviour.trials import DATASET_HINT, check_dataset, dataset_of, read_trials, trials_from_decisions
 
     if isinstance(source, os.PathLike) or (isinstance(source, str) and _is_decision_file(source)):
         path = Path(source)
         trials = read_trials(path)
         if dataset is not None:
             check_dataset(dataset)
-            _check_declared(trials, dataset, path)
+            _check_declared(trials, dataset, path, declared_by or f"--dataset {dataset}")
             found = dataset
         else:
-            found = dataset_of(trials, filename=path.name)
+            found = dataset_of(trials, filename=path.name, hint=dataset_hint or DATASET_HINT)
         return ObserverTrials(trials, found, trials[0].subject or path.stem, provenance=decision_file_provenance(path))
     dataset = dataset or (options.dataset if options is not None else "cue-conflict")
     check_dataset(dataset)
@@ -112,7 +119,7 @@ def _is_decision_file(text: str) -> bool:
     return path.suffix.lower() == ".csv" or path.exists()
 
 
-def _check_declared(trials: list[Trial], dataset: str, path: Path) -> None:
+def _check_declared(trials: list[Trial], dataset: str, path: Path, declared_by: str) -> None:
     from modelval.behaviour.trials import dataset_of
     from modelval.errors import DataError
 
@@ -121,7 +128,7 @@ def _check_declared(trials: list[Trial], dataset: str, path: Path) -> None:
     except DataError:
         return  # bare edge/silhouette names: the declared dataset decides
     if found != dataset:
-        raise DataError(f"{path}: --dataset {dataset} but the image names are from the {found} experiment")
+        raise DataError(f"{path}: {declared_by} but the image names are from the {found} experiment")
 
 
 @dataclass
@@ -223,8 +230,16 @@ def accuracy(
     report = AccuracyReport(observed.label, result, observed.run, observed.provenance, warning, conditions)
     summary = {"accuracy": result.accuracy, "correct": result.correct, "images": result.images}
     protocol = protocol_label(dataclasses.replace(options, dataset=observed.dataset))
-    record_run(run_store, "accuracy", model=observed.label, dataset=observed.dataset, summary=summary,
-               provenance=observed.provenance, decisions=_trial_decisions(observed.trials), label=protocol)
+    record_run(
+        run_store,
+        "accuracy",
+        model=observed.label,
+        dataset=observed.dataset,
+        summary=summary,
+        provenance=observed.provenance,
+        decisions=_trial_decisions(observed.trials),
+        label=protocol,
+    )
     return report
 
 
@@ -410,8 +425,16 @@ def compare_with_humans(
     )  # fmt: skip
     summary = {key: report.to_dict().get(key) for key in ("accuracy", "error_consistency", "observed_consistency")}
     protocol = protocol_label(dataclasses.replace(options, dataset=observed.dataset))
-    record_run(run_store, "humans", model=observed.label, dataset=observed.dataset, summary=summary,
-               provenance=provenance, decisions=_trial_decisions(trials), label=protocol)
+    record_run(
+        run_store,
+        "humans",
+        model=observed.label,
+        dataset=observed.dataset,
+        summary=summary,
+        provenance=provenance,
+        decisions=_trial_decisions(trials),
+        label=protocol,
+    )
     return report
 
 
@@ -448,10 +471,16 @@ class HumanFiguresReport(JSONResult):
         return dict(self.payload)
 
 
+#: What to do when a decision file's experiment cannot be read from its names (``human-figures`` has no --dataset).
+FIGURES_DATASET_HINT = "give the file as --decisions LABEL:DATASET=FILE (from Python: (label, file, dataset))"
+
+
 def human_figures(
     report_dir: str | os.PathLike[str],
     *,
-    decisions: Sequence[str | os.PathLike[str] | tuple[str, str | os.PathLike[str]]] = (),
+    decisions: Sequence[
+        str | os.PathLike[str] | tuple[str, str | os.PathLike[str]] | tuple[str, str | os.PathLike[str], str | None]
+    ] = (),
     models: Sequence[str] = (),
     reference_dir: str | os.PathLike[str] | None = None,
     humans_mode: str = "pooled",
@@ -475,8 +504,9 @@ def human_figures(
     report_dir
         The folder the figures and ``figures.json`` are written to (made if missing).
     decisions
-        Decision CSVs, each ``path`` or ``(label, path)``; one observer on one experiment each (read from the
-        image names).
+        Decision CSVs, each ``path``, ``(label, path)`` or ``(label, path, dataset)``; one observer on one
+        experiment each, read from the image names or the file name unless ``dataset`` names it (needed for
+        model-vs-human's bare edge and silhouette names in a renamed file).
     models
         Models (registry names or specs) evaluated on cue-conflict through the shape-bias pipeline.
     reference_dir
@@ -535,8 +565,15 @@ def human_figures(
     observers: dict[str, dict[str, list[Trial]]] = {}
     sources: dict[str, dict[str, str]] = {}
     for item in decisions:
-        label, file = item if isinstance(item, tuple) else ("", item)
-        observed = observer_trials(file, options=options, model_options=model_options)
+        label, file, declared = (*item, None)[:3] if isinstance(item, tuple) else ("", item, None)
+        observed = observer_trials(
+            Path(file),
+            dataset=declared,
+            options=options,
+            model_options=model_options,
+            dataset_hint=FIGURES_DATASET_HINT,
+            declared_by=f"{label or 'the file'}:{declared}" if declared else None,
+        )
         name = label or observed.label
         if observed.dataset in observers.setdefault(name, {}):
             raise DataError(f"two decision files for {name} on {observed.dataset}")

@@ -8,7 +8,8 @@ Following ``modelvshuman/plotting/plot.py`` of bethgelab/model-vs-human (``get_r
   levels where the humans' mean accuracy is below 0.2 (``EXCLUDE_CONDITIONS``,
   :attr:`modelval.behaviour.experiments.Experiment.excluded`); ``all_conditions=True`` keeps every level.
 - **OOD accuracy** of a dataset: correct / trials over the kept conditions pooled (``na`` is wrong); the
-  humans' over all their trials pooled (upstream's "humans" decision maker).
+  humans' over all the human observers' trials in the kept conditions, pooled (upstream's "humans" decision
+  maker, on the same conditions as everyone else).
 - **Accuracy difference** (squared), **observed consistency** and **error consistency** of a dataset: in
   each kept condition the value with each human observer (:mod:`modelval.behaviour.conditions`), averaged
   over the conditions and then over the humans (equal weights, so the order does not matter).
@@ -32,6 +33,7 @@ observers agreeing on every trial). Its excluded conditions are model-vs-human's
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import math
 from collections.abc import Mapping, Sequence
@@ -39,6 +41,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from modelval.behaviour.benchmark_cells import (
+    DEGENERATE_MEANINGS,
+    TableUncertainty,
+    check_degenerate_kappa,
+    dataset_cells,
+    table_uncertainty,
+    table_values,
+)
 from modelval.behaviour.conditions import (
     ConditionComparison,
     HumanCondition,
@@ -60,7 +70,8 @@ HIGHER_FIRST = {
 #: The measures the human-likeness mean rank averages (upstream's "mean rank" column).
 HUMAN_LIKENESS = ("accuracy_difference", "observed_consistency", "error_consistency")
 METRIC_MEANINGS = {
-    "ood_accuracy": "16-class accuracy over the trials of the kept conditions pooled (higher is better)",
+    "ood_accuracy": "16-class accuracy over the trials of the kept conditions pooled (higher is better); the "
+    "humans': over all the human observers' trials in the kept conditions, pooled",
     "accuracy_difference": "mean over the kept conditions and the human observers of (accuracy - the human's "
     "accuracy)^2 in the condition (lower is more human-like)",
     "observed_consistency": "mean over the kept conditions and the humans of the fraction of trials both "
@@ -104,6 +115,86 @@ class DatasetScores:
             **{metric: self.value(metric) for metric in METRICS},
             "per_condition": [row.to_dict() for row in self.per_condition],
         }
+
+
+#: The fields of a model's metadata, as the JSON and CSV of ``--metadata`` and the table's outputs name them.
+METADATA_FIELDS: tuple[str, ...] = ("parameters", "training_images", "training_data", "training_kind")
+#: Where the scale axis of :func:`modelval.figures.plot_benchmark_scale` can come from.
+SCALES: tuple[str, ...] = ("parameters", "training_images")
+
+
+METADATA_MEANING = (
+    "per observer, null when nothing is known: parameters (counted from the loaded module for an evaluated model, "
+    "else as its registry entry or the --metadata file states), training_images (images or image-text pairs of the "
+    "first training stage: the pre-training of a fine-tuned model), training_data (the stages), training_kind (how "
+    "it learned), source (where each was read)"
+)
+
+
+@dataclass(frozen=True)
+class ModelMetadata:
+    """What an observer is beside what it answers: its size and what it learned from, with where that was read.
+
+    ``training_images`` counts the images (or image-text pairs) of the first training stage (the pre-training
+    set of a fine-tuned model); ``training_data`` names the stages (``"LAION-2B, then ImageNet-12k, ImageNet-1k"``);
+    ``training_kind`` how it learned (``"supervised"``, ``"self-supervised"``, ``"image-text contrastive"``, ...).
+    """
+
+    parameters: int | None = None
+    training_images: int | None = None
+    training_data: str = ""
+    training_kind: str = ""
+    source: str = ""
+
+    def value(self, name: str) -> int | str | None:
+        found: int | str | None = getattr(self, name)
+        return found
+
+    def filled_from(self, other: ModelMetadata) -> ModelMetadata:
+        """This metadata, each missing field taken from ``other`` (and ``other``'s source added when it gave one)."""
+        taken = {
+            name: other.value(name) for name in METADATA_FIELDS if self.value(name) in (None, "") and other.value(name)
+        }
+        if not taken:
+            return self
+        source = "; ".join(part for part in (self.source, other.source) if part)
+        return dataclasses.replace(self, **taken, source=source)  # type: ignore[arg-type]
+
+    @property
+    def empty(self) -> bool:
+        return all(self.value(name) in (None, "") for name in METADATA_FIELDS)
+
+    def to_dict(self) -> dict[str, object]:
+        return {**{name: self.value(name) or None for name in METADATA_FIELDS}, "source": self.source}
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, object], *, source: str, where: str) -> ModelMetadata:
+        """Metadata from ``{"parameters": ..., "training_images": ..., "training_data": ..., "training_kind": ...}``
+        (each optional; empty strings are missing); a bad key or value is an error naming ``where``."""
+        from modelval.errors import DataError
+
+        unknown = sorted(set(values) - set(METADATA_FIELDS) - {"label", "source"})
+        if unknown:
+            raise DataError(f"{where}: unknown field(s) {', '.join(unknown)}; the fields: {', '.join(METADATA_FIELDS)}")
+        found: dict[str, object] = {}
+        for name in ("parameters", "training_images"):
+            raw = values.get(name)
+            if raw is None or raw == "":
+                continue
+            try:
+                number = float(raw)  # type: ignore[arg-type]
+            except (TypeError, ValueError):
+                number = math.nan
+            if isinstance(raw, bool) or not math.isfinite(number) or number <= 0 or number != int(number):
+                raise DataError(f"{where}: {name} is a positive whole number (1.28e6 is fine), got {raw!r}")
+            found[name] = int(number)
+        for name in ("training_data", "training_kind"):
+            raw = values.get(name)
+            if raw is not None and not isinstance(raw, str):
+                raise DataError(f"{where}: {name} is text, got {raw!r}")
+            found[name] = (raw or "").strip()
+        own = values.get("source")
+        return cls(**found, source=str(own).strip() if own else source)  # type: ignore[arg-type]
 
 
 def kept_conditions(dataset: str, all_conditions: bool = False) -> tuple[str, ...]:
@@ -221,6 +312,14 @@ class BenchmarkTable:
     na_handling: str = "wrong"
     with_brain_score: bool = False
     sources: dict[str, dict[str, str]] = field(default_factory=dict)
+    #: How a degenerate kappa cell counts (``"one"``: model-vs-human's rule; ``"nan"``: left out).
+    degenerate_kappa: str = "one"
+    #: dataset -> {"observers": cells, "human_pairs": cells} where an observer is always right or always wrong.
+    degenerate_cells: dict[str, dict[str, int]] = field(default_factory=dict)
+    #: The intervals, rank intervals and pairwise tests (``None`` when neither was asked for).
+    uncertainty: TableUncertainty | None = None
+    #: observer -> its parameters and training data (only observers with some; the humans have none).
+    metadata: dict[str, ModelMetadata] = field(default_factory=dict)
 
     def aggregate(self, label: str) -> dict[str, float]:
         """The mean over the table's datasets of each measure (NaN when the observer lacks a dataset)."""
@@ -282,6 +381,7 @@ class BenchmarkTable:
             }
             if self.sources.get(label):
                 entry["sources"] = self.sources[label]
+            entry["metadata"] = self.metadata[label].to_dict() if label in self.metadata else None
             if self.with_brain_score:
                 entry["brain_score"] = {
                     "datasets": {d: s.to_dict() for d, s in self.brain_scores(label).items()},
@@ -296,18 +396,44 @@ class BenchmarkTable:
                 "kept": {d: list(kept_conditions(d, self.all_conditions)) for d in self.datasets},
             },
             "na_handling": self.na_handling,
-            "definitions": {**METRIC_MEANINGS, "aggregate": "mean over the datasets", "ranks": RANK_RULE},
+            "definitions": {
+                **METRIC_MEANINGS,
+                "aggregate": "mean over the datasets",
+                "ranks": RANK_RULE,
+                "metadata": METADATA_MEANING,
+            },
             "observers": observers,
             "humans": {
                 "meaning": "every pair of distinct human observers, averaged over the conditions and the pairs; "
-                "OOD accuracy over all their trials pooled",
+                "OOD accuracy over all the human observers' trials in the kept conditions, pooled",
                 "aggregate": self.human_aggregate(),
                 "datasets": {d: self.humans[d].to_dict() for d in self.datasets},
             },
         }
         if self.with_brain_score:
             payload["brain_score_definition"] = BRAIN_SCORE_DEFINITION
+        payload["degenerate_kappa"] = self.degenerate_summary()
+        if self.uncertainty is not None:
+            payload["uncertainty"] = self.uncertainty.to_dict()
+            for entry in observers:
+                label = str(entry["observer"])
+                entry["intervals"] = payload["uncertainty"]["intervals"].get(label)  # type: ignore[index]
+                entry["rank_intervals"] = payload["uncertainty"]["rank_intervals"].get(label)  # type: ignore[index]
+            payload["humans"]["intervals"] = payload["uncertainty"]["intervals"].get("humans")  # type: ignore[index]
         return payload
+
+    def degenerate_summary(self) -> dict[str, object]:
+        """Which rule counted the degenerate kappa cells, and how many cells it touched."""
+        per = {d: dict(found) for d, found in self.degenerate_cells.items() if any(found.values())}
+        return {
+            "rule": self.degenerate_kappa,
+            "meaning": DEGENERATE_MEANINGS[self.degenerate_kappa],
+            "cells": sum(sum(found.values()) for found in self.degenerate_cells.values()),
+            "cells_meaning": "kappa cells (an observer against one human, or a pair of humans, in one kept condition) "
+            "where an observer is always right or always wrong; 'observers' counts the observers' cells, "
+            "'human_pairs' the humans' row's",
+            "datasets": per,
+        }
 
     def to_markdown(self) -> str:
         ranks = self.ranks()
@@ -329,17 +455,35 @@ class BenchmarkTable:
             _row(["---"] * len(head)),
         ]
         order = sorted(self.observers, key=lambda label: ranks.get(label, {}).get("mean_rank", math.inf))
+        band = self.uncertainty
+        if band is not None:
+            lines[1:1] = [
+                f"intervals: 95% {band.n_bootstrap}-resample bootstrap (trials within each condition, human observers "
+                "within each panel); ranks [2.5%, 97.5%] over the resamples"
+                if band.n_bootstrap
+                else "no intervals (--bootstrap 0)"
+            ]
+        lines[1:1] = [f"degenerate kappa: {self.degenerate_kappa} ({self.degenerate_summary()['cells']} cell(s))"]
+
+        def value(label: str, metric: str, number: float, digits: int = 3) -> str:
+            found = band.intervals.get(label, {}).get("aggregate", {}).get(metric) if band else None
+            return _f(number, digits) + (f" [{_f(found[0], digits)}, {_f(found[1], digits)}]" if found else "")
+
+        def ranked(label: str, metric: str, rank: float | None) -> str:
+            found = band.rank_intervals.get(label, {}).get(metric) if band else None
+            return _r(rank) + (f" [{_r(found[0])}, {_r(found[1])}]" if found and rank is not None else "")
+
         for label in order:
             values = self.aggregate(label)
             rank = ranks.get(label, {})
             cells = [
                 label,
-                _f(values["ood_accuracy"]),
-                _r(rank.get("ood_accuracy")),
-                _f(values["accuracy_difference"], 4),
-                _f(values["observed_consistency"]),
-                _f(values["error_consistency"]),
-                _r(rank.get("mean_rank")),
+                value(label, "ood_accuracy", values["ood_accuracy"]),
+                ranked(label, "ood_accuracy", rank.get("ood_accuracy")),
+                value(label, "accuracy_difference", values["accuracy_difference"], 4),
+                value(label, "observed_consistency", values["observed_consistency"]),
+                value(label, "error_consistency", values["error_consistency"]),
+                ranked(label, "mean_rank", rank.get("mean_rank")),
             ]
             if brain:
                 cells.append(_f(self.brain_score_mean(label)))
@@ -347,17 +491,45 @@ class BenchmarkTable:
         humans = self.human_aggregate()
         cells = [
             "humans (each pair of observers; not ranked)",
-            _f(humans["ood_accuracy"]),
+            value("humans", "ood_accuracy", humans["ood_accuracy"]),
             "",
-            _f(humans["accuracy_difference"], 4),
-            _f(humans["observed_consistency"]),
-            _f(humans["error_consistency"]),
+            value("humans", "accuracy_difference", humans["accuracy_difference"], 4),
+            value("humans", "observed_consistency", humans["observed_consistency"]),
+            value("humans", "error_consistency", humans["error_consistency"]),
             "",
         ] + ([""] if brain else [])
         lines.append(_row(cells))
         incomplete = [label for label in self.observers if not self.complete(label)]
         if incomplete:
             lines += ["", f"not aggregated or ranked (missing datasets): {', '.join(incomplete)}"]
+        if self.metadata:
+            lines += ["", *self.metadata_markdown(order)]
+        if band is not None and band.rank_intervals:
+            head = ["observer", *(f"rank {m.replace('_', ' ')}" for m in METRICS), "mean rank"]
+            lines += [
+                "",
+                "ranks with their 95% intervals over the resamples:",
+                "",
+                _row(head),
+                _row(["---"] * len(head)),
+            ]
+            for label in order:
+                if label in band.rank_intervals:
+                    rank = ranks.get(label, {})
+                    lines.append(_row([label, *(ranked(label, m, rank.get(m)) for m in [*METRICS, "mean_rank"])]))
+        if band is not None and band.pairs:
+            apart = [t for t in band.pairs if t.distinguishable]
+            lines += [
+                "",
+                f"distinguishable pairs (paired sign-flip test, {band.permutations} flips, Holm over the pairs of each "
+                f"measure, p < 0.05): {len(apart)} of {len(band.pairs)}",
+            ]
+            lines += [
+                f"- {t.a} vs {t.b}, {t.measure.replace('_', ' ')}: {t.difference:+.4f}, "
+                f"{format_p(t.p, t.permutations)}, "
+                f"Holm p {t.p_holm:.2g}"
+                for t in apart
+            ]
         head = [
             "dataset",
             "conditions",
@@ -387,6 +559,25 @@ class BenchmarkTable:
                 lines.append(_row(cells))
         return "\n".join(lines)
 
+    def metadata_markdown(self, order: Sequence[str]) -> list[str]:
+        """The observers' scale beside their results: parameters, training images, data and kind, and the source."""
+        head = ["observer", "parameters", "training images", "training data", "kind", "source"]
+        lines = ["model metadata:", "", _row(head), _row(["---"] * len(head))]
+        for label in order:
+            found = self.metadata.get(label)
+            if found is None:
+                continue
+            cells = [
+                label,
+                _count(found.parameters),
+                _count(found.training_images),
+                found.training_data or "n/a",
+                found.training_kind or "n/a",
+                found.source,
+            ]
+            lines.append(_row(cells))
+        return lines
+
     def to_csv(self) -> str:
         ranks = self.ranks()
         columns = [
@@ -400,6 +591,28 @@ class BenchmarkTable:
         ]
         if self.with_brain_score:
             columns += ["brain_score_raw", "brain_score_ceiling", "brain_score_ceiled"]
+        band = self.uncertainty
+        described = bool(self.metadata)
+        if described:
+            columns += list(METADATA_FIELDS)
+        if band is not None:
+            columns += [f"{m}_ci95_{end}" for m in METRICS for end in ("low", "high")]
+            columns += [f"rank_{m}_ci95_{end}" for m in [*METRICS, "mean_rank"] for end in ("low", "high")]
+
+        def bounds(label: str, where: str) -> list[object]:
+            if band is None:
+                return []
+            found = band.intervals.get(label, {}).get(where, {})
+            cells: list[object] = [_c(found[m][k]) if m in found else "" for m in METRICS for k in (0, 1)]
+            rank = band.rank_intervals.get(label, {}) if where == "aggregate" else {}
+            return cells + [_c(rank[m][k]) if m in rank else "" for m in [*METRICS, "mean_rank"] for k in (0, 1)]
+
+        def described_cells(label: str) -> list[object]:
+            if not described:
+                return []
+            found = self.metadata.get(label)
+            return [found.value(name) or "" if found else "" for name in METADATA_FIELDS]
+
         buffer = io.StringIO()
         writer = csv.writer(buffer, lineterminator="\n")
         writer.writerow(columns)
@@ -418,7 +631,7 @@ class BenchmarkTable:
                 ]
                 if self.with_brain_score:
                     row += _brain_cells(None if label == "humans" else brain_score(scores, self.humans[dataset]))
-                writer.writerow(row)
+                writer.writerow(row + described_cells(label) + bounds(label, dataset))
             aggregate = self.human_aggregate() if label == "humans" else self.aggregate(label)
             rank = ranks.get(label, {})
             row = [
@@ -432,8 +645,18 @@ class BenchmarkTable:
             ]
             if self.with_brain_score:
                 row += ["", "", "" if label == "humans" else _c(self.brain_score_mean(label))]
-            writer.writerow(row)
+            writer.writerow(row + described_cells(label) + bounds(label, "aggregate"))
         return buffer.getvalue()
+
+
+def format_p(p: float, permutations: int) -> str:
+    """A Monte Carlo p-value; at the floor of N random flips, ``p < 2/(N+1)`` (the test cannot say less)."""
+    if math.isnan(p):
+        return "p n/a"
+    floor = 2 / (permutations + 1) if permutations else 0.0
+    if permutations and p <= floor * (1 + 1e-9):
+        return f"p < 2/({permutations}+1) = {floor:.1e}"
+    return f"p = {p:.2g}" if p >= 0.001 else f"p = {p:.1e}"
 
 
 def _brain_cells(score: BrainScore | None) -> list[object]:
@@ -449,7 +672,17 @@ def _f(value: float, digits: int = 3) -> str:
 
 
 def _r(value: float | None) -> str:
-    return "" if value is None or math.isnan(value) else f"{value:g}"
+    return "" if value is None or math.isnan(value) else f"{value:.3g}"
+
+
+def _count(value: int | None) -> str:
+    """1281167 -> '1.28 M', 2320000000 -> '2.32 B'; None -> 'n/a'."""
+    if value is None:
+        return "n/a"
+    for size, unit in ((1e9, "B"), (1e6, "M"), (1e3, "k")):
+        if value >= size:
+            return f"{value / size:.3g} {unit}"
+    return str(value)
 
 
 def _c(value: float) -> str:
@@ -464,27 +697,93 @@ def benchmark_table(
     na_handling: str = "wrong",
     with_brain_score: bool = False,
     sources: Mapping[str, Mapping[str, str]] | None = None,
+    degenerate_kappa: str = "one",
+    n_bootstrap: int = 0,
+    seed: int = 0,
+    permutations: int = 0,
+    metadata: Mapping[str, ModelMetadata] | None = None,
 ) -> BenchmarkTable:
     """The benchmark of ``observers[label][dataset] -> trials`` against the human ``panels`` of those datasets.
 
-    The table's datasets are those any observer covers, in model-vs-human's order.
+    The table's datasets are those any observer covers, in model-vs-human's order. The values are computed
+    cell by cell (:mod:`modelval.behaviour.benchmark_cells`): ``degenerate_kappa`` says how a kappa cell
+    where an observer is always right or always wrong counts; ``n_bootstrap`` > 0 adds intervals and rank
+    intervals, ``permutations`` > 0 the pairwise tests of the complete observers. ``metadata`` (observer ->
+    :class:`ModelMetadata`) is carried beside the results (Markdown, JSON, CSV) and drawn by
+    :func:`modelval.figures.plot_benchmark_scale`.
     """
+    check_degenerate_kappa(degenerate_kappa)
     covered = {dataset for per in observers.values() for dataset in per}
     datasets = tuple(d for d in BENCHMARK_DATASETS if d in covered)
-    scores = {
+    cells = {
+        d: dataset_cells(
+            {label: per[d] for label, per in observers.items() if d in per},
+            panels[d].observers,
+            d,
+            [c for c in kept_conditions(d, all_conditions)],
+        )
+        for d in datasets
+    }
+    values, degenerate, kappas = table_values(cells, rule=degenerate_kappa, na_handling=na_handling)
+
+    def scores(label: str, dataset: str, rows: Sequence[ConditionComparison | HumanCondition]) -> DatasetScores:
+        kept = [row for row in rows if row.condition in kept_conditions(dataset, all_conditions)]
+        if degenerate_kappa != "one":  # the per-condition kappa under the same rule as the table's
+            rows = _with_kappas(rows, kept, kappas[label][dataset])
+        found = values[label][dataset]
+        return DatasetScores(
+            dataset=dataset,
+            conditions=tuple(row.condition for row in kept),
+            n_trials=sum(row.n_trials for row in kept),
+            **{metric: float(found[k]) for k, metric in enumerate(METRICS)},
+            per_condition=tuple(rows),
+        )
+
+    table_scores = {
         label: {
-            dataset: score_observer(trials, panels[dataset], all_conditions=all_conditions, na_handling=na_handling)
+            dataset: scores(label, dataset, compare_by_condition(trials, panels[dataset], na_handling=na_handling))
             for dataset, trials in per.items()
         }
         for label, per in observers.items()
     }
-    humans = {d: score_humans(panels[d], all_conditions=all_conditions, na_handling=na_handling) for d in datasets}
-    return BenchmarkTable(
+    humans = {d: scores("humans", d, humans_by_condition(panels[d], na_handling=na_handling)) for d in datasets}
+    table = BenchmarkTable(
         datasets,
-        scores,
+        table_scores,
         humans,
         all_conditions,
         na_handling,
         with_brain_score,
         {label: dict(per) for label, per in (sources or {}).items()},
+        degenerate_kappa,
+        degenerate,
+        metadata={label: found for label, found in (metadata or {}).items() if label in observers and not found.empty},
     )
+    if n_bootstrap > 0 or permutations > 0:
+        ranked = [label for label in observers if table.complete(label)]
+        table.uncertainty = table_uncertainty(
+            cells,
+            ranked,
+            higher_first=HIGHER_FIRST,
+            human_likeness=HUMAN_LIKENESS,
+            rule=degenerate_kappa,
+            na_handling=na_handling,
+            n_bootstrap=n_bootstrap,
+            seed=seed,
+            permutations=permutations,
+        )
+    return table
+
+
+def _with_kappas(
+    rows: Sequence[ConditionComparison | HumanCondition],
+    kept: Sequence[ConditionComparison | HumanCondition],
+    kappas: Sequence[float],
+) -> list[ConditionComparison | HumanCondition]:
+    by_condition = {row.condition: kappa for row, kappa in zip(kept, kappas, strict=True)}
+    return [
+        dataclasses.replace(row, error_consistency=by_condition[row.condition])
+        if row.condition in by_condition
+        else row
+        for row in rows
+    ]

@@ -31,6 +31,7 @@ the trials left.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -200,3 +201,98 @@ def kappa_matrix(observers: Mapping[str, Sequence[Trial]], *, na_handling: str =
             observed[i, j] = observed[j, i] = pair.observed
     accuracy = np.array([v.accuracy(na_handling) for v in vectors])
     return KappaMatrix(names, kappa, bound, observed, accuracy, na_handling)
+
+
+def _kappa_of_cells(cells: np.ndarray) -> float:
+    """kappa of a 2x2 table of proportions ``[both right, only 1 right, only 2 right, both wrong]``."""
+    both, only_1, only_2, neither = cells
+    p1, p2 = both + only_1, both + only_2
+    expected = p1 * p2 + (1 - p1) * (1 - p2)
+    return float((both + neither - expected) / (1 - expected))
+
+
+def kappa_cells(p1: float, p2: float, kappa: float) -> np.ndarray:
+    """The 2x2 table of two observers with accuracies ``p1``, ``p2`` and error consistency ``kappa``:
+    ``[both right, only 1 right, only 2 right, both wrong]`` (an error when the three cannot go together)."""
+    expected = p1 * p2 + (1 - p1) * (1 - p2)
+    observed = kappa * (1 - expected) + expected
+    both = (observed - 1 + p1 + p2) / 2
+    cells = np.array([both, p1 - both, p2 - both, 1 - p1 - p2 + both])
+    if (cells < -1e-12).any() or not 0 < expected < 1:
+        raise ValueError(
+            f"no two observers have accuracies {p1} and {p2} and kappa {kappa} (kappa_max {kappa_max(p1, p2):.3f})"
+        )
+    return np.clip(cells, 0.0, 1.0)
+
+
+def kappa_range(p1: float, p2: float) -> tuple[float, float]:
+    """The lowest and highest kappa two observers of accuracies ``p1`` and ``p2`` (both in (0, 1)) can have: the
+    share both answer correctly runs from ``max(0, p1 + p2 - 1)`` to ``min(p1, p2)``, and kappa is linear in it."""
+    expected = p1 * p2 + (1 - p1) * (1 - p2)
+
+    def kappa_at(both: float) -> float:
+        return (2 * both + 1 - p1 - p2 - expected) / (1 - expected)
+
+    return kappa_at(max(0.0, p1 + p2 - 1)), kappa_at(min(p1, p2))
+
+
+def kappa_variance(p1: float, p2: float, kappa: float) -> float:
+    """n times the large-sample variance of the estimated kappa over n independent trials (delta method on the
+    2x2 multinomial: ``g' (diag(pi) - pi pi') g`` with ``g`` the gradient of kappa in the cell proportions)."""
+    cells = kappa_cells(p1, p2, kappa)
+    step = 1e-6
+    gradient = np.array([(_kappa_of_cells(cells + step * e) - _kappa_of_cells(cells - step * e)) / (2 * step)
+                         for e in np.eye(4)])  # fmt: skip
+    covariance = np.diag(cells) - np.outer(cells, cells)
+    return float(gradient @ covariance @ gradient)
+
+
+@dataclass(frozen=True)
+class TrialPlan:
+    """How many trials tell kappa ``kappa`` from ``kappa + difference`` (accuracies fixed) at a power."""
+
+    p1: float
+    p2: float
+    kappa: float
+    difference: float
+    power: float
+    alpha: float
+    design: str
+    trials: int
+
+    def to_dict(self) -> dict[str, object]:
+        return dict(vars(self))
+
+
+def trials_for_kappa_difference(
+    p1: float,
+    p2: float,
+    kappa: float,
+    difference: float,
+    *,
+    power: float = 0.8,
+    alpha: float = 0.05,
+    design: str = "two-sample",
+) -> TrialPlan:
+    """Trials a stimulus set needs so that a two-sided test at ``alpha`` tells kappa from kappa + ``difference``
+    with probability ``power`` (Klein et al., NeurIPS 2025: plan trial counts from the sampling distribution
+    of kappa at the observers' accuracies; here its large-sample normal form).
+
+    ``design="one-sample"``: one observer pair, kappa tested against the value ``kappa`` (e.g. 0:
+    ``n = ((z_a sd_0 + z_b sd_1) / difference)^2``); ``"two-sample"``: two pairs (two models against the same
+    human, say), each on ``n`` trials of its own, ``n = (z_a + z_b)^2 (var_0 + var_1) / difference^2``, where
+    ``var`` is :func:`kappa_variance` at each kappa (the accuracies held at ``p1``, ``p2``).
+    """
+    from statistics import NormalDist
+
+    if not 0 < power < 1 or not 0 < alpha < 1 or difference == 0:
+        raise ValueError("power and alpha lie in (0, 1) and the difference is not 0")
+    z_a, z_b = NormalDist().inv_cdf(1 - alpha / 2), NormalDist().inv_cdf(power)
+    var_0, var_1 = kappa_variance(p1, p2, kappa), kappa_variance(p1, p2, kappa + difference)
+    if design == "one-sample":
+        n = ((z_a * math.sqrt(var_0) + z_b * math.sqrt(var_1)) / difference) ** 2
+    elif design == "two-sample":
+        n = (z_a + z_b) ** 2 * (var_0 + var_1) / difference**2
+    else:
+        raise ValueError(f"design is 'one-sample' or 'two-sample', got {design!r}")
+    return TrialPlan(p1, p2, kappa, difference, power, alpha, design, math.ceil(n))

@@ -61,6 +61,18 @@ class PermutationTest:
     exact: bool
     seed: int | None
     discordant: int
+    #: The exact p over all 2^d sign flips, computed when the Monte Carlo p sits at its floor (``None`` if not).
+    exact_p: float | None = None
+
+    @property
+    def floor(self) -> float:
+        """The smallest p the Monte Carlo test can give, 2/(N+1) (0 for an exact test)."""
+        return 0.0 if self.exact or self.permutations <= 0 else 2.0 / (self.permutations + 1)
+
+    @property
+    def at_floor(self) -> bool:
+        """No random sign flip was as extreme as the observed split: the true p is below the floor."""
+        return not self.exact and self.permutations > 0 and self.p <= self.floor * (1 + 1e-9)
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -75,6 +87,9 @@ class PermutationTest:
             "exact": self.exact,
             "seed": self.seed,
             "discordant": self.discordant,
+            "at_floor": self.at_floor,
+            "floor": self.floor,
+            "exact_p": self.exact_p,
         }
 
 
@@ -142,7 +157,78 @@ def permutation_test(
                 totals[2] - moved[:, 0]
             ) / (totals[3] - moved[:, 1])
     p = _p_value(null, None, observed, adjustment=1, total=permutations)
-    return PermutationTest(statistic, observed, p, permutations, False, seed, d)
+    test = PermutationTest(statistic, observed, p, permutations, False, seed, d)
+    if test.at_floor:  # the Monte Carlo test can only say p <= 2/(N+1): say the exact p where it can be counted
+        exact_p = streamed_exact_p(num_a, den_a, num_b, den_b)
+        if exact_p is not None:
+            test = PermutationTest(statistic, observed, p, permutations, False, seed, d, exact_p)
+    return test
+
+
+#: The streamed exact test weighs at most this many combinations of type counts.
+MAX_STREAMED_GRID = 200_000_000
+
+
+def streamed_exact_p(
+    num_a: np.ndarray, den_a: np.ndarray, num_b: np.ndarray, den_b: np.ndarray, *, max_grid: int = MAX_STREAMED_GRID
+) -> float | None:
+    """The exact two-sided p over all 2^d sign flips, as :func:`exact_permutation_test`, for grids too large to
+    hold at once (``None`` past ``max_grid`` combinations).
+
+    The stimuli fall into types (cue-conflict's shape bias: shape hit, texture hit, neither; three discordant
+    types); the count of each type in one orientation is Binomial(count, 1/2), independently. The two largest
+    types are weighed as one grid, the others looped over; the weights are taken in logs, so tail
+    probabilities far below 1e-300 of a single term are not lost before they are summed.
+    """
+    num_a, den_a, num_b, den_b = _terms(num_a, den_a, num_b, den_b)
+    observed = ratio_difference(num_a, den_a, num_b, den_b)
+    if math.isnan(observed):
+        return math.nan
+    same = (num_a == num_b) & (den_a == den_b)
+    base = np.array([num_a[same].sum(), den_a[same].sum(), num_b[same].sum(), den_b[same].sum()], dtype=np.float64)
+    types: dict[frozenset[tuple[float, float]], list] = {}
+    for i in np.flatnonzero(~same):
+        ta, tb = (float(num_a[i]), float(den_a[i])), (float(num_b[i]), float(den_b[i]))
+        types.setdefault(frozenset((ta, tb)), [ta, tb, 0])[2] += 1
+    found = sorted(types.values(), key=lambda t: t[2])
+    while len(found) < 2:
+        found.insert(0, [(0.0, 0.0), (0.0, 0.0), 0])
+    if math.prod(t[2] + 1 for t in found) > max_grid:
+        return None
+
+    def contribution(u: tuple[float, float], v: tuple[float, float], count: int) -> tuple[np.ndarray, np.ndarray]:
+        k = np.arange(count + 1, dtype=np.float64)
+        terms = np.stack(
+            [k * u[0] + (count - k) * v[0], k * u[1] + (count - k) * v[1], k * v[0] + (count - k) * u[0],
+             k * v[1] + (count - k) * u[1]],
+            axis=1,
+        )  # fmt: skip
+        log_w = np.array(
+            [math.lgamma(count + 1) - math.lgamma(j + 1) - math.lgamma(count - j + 1) for j in range(count + 1)]
+        )
+        return terms, log_w - count * math.log(2.0)
+
+    *outer, (u1, v1, c1), (u2, v2, c2) = found
+    t1, w1 = contribution(u1, v1, c1)
+    t2, w2 = contribution(u2, v2, c2)
+    grid_terms = (t1[:, None, :] + t2[None, :, :]).reshape(-1, 4)
+    grid_log_w = (w1[:, None] + w2[None, :]).reshape(-1)
+    gamma = abs(_EPS * observed)
+    p_less = p_greater = 0.0
+    outer_parts = [contribution(u, v, c) for u, v, c in outer]
+    for choice in np.ndindex(*(c + 1 for _, _, c in outer)) if outer else [()]:
+        shift = base.copy()
+        log_shift = 0.0
+        for (terms, log_w), j in zip(outer_parts, choice, strict=True):
+            shift += terms[j]
+            log_shift += log_w[j]
+        totals = grid_terms + shift
+        with np.errstate(invalid="ignore", divide="ignore"):
+            null = totals[:, 0] / totals[:, 1] - totals[:, 2] / totals[:, 3]
+        weights = np.exp(grid_log_w + log_shift)
+        p_less += float(weights[null <= observed + gamma].sum())
+        p_greater += float(weights[null >= observed - gamma].sum())
+    return float(min(1.0, 2 * min(p_less, p_greater)))
 
 
 def exact_permutation_test(
@@ -203,3 +289,9 @@ def holm(pvalues: Mapping[str, float]) -> dict[str, float]:
         running = max(running, min(1.0, (m - i) * p))
         adjusted[key] = running
     return adjusted
+
+
+def two_sided_p(null: np.ndarray, observed: float, *, permutations: int) -> float:
+    """Two-sided Monte Carlo p of ``observed`` against ``permutations`` random null draws, as
+    :func:`permutation_test` computes it (the observed assignment counted once; the floor is 2/(N+1))."""
+    return _p_value(np.asarray(null, dtype=np.float64), None, observed, adjustment=1, total=permutations)

@@ -28,6 +28,7 @@ from modelval.behaviour.decisions import NO_RESPONSE, Decision, reading_csv
 from modelval.behaviour.experiments import (
     MODEL_VS_HUMAN_DATASETS,
     datasets_of_code,
+    experiment,
     parse_session_name,
     short_image_name,
 )
@@ -156,13 +157,19 @@ def _check_unique(trials: Sequence[Trial], where: str) -> None:
         seen.add(trial.image)
 
 
-def dataset_of(trials: Sequence[Trial], *, filename: str | None = None) -> str:
+#: How a caller can name the experiment when the names cannot tell it (each command says its own way).
+DATASET_HINT = "pass --dataset NAME"
+
+
+def dataset_of(trials: Sequence[Trial], *, filename: str | None = None, hint: str = DATASET_HINT) -> str:
     """The experiment the trials come from, read from the image names (or the raw-data file name).
 
     Prefixed names carry ``s5n`` / ``edg`` / ``sif`` or one of model-vs-human's codes (``cl``, ``nse``,
     ``ske``, ...; the three Eidolon sets share ``eid`` and are told apart by their conditions); bare
     ``<shape><i>-<texture><j>.png`` names are cue-conflict. Bare edge and silhouette names look the same,
-    so those need ``--dataset``.
+    so those are read from the file name: texture-vs-shape's prefixes (``edge-experiment_``) or
+    model-vs-human's dataset names (``edge_``, ``silhouette_``, ``cue-conflict_``, ``colour_``, ...), else
+    the caller must name the dataset; ``hint`` says how (the error names only what the caller can do).
     """
     codes: dict[str, set[str]] = {}
     for trial in trials:
@@ -176,7 +183,7 @@ def dataset_of(trials: Sequence[Trial], *, filename: str | None = None) -> str:
             continue
         candidates = datasets_of_code(code, conditions)
         if len(candidates) > 1:
-            raise DataError(f"the image names (code {code!r}) fit {', '.join(candidates)}; pass --dataset to say which")
+            raise DataError(f"the image names (code {code!r}) fit {', '.join(candidates)}; {hint} to say which")
         found.update(candidates)
     if len(found) > 1:
         raise DataError(f"the image names mix experiments ({', '.join(sorted(found))}); one file per experiment")
@@ -184,15 +191,17 @@ def dataset_of(trials: Sequence[Trial], *, filename: str | None = None) -> str:
         return found.pop()
     if filename:
         base = Path(filename).name
+        prefixes = {(prefix, name) for name, prefix in FILE_PREFIXES.items()}
+        prefixes |= {(experiment(name).upstream, name) for name in DATASETS}  # model-vs-human's file names
         # longest prefix first: ``eidolonII_...`` is not eidolonI's
-        for name, prefix in sorted(FILE_PREFIXES.items(), key=lambda item: -len(item[1])):
+        for prefix, name in sorted(prefixes, key=lambda item: (-len(item[0]), item[0])):
             if base.startswith(prefix + "_"):
                 return name
     if all(_is_cue_conflict(trial.image) for trial in trials):
         return "cue-conflict"
     raise DataError(
-        "cannot tell the experiment from the image names (edges and filled silhouettes share bare names "
-        f"like 'oven10.png'); pass --dataset NAME (one of {', '.join(DATASETS)})"
+        "cannot tell the experiment from the image names or the file name (edges and filled silhouettes share "
+        f"bare names like 'oven10.png'); {hint} (one of {', '.join(DATASETS)})"
     )
 
 

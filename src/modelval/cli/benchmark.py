@@ -13,11 +13,16 @@ import sys
 from pathlib import Path
 
 from modelval import jsonio
+from modelval.behaviour.benchmark_cells import DEGENERATE_KAPPA
 from modelval.behaviour.consistency import NA_HANDLING
 from modelval.behaviour.experiments import BENCHMARK_DATASETS, experiment
-from modelval.cli._options import add_observer_options, evaluation_options, model_options
+from modelval.cli._args import DECISIONS_METAVAR, add_bootstrap_options, decision_spec, permutation_count
+from modelval.cli._options import add_observer_options, add_reference_option, evaluation_options, model_options
 from modelval.cli._output import out, out_json
 from modelval.errors import DataError
+
+#: Sign-flip sets of the pairwise tests: each pair costs one pass over every trial per set.
+BENCHMARK_PERMUTATIONS = 2000
 
 
 def dataset_list(text: str) -> list[str]:
@@ -34,18 +39,30 @@ def dataset_list(text: str) -> list[str]:
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "benchmark",
+        # no abbreviations: ``--dataset`` must not silently become ``--datasets`` (which only a --model reads)
+        allow_abbrev=False,
         help="model-vs-human's benchmark table: OOD accuracy and human-likeness on the 17 datasets, ranked",
         description=(
             "model-vs-human's benchmark (Geirhos et al., NeurIPS 2021): per dataset the OOD accuracy, accuracy "
             "difference, observed consistency and error consistency with the human observers (per condition, "
             "averaged over the conditions model-vs-human keeps), their mean over the datasets, and ranks over "
-            "the observers given; the humans (every pair of observers) as the reference. Each --decisions "
-            "[LABEL=]FILE is one observer on one dataset (read from the image names); each --model is evaluated "
+            "the observers given; the humans (every pair of observers) as the reference; every value with a 95% "
+            "bootstrap interval, every rank with a rank interval, and paired tests of which observers differ. "
+            "Each --decisions [LABEL[:DATASET]=]FILE is one observer on one dataset (read from the image names "
+            "or the file name unless DATASET says); each --model is evaluated "
             "on --datasets (default: all 17; the 14 ImageNet-derived sets must have been fetched with "
             "`modelval download-data --dataset NAME`)."
         ),
     )
-    parser.add_argument("--decisions", action="append", default=[], metavar="[LABEL=]FILE", help="decision CSV")
+    parser.add_argument(
+        "--decisions",
+        action="append",
+        default=[],
+        type=decision_spec,
+        metavar=DECISIONS_METAVAR,
+        help="decision CSV; DATASET names its experiment when the image and file names cannot (model-vs-human's "
+        "bare edge and silhouette names in a renamed file)",
+    )
     parser.add_argument("--model", action="append", default=[], metavar="NAME|SPEC", help="registered name or spec")
     parser.add_argument(
         "--datasets",
@@ -73,6 +90,33 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--na", choices=NA_HANDLING, default="wrong", help="a human trial without an answer")
     parser.add_argument(
+        "--degenerate-kappa",
+        choices=DEGENERATE_KAPPA,
+        default="one",
+        help="a kappa cell where an observer is always right (or always wrong) in a condition: one (default, "
+        "model-vs-human's rule: kappa = 1 when agreement is perfect, else the formula, which gives 0; reproduces its "
+        "tables) or nan (left out of the means; Klein et al. 2025)",
+    )
+    parser.add_argument(
+        "--metadata",
+        type=Path,
+        metavar="FILE",
+        help="observers' parameters and training data, shown beside their results: a .json "
+        '{"LABEL": {"parameters": N, "training_images": N, "training_data": "...", "training_kind": "..."}} or a .csv '
+        "with a label column and those fields (each optional; an evaluated model's parameters are counted, and a "
+        "registry entry's or timm tag's training data is used where the file says nothing)",
+    )
+    add_reference_option(parser)
+    add_bootstrap_options(parser, permutations=True)
+    parser.add_argument(
+        "--permutations",
+        type=permutation_count,
+        default=BENCHMARK_PERMUTATIONS,
+        metavar="N",
+        help=f"random sign-flip sets of the paired test of each pair of observers (default {BENCHMARK_PERMUTATIONS};"
+        " 0 turns the tests off)",
+    )
+    parser.add_argument(
         "--no-sanity-gate",
         action="store_true",
         help="report a --model even when its cue-conflict accuracy is below the gate (the gate evaluates "
@@ -86,6 +130,52 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     add_observer_options(parser)
     parser.set_defaults(handler=run, _parser=parser)
+    register_plan_trials(subparsers)
+
+
+def register_plan_trials(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "plan-trials",
+        help="trials a stimulus set needs to tell a difference in error consistency (Klein et al. 2025)",
+        description=(
+            "How many trials a new stimulus set needs so that a two-sided test tells kappa from kappa + DIFFERENCE "
+            "with the given power, for two observers of the given accuracies (the large-sample variance of kappa on "
+            "the 2x2 table of their correctness; Klein et al., NeurIPS 2025, plan trial counts from it). "
+            "two-sample: two observer pairs (two models against the same human), each on that many trials; "
+            "one-sample: one pair, kappa tested against KAPPA (e.g. 0)."
+        ),
+    )
+    parser.add_argument(
+        "--accuracy", nargs=2, type=float, required=True, metavar=("P1", "P2"), help="the two observers' accuracies"
+    )
+    parser.add_argument("--kappa", type=float, required=True, help="the error consistency to start from")
+    parser.add_argument("--difference", type=float, required=True, help="the difference in kappa to tell")
+    parser.add_argument("--power", type=float, default=0.8, help="probability of telling it (default 0.8)")
+    parser.add_argument("--alpha", type=float, default=0.05, help="two-sided level of the test (default 0.05)")
+    parser.add_argument("--design", choices=("two-sample", "one-sample"), default="two-sample")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.set_defaults(handler=run_plan_trials, _parser=parser)
+
+
+def run_plan_trials(args: argparse.Namespace) -> int:
+    from modelval.api.benchmark import plan_trials
+
+    plan = plan_trials(
+        args.accuracy, args.kappa, args.difference, power=args.power, alpha=args.alpha, design=args.design
+    )
+    if args.json:
+        out_json(plan.to_dict())
+        return 0
+    other = plan.kappa + plan.difference
+    if plan.design == "two-sample":
+        what = f"each of two observer pairs (kappa {plan.kappa:g} and {other:g})"
+    else:
+        what = f"one observer pair (kappa {other:g} tested against {plan.kappa:g})"
+    out(
+        f"{plan.trials} trials for {what}, accuracies {plan.p1:g} and {plan.p2:g}: power {plan.power:g} at "
+        f"two-sided alpha {plan.alpha:g}"
+    )
+    return 0
 
 
 def run(args: argparse.Namespace) -> int:
@@ -93,12 +183,9 @@ def run(args: argparse.Namespace) -> int:
 
     if not args.decisions and not args.model:
         args._parser.error("give at least one --decisions or --model")
-    labelled: dict[str, list[str]] = {}
-    for spec in args.decisions:
-        label, _, file = spec.rpartition("=")
-        if not Path(file).is_file():
-            raise DataError(f"decision file not found: {file}")
-        labelled.setdefault(label, []).append(file)
+    labelled: dict[str, list[str | tuple[str, str]]] = {}
+    for label, dataset, file in args.decisions:
+        labelled.setdefault(label, []).append((file, dataset) if dataset else file)
     report = benchmark(
         labelled,
         args.model,
@@ -107,6 +194,9 @@ def run(args: argparse.Namespace) -> int:
         all_conditions=args.all_conditions,
         na_handling=args.na,
         brain_score=args.brain_score,
+        degenerate_kappa=args.degenerate_kappa,
+        allow_modified_reference=args.allow_modified_reference,
+        metadata=args.metadata,
         sanity_gate=not args.no_sanity_gate,
         options=evaluation_options(args),
         model_options=model_options(args),
@@ -128,12 +218,20 @@ def run(args: argparse.Namespace) -> int:
 
 
 def write_report(report, folder: Path) -> list[Path]:
-    """benchmark.md, benchmark.csv and, per parametric dataset, the accuracy and kappa line plots."""
-    from modelval.figures.conditions import write_condition_figures
+    """benchmark.md, benchmark.csv, the ranks with their intervals, the measures against scale (when some
+    observer's metadata gives it) and, per parametric dataset, the accuracy and kappa line plots."""
+    from modelval.figures.conditions import write_condition_figures, write_scale_figure
 
     folder.mkdir(parents=True, exist_ok=True)
     written = [folder / "benchmark.md", folder / "benchmark.csv"]
     written[0].write_text(report.to_markdown() + "\n")
     written[1].write_text(report.to_csv())
     written += write_condition_figures(report.table, folder)
+    written += write_scale_figure(report.table, folder)
+    band = report.table.uncertainty
+    if band is not None and band.rank_intervals:
+        from modelval.figures.conditions import plot_benchmark_ranks
+        from modelval.figures.style import REPORT_SAVE, save
+
+        written += save(plot_benchmark_ranks(report.table), folder / "benchmark-ranks.png", pdf=True, **REPORT_SAVE)
     return written

@@ -14,6 +14,7 @@ from modelval import jsonio
 from modelval.atomic import write_text
 from modelval.behaviour.conditions import ConditionPair
 from modelval.behaviour.paired import PairedComparison
+from modelval.behaviour.permutation import PermutationTest
 from modelval.behaviour.trials import DATASETS
 from modelval.cli._args import (
     add_bootstrap_options,
@@ -123,7 +124,7 @@ def format_summary(result: PairedComparison) -> str:
         f"  {name}: A {result.value_a:.2%}   B {result.value_b:.2%}",
         f"  difference A - B   {_pp(result.difference)}   95% CI [{_pp(low, unit=False)}, {_pp(high)}]"
         f"   (paired bootstrap, {result.n_bootstrap} resamples of {result.resampling})",
-        f"  paired permutation test of the {name} difference: p = {_p(test.p)} ({flips})",
+        f"  paired permutation test of the {name} difference: {_test_p(test)} ({flips})",
         f"  McNemar (exact) of the {rate}: A {mcnemar.rate_a:.2%} B {mcnemar.rate_b:.2%}, p = {_p(mcnemar.p)};"
         f" discordant: {mcnemar.a_only} only A, {mcnemar.b_only} only B"
         f" ({'shape hit vs not' if result.dataset == 'cue-conflict' else 'correct vs not'})",
@@ -146,6 +147,16 @@ def _pp(value: float, *, unit: bool = True) -> str:
 
     text = signed_pp(value)
     return text if unit else text.removesuffix(" pp")
+
+
+def _test_p(test: PermutationTest) -> str:
+    """``p = 0.03``, or at the Monte Carlo floor ``p < 2/(N+1) = ...`` with the exact p where it was counted."""
+    if not test.at_floor:
+        return f"p = {_p(test.p)}"
+    text = f"p < 2/({test.permutations}+1) = {_p(test.floor)}"
+    return text + (
+        f"; exact p = {_p(test.exact_p)} (all 2^{test.discordant} sign flips)" if test.exact_p is not None else ""
+    )
 
 
 def _p(value: float) -> str:

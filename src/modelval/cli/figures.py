@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import argparse
 
-from modelval.cli._args import add_bootstrap_options, add_report_dir_option, add_resample_option
+from modelval.cli._args import (
+    DECISIONS_METAVAR,
+    add_bootstrap_options,
+    add_report_dir_option,
+    add_resample_option,
+    decision_spec,
+)
 from modelval.cli._options import (
     REFERENCE_DIR_HELP,
     add_human_options,
@@ -26,12 +32,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "box plot (cue-conflict, model-vs-human's orientation), accuracy by dataset (Wilson intervals), error "
             "consistency with kappa_max against the humans' mutual kappa, model-vs-human's benchmark views "
             "(accuracy difference, observed and error consistency) and the error-consistency matrix of all "
-            "observers per experiment. Each --decisions [LABEL=]FILE adds one observer on one experiment (read "
-            "from the image names); each --model NAME is evaluated on cue-conflict. Every figure names the file "
+            "observers per experiment. Each --decisions [LABEL[:DATASET]=]FILE adds one observer on one experiment "
+            "(read from the image names or the file name unless DATASET says); each --model NAME is evaluated on "
+            "cue-conflict. Every figure names the file "
             "behind each label (published files by their texture-vs-shape path)."
         ),
     )
-    parser.add_argument("--decisions", action="append", default=[], metavar="[LABEL=]FILE", help="decision CSV")
+    parser.add_argument(
+        "--decisions",
+        action="append",
+        default=[],
+        type=decision_spec,
+        metavar=DECISIONS_METAVAR,
+        help="decision CSV; DATASET names its experiment when the image and file names cannot (model-vs-human's "
+        "bare edge and silhouette names in a renamed file)",
+    )
     parser.add_argument("--model", action="append", default=[], metavar="NAME", help="registered model (cue-conflict)")
     parser.add_argument("--reference-dir", metavar="DIR", help=REFERENCE_DIR_HELP)
     add_report_dir_option(parser, "the figures (PNG and PDF) and figures.json", required=True)
@@ -55,10 +70,7 @@ def run(args: argparse.Namespace) -> int:
 
     if not args.decisions and not args.model:
         args._parser.error("give at least one --decisions or --model")
-    decisions = []
-    for spec in args.decisions:
-        label, _, file = spec.rpartition("=")
-        decisions.append((label, file))
+    decisions = [(label, file, dataset) for label, dataset, file in args.decisions]
     report = api.human_figures(
         args.report_dir,
         decisions=decisions,

@@ -2,9 +2,10 @@
 
 The human observers are the reference every comparison is measured against, so their files are checked
 as the stimuli are: each observer file of the experiment must be there with the SHA-256 of its manifest
-(``modelval/data/raw_data_manifest.json`` for texture-vs-shape's three experiments,
-``modelval/data/model_vs_human_raw_data_manifest.json`` for model-vs-human's 14 further datasets), and no
-other observer file may stand beside them. One
+(``modelval/data/raw_data_manifest.json`` for texture-vs-shape's three experiments under its names,
+``modelval/data/model_vs_human_raw_data_manifest.json`` for model-vs-human's ``raw-data/<dataset>/``: its 14
+further datasets, and its copies of the three, the same bytes under its names ``cue-conflict/``, ``edge/``,
+``silhouette/``), and no other observer file may stand beside them. One
 altered file moves the humans' mutual kappa (0.331 -> 0.256 on cue-conflict for one edited observer); a
 deleted one silently leaves nine observers. A modified folder is refused unless the caller allows it,
 and then the result says "modified" with what differs.
@@ -28,11 +29,17 @@ from modelval.paths import package_data
 VERIFIED = "verified"
 
 
-def human_manifest(dataset: str) -> dict[str, str]:
-    """``{file name: sha256}`` of the published human observer files of ``dataset``."""
-    if experiment(check_dataset(dataset)).humans == MODEL_VS_HUMAN:
+def human_manifest(dataset: str, *, publication: str | None = None) -> dict[str, str]:
+    """``{file name: sha256}`` of the published human observer files of ``dataset``.
+
+    ``publication``: whose file names (``"texture-vs-shape"`` or ``"model-vs-human"``); default: where the
+    dataset's humans were first published (model-vs-human also republishes texture-vs-shape's three).
+    """
+    entry = experiment(check_dataset(dataset))
+    if (publication or entry.humans) == MODEL_VS_HUMAN:
         files = json.loads(package_data(MODEL_VS_HUMAN_MANIFEST).read_text())["files"]
-        return {name.split("/", 1)[1]: digest for name, digest in files.items() if name.startswith(f"{dataset}/")}
+        folder = f"{entry.upstream}/"
+        return {name.split("/", 1)[1]: digest for name, digest in files.items() if name.startswith(folder)}
     prefix = FILE_PREFIXES[dataset]
     files = json.loads(package_data(RAW_DATA_MANIFEST).read_text())["files"]
     return {name: spec["sha256"] for name, spec in files.items() if name.startswith(f"{prefix}_subject-")}
@@ -45,8 +52,11 @@ def verify_reference_dir(reference_dir: str | os.PathLike[str], dataset: str, *,
     publication's layout): a changed, missing or extra one counts.
     """
     folder = Path(reference_dir)
-    expected = human_manifest(dataset)
     paths = [path for sessions in human_files(folder, dataset).values() for path in sessions]
+    upstream = experiment(check_dataset(dataset)).upstream
+    # texture-vs-shape's three under model-vs-human's names (``edge/edge_subject-01_session_1.csv``)
+    named_upstream = bool(paths) and all(path.name.startswith(f"{upstream}_subject-") for path in paths)
+    expected = human_manifest(dataset, publication=MODEL_VS_HUMAN if named_upstream else None)
     digests = hash_stimuli(folder, [str(path.relative_to(folder)) for path in paths])
     problems = manifest_differences({Path(name).name: digest for name, digest in digests.items()}, expected)
     if not problems:

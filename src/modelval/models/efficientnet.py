@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # torch loads on first use: listing models or parsing specs s
 from modelval.errors import WeightsNotAvailableError
 from modelval.extras import install_hint
 from modelval.models.checkpoints import load_state_dict_file
-from modelval.models.registry import LoadContext, ModelEntry, register_model
+from modelval.models.registry import IMAGENET_1K, LoadContext, ModelEntry, register_model
 from modelval.preprocessing import HALF_MEAN, HALF_STD, PreprocessConfig
 
 #: variant -> (training resolution, weight file inside its wheel)
@@ -40,6 +40,8 @@ def lite_preprocess(size: int) -> PreprocessConfig:
 
 
 LITE0_PREPROCESS = lite_preprocess(224)
+#: Parameters of each variant, counted from efficientnet-lite-pytorch 0.1.0's module (``EfficientNet.from_name``).
+LITE_PARAMETERS = {"lite0": 4_652_008, "lite1": 5_416_680, "lite2": 6_092_072}
 
 
 def _builder(variant: str) -> Callable[[LoadContext], nn.Module]:
@@ -79,6 +81,8 @@ def _register(variant: str) -> ModelEntry:
                 "TensorFlow input (x-127)/128; fed mean/std 0.5, i.e. (x-127.5)/127.5"
             ),
             label=f"EfficientNet-{variant.capitalize()} (PyPI)",
+            training=IMAGENET_1K,  # the TensorFlow TPU release's Lite models: supervised on ImageNet-1k
+            parameters=LITE_PARAMETERS[variant],
         )
     )
 

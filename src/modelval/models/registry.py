@@ -43,6 +43,20 @@ class LoadContext:
 
 
 @dataclass(frozen=True)
+class TrainingData:
+    """What a model learned from, as its source states it: shown beside its results (``modelval benchmark``)."""
+
+    data: str  # the stages: "ImageNet-1k", "LAION-2B, then ImageNet-1k"
+    images: int | None  # images (or image-text pairs) of the largest stage; None: not known
+    kind: str  # "supervised", "self-supervised", "image-text contrastive", ...
+    source: str = ""  # where this is read from, when not the registry entry itself (a timm tag)
+
+
+#: ImageNet-1k's training set (ILSVRC-2012): 1,281,167 images of 1000 classes.
+IMAGENET_1K = TrainingData("ImageNet-1k", 1_281_167, "supervised")
+
+
+@dataclass(frozen=True)
 class ModelEntry:
     """One registered model. ``preprocess`` is the preprocessing the model was trained/evaluated with."""
 
@@ -69,6 +83,10 @@ class ModelEntry:
     #: The resolution the source trains/evaluates at (timm input_size, a processor's crop); reported,
     #: not applied: the stimuli are fed at 224 px unless ``--input-size`` says otherwise.
     native_input_size: int | None = None
+    #: What the model was trained on, when the entry (or its source, e.g. a timm tag) says; ``None``: not stated.
+    training: TrainingData | None = field(default=None, compare=False)
+    #: Its parameter count, when the entry states it (an evaluated model's is counted from the module).
+    parameters: int | None = None
 
     @property
     def display_name(self) -> str:

@@ -27,7 +27,7 @@ if TYPE_CHECKING:  # torch loads on first use: listing models or parsing specs s
     from modelval.models.zero_shot import ZeroShotSettings
 
 from modelval.errors import DataError, DownloadError, ModelvalError, UserCodeError, describe_exception, user_code
-from modelval.models.registry import LoadContext, ModelEntry
+from modelval.models.registry import LoadContext, ModelEntry, TrainingData
 from modelval.models.specs import ModelSpec
 from modelval.models.weights import HFRepo, HubCode, hf_cache_dir, torch_hub_dir
 from modelval.preprocessing import PreprocessConfig
@@ -44,6 +44,37 @@ def _entry(spec: ModelSpec, source: str, build: Callable[[LoadContext], nn.Modul
 
 
 # --- timm --------------------------------------------------------------------------------------
+
+#: The training sets a timm pretrained tag names (``<name>.<tag>``, e.g. ``laion2b_ft_in12k_in1k``): the set, its
+#: size where it is published (None: not stated here) and how a model learns from it.
+TIMM_TAG_DATA: dict[str, tuple[str, int | None, str]] = {
+    "in1k": ("ImageNet-1k", 1_281_167, "supervised"),
+    "in21k": ("ImageNet-21k", 14_197_122, "supervised"),
+    "in22k": ("ImageNet-21k", 14_197_122, "supervised"),
+    "in12k": ("ImageNet-12k", None, "supervised"),
+    "laion2b": ("LAION-2B", 2_320_000_000, "image-text contrastive"),
+    "openai": ("OpenAI WIT", 400_000_000, "image-text contrastive"),
+}
+
+
+def timm_training(name: str, tag: str | None) -> TrainingData | None:
+    """What a timm model learned from, read from its pretrained tag (timm's ``pretrained_cfg["tag"]``).
+
+    ``a1_in1k`` -> ImageNet-1k; ``laion2b_ft_in12k_in1k`` -> LAION-2B, then ImageNet-12k, ImageNet-1k, with the
+    images of the pre-training (the part before ``_ft_``). A tag whose pre-training names no set of
+    :data:`TIMM_TAG_DATA` (``fb_ssl_yfcc100m_ft_in1k``) says nothing here: ``None``.
+    """
+    if not tag:
+        return None
+    pretraining, _, finetuning = tag.partition("_ft_")
+    first = [TIMM_TAG_DATA[token] for token in pretraining.split("_") if token in TIMM_TAG_DATA]
+    if not first:
+        return None
+    later = [TIMM_TAG_DATA[token] for token in finetuning.split("_") if token in TIMM_TAG_DATA]
+    names = list(dict.fromkeys(stage[0] for stage in [*first, *later]))
+    data = names[0] + (f", then {', '.join(names[1:])}" if len(names) > 1 else "")
+    kind = first[0][2] + (", then fine-tuned" if finetuning else "")
+    return TrainingData(data, first[0][1], kind, f"timm pretrained tag {name}.{tag}")
 
 
 def timm_entry(spec: ModelSpec, *, pretrained: bool = True) -> ModelEntry:
@@ -91,6 +122,7 @@ def timm_entry(spec: ModelSpec, *, pretrained: bool = True) -> ModelEntry:
         weights=parts,
         weights_url=parts[0].url() if parts else (cfg.url if cfg is not None else None),
         provenance=f"timm.create_model({name!r}, pretrained={pretrained})",
+        training=timm_training(name.split(".")[0], cfg.tag) if pretrained and cfg is not None else None,
     )
 
 
