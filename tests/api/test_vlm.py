@@ -141,3 +141,22 @@ def test_a_published_vlm_is_an_observer_of_the_human_comparison(vlm_shapebias_di
     )
     assert payload["accuracy"] == pytest.approx(correct / 1280)
     assert -1 <= payload["error_consistency"] <= 1
+
+
+def test_a_published_vlm_is_an_observer_of_the_benchmark(vlm_shapebias_dir, resnet50_reference_csv, capsys):
+    """Issue 29, point 4: `modelval benchmark` takes a VLM's response file like any observer's decisions."""
+    import csv
+
+    path = vlm_shapebias_dir / "vlm" / "vqa" / "20240205_201419_llava_1_6_vicuna_7b.csv"
+    argv = ["benchmark", "--decisions", f"llava:cue-conflict={path}", "--decisions",
+            f"resnet50={resnet50_reference_csv}", "--bootstrap", "0", "--permutations", "0", "--json"]  # fmt: skip
+    assert main(argv) == 0
+    observers = {o["observer"]: o for o in json.loads(capsys.readouterr().out)["observers"]}
+    assert set(observers) == {"llava", "resnet50"}
+    with path.open(newline="", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    shapes = ["".join(c for c in row["image"].split("-")[0] if not c.isdigit()) for row in rows]
+    correct = sum(row["pred_label"] == shape for row, shape in zip(rows, shapes, strict=True))
+    llava = observers["llava"]["datasets"]["cue-conflict"]
+    assert llava["n_trials"] == 1280 and llava["ood_accuracy"] == pytest.approx(correct / 1280)
+    assert llava["ood_accuracy"] > observers["resnet50"]["aggregate"]["ood_accuracy"]  # 0.522 against 0.175
