@@ -17,6 +17,7 @@ import pytest
 from matplotlib.figure import Figure
 
 import modelval.figures
+from modelval.behaviour.answers import PromptSearchRow
 from modelval.errors import InputValidationError
 
 RESNET = "style-transfer-512-nomask-experiment_resnet50_session-1.csv"
@@ -133,6 +134,9 @@ ONE_PANEL: dict[str, Callable[..., Any]] = {
     "plot_sensitivity_card": lambda d, **w: modelval.figures.plot_sensitivity_card(d["card"], **w),
     "plot_benchmark_ranks": lambda d, **w: modelval.figures.plot_benchmark_ranks(d["benchmark"], **w),
     "plot_benchmark_scale": lambda d, **w: modelval.figures.plot_benchmark_scale(d["benchmark"], **w),
+    "plot_prompt_search": lambda d, **w: modelval.figures.plot_prompt_search(
+        [PromptSearchRow("internvl", "Describe the shape.", 0.384, 0.822)], measured={"mine": (0.6, 0.8)}, **w
+    ),
 }
 #: name -> (panels it draws, draw(data, **where))
 SEVERAL_PANELS: dict[str, tuple[int, Callable[..., Any]]] = {

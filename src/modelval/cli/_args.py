@@ -309,6 +309,8 @@ def decision_spec(text: str) -> tuple[str, str | None, str]:
             dataset = experiment(name.strip()).dataset
         except DataError as error:
             raise argparse.ArgumentTypeError(f"{text}: {error}") from None
+    if Path(file).is_dir():
+        raise argparse.ArgumentTypeError(f"{file} is a folder; pass the decision file (a CSV file) itself")
     if not Path(file).is_file():
         raise argparse.ArgumentTypeError(f"decision file not found: {file}")
     return label, dataset, file

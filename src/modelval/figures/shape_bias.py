@@ -131,6 +131,21 @@ def plot_prompt_search(
     -------
     matplotlib.figure.Figure
         ``ax.figure``, or the new figure; neither saved nor closed (:func:`modelval.figures.save`).
+
+    Examples
+    --------
+    Two prompts of a published search and one prompt of your own sweep:
+
+    >>> import matplotlib.pyplot as plt
+    >>> from modelval.behaviour.answers import PromptSearchRow
+    >>> from modelval.figures import plot_prompt_search
+    >>> rows = [PromptSearchRow("internvl", "Describe the shape.", 0.384, 0.822),
+    ...         PromptSearchRow("internvl", "Describe the image.", 0.756, 0.732)]
+    >>> fig, ax = plt.subplots()
+    >>> _ = plot_prompt_search(rows, measured={"mine": (0.6, 0.8)}, ax=ax)
+    >>> [len(points.get_offsets()) for points in ax.collections]
+    [2, 1]
+    >>> plt.close(fig)
     """
     fig, ax = new_axes(ax, (6.5, 5.0))
     models = sorted({row.model for row in rows})
