@@ -130,6 +130,13 @@ def check_settings(config: pytest.Config) -> None:
         problem = device_problem(device)
         if problem is not None:
             raise pytest.UsageError(f"{BY_NAME['device'].option} (or $MODELVAL_DEVICE): {problem}")
+    address = setting(config, "ray_address")
+    if address is not None and setting(config, "executor") == "ray":  # $RAY_ADDRESS may serve other tools
+        from modelval.runner.executors import ray_address_problem
+
+        problem = ray_address_problem(address)
+        if problem is not None:
+            raise pytest.UsageError(f"{BY_NAME['ray_address'].option} (or $RAY_ADDRESS): {problem}")
     report_dir = setting(config, "report_dir")
     if report_dir is not None:
         problem = _folder_problem(Path(report_dir))
