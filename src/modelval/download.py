@@ -98,6 +98,9 @@ def download_file(
     final, a truncated body is retried like a broken connection.
     """
     check_transfer_settings(timeout, retries, backoff)
+    if not re.match(r"^https?://[^/\s]+", url):
+        # requests would try it ``retries + 1`` times and answer "Perhaps you meant https://..."
+        raise DownloadError(f"{url!r} is not an http:// or https:// address (e.g. https://host/path/file.tar.gz)")
     destination = Path(destination)
     destination.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_parts(destination)

@@ -52,7 +52,8 @@ def run_list(args: argparse.Namespace) -> int:
         out_json([run.to_dict() for run in runs])
         return 0
     if not runs:
-        out(f"no runs recorded in {store.path}")
+        filters = [f"{name} {value}" for name, value in (("--model", args.model), ("--command", args.command)) if value]
+        out(f"no runs{' matching ' + ' '.join(filters) if filters else ''} recorded in {store.path}")
         return 0
     out(f"{'id':>5}  {'created':<25}  {'command':<11}  {'model':<28}  value")
     for run in runs:

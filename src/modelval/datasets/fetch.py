@@ -208,6 +208,8 @@ def download_stimuli(
     known = entry.image_bytes if manifest is None else None
     manifest = manifest if manifest is not None else load_manifest(dataset=dataset)
     limits = ArchiveLimits.for_images(dataset, len(manifest), known)
+    if destination.exists() and not destination.is_dir():
+        raise DataError(f"{destination} is a file; the {dataset} stimuli go into a folder: name one (made if missing)")
     if destination.exists() and not force:
         verify_stimuli(destination, manifest, dataset=dataset)
         return destination
@@ -383,6 +385,8 @@ def download_raw_data(
             verify_sha256(path, sha256=spec["sha256"])
         return destination
 
+    if destination.exists() and not destination.is_dir():
+        raise DataError(f"{destination} is a file; the human raw data go into a folder: name one (made if missing)")
     if destination.exists() and not force:
         return verify_existing()
     refuse_offline(offline, f"the human raw data into {destination}")
