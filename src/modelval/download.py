@@ -13,6 +13,7 @@ import hashlib
 import math
 import os
 import re
+import shutil
 import signal
 import tempfile
 import threading
@@ -97,6 +98,9 @@ def download_file(
     final, a truncated body is retried like a broken connection.
     """
     check_transfer_settings(timeout, retries, backoff)
+    if not re.match(r"^https?://[^/\s]+", url):
+        # requests would try it ``retries + 1`` times and answer "Perhaps you meant https://..."
+        raise DownloadError(f"{url!r} is not an http:// or https:// address (e.g. https://host/path/file.tar.gz)")
     destination = Path(destination)
     destination.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_parts(destination)
@@ -146,6 +150,58 @@ def remove_leftovers(folder: Path, pattern: str, *, older_than: float = STALE_PA
         except FileNotFoundError:
             continue  # another process cleaned it up first
     return removed
+
+
+#: The mark in the name of a download's staging folder (``.<destination>.modelval-staging-<random>``) and the
+#: file written into it first: only a folder with both is ever removed as a leftover, so a folder of the
+#: user's own beside the destination (``.cue-conflict.old``, ``.cue-conflict.backup``) is never touched.
+STAGING_MARK = "modelval-staging-"
+STAGING_MARKER = ".modelval-staging"
+
+
+def staging_pattern(destination: Path) -> str:
+    """The glob pattern of ``destination``'s staging folders (beside it)."""
+    return f".{destination.name}.{STAGING_MARK}*"
+
+
+def is_staging_folder(path: Path) -> bool:
+    """A staging folder modelval made: its distinctive name and its marker file (a real folder, not a link)."""
+    return STAGING_MARK in path.name and path.is_dir() and not path.is_symlink() and (path / STAGING_MARKER).is_file()
+
+
+@contextlib.contextmanager
+def staging_folder(destination: str | os.PathLike[str]) -> Iterator[Path]:
+    """A fresh hidden folder beside ``destination`` to assemble a download in, removed afterwards.
+
+    The folder is named ``.<destination>.modelval-staging-<random>`` and holds a marker file,
+    ``.modelval-staging``, written before anything else. The download holds a lock on ``destination``
+    meanwhile, so any other folder with that name and marker is a leftover of a killed download (SIGKILL,
+    power loss: no ``finally`` ran) and is removed first; nothing else beside ``destination`` is touched.
+    """
+    from filelock import FileLock
+
+    destination = Path(destination)
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    # The lock lives outside the data folder (which holds only what the user downloaded), as weights' locks do.
+    key = hashlib.sha1(str(destination.resolve()).encode()).hexdigest()[:16]
+    lock = Path(tempfile.gettempdir()) / "modelval-locks" / f"download-{key}.lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(lock)):
+        for leftover in destination.parent.glob(staging_pattern(destination)):
+            if is_staging_folder(leftover):
+                shutil.rmtree(leftover, ignore_errors=True)
+            elif leftover.is_dir() and not leftover.is_symlink():
+                with contextlib.suppress(OSError):
+                    leftover.rmdir()  # killed between making it and marking it: empty, so rmdir only
+        staging = Path(tempfile.mkdtemp(prefix=f".{destination.name}.{STAGING_MARK}", dir=destination.parent))
+        try:
+            (staging / STAGING_MARKER).write_text(
+                "A download of modelval is assembled here; the next download of the folder beside this one "
+                "removes it if it is left over.\n"
+            )
+            yield staging
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
 
 
 @contextlib.contextmanager

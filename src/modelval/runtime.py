@@ -20,6 +20,7 @@ import ctypes
 import ctypes.util
 import os
 import platform
+import re
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # torch loads on first use: listing models or parsing specs stays light
@@ -152,3 +153,81 @@ def check_seed(seed: object) -> int:
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or int(seed) < 0:
         raise InputValidationError(f"the seed must be a whole number >= 0, got {seed!r}")
     return int(seed)
+
+
+# --- the limits of the settings, in one place: the command line's argument types and the library's options
+# --- (EvaluationOptions, ModelOptions, the pytest plugin) check them with the same code and the same words.
+
+
+class IntRange:
+    """A setting that is a whole number from ``low`` to ``high``; ``what`` says so in words (the error's end)."""
+
+    def __init__(self, low: int, high: int, what: str) -> None:
+        self.low, self.high, self.what = low, high, what
+
+    def problem(self, value: object) -> str | None:
+        """What is wrong with ``value`` (``"is out of range"``), or None when it is allowed."""
+        import numbers
+
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+            return "is not a whole number"
+        if not self.low <= int(value) <= self.high:
+            return "is out of range"
+        return None
+
+    def check(self, value: object, name: str) -> int:
+        """``value`` as an int, or an :class:`~modelval.errors.InputValidationError` naming ``name``."""
+        problem = self.problem(value)
+        if problem is not None:
+            from modelval.errors import InputValidationError
+
+            raise InputValidationError(f"{name}={value!r} {problem}; {self.what}")
+        return int(value)  # type: ignore[call-overload]
+
+
+#: Generous upper bounds: past them a value is a typo (or an attack on memory), not a setting.
+MAX_BATCH_SIZE = 65_536
+MAX_WORKERS = 256
+MAX_THREADS = 1024
+MAX_BOOTSTRAP = 100_000
+MAX_PERMUTATIONS = 1_000_000
+BATCH_SIZE = IntRange(1, MAX_BATCH_SIZE, f"the batch size is 1 to {MAX_BATCH_SIZE}")
+WORKERS = IntRange(0, MAX_WORKERS, f"decoding workers are 0 (decode in this process) to {MAX_WORKERS}")
+THREADS = IntRange(1, MAX_THREADS, f"threads are 'auto' or 1 to {MAX_THREADS}")
+BOOTSTRAP = IntRange(0, MAX_BOOTSTRAP, f"bootstrap resamples are 0 (off) to {MAX_BOOTSTRAP}")
+PERMUTATIONS = IntRange(0, MAX_PERMUTATIONS, f"permutations are 0 (no test) to {MAX_PERMUTATIONS}")
+
+_DEVICE = re.compile(r"^(auto|cpu|mps|cuda(:\d+)?)$")
+DEVICE_CHOICES = "auto, cpu, cuda, cuda:N or mps"
+
+
+def device_problem(device: object) -> str | None:
+    """``"unknown device 'tpu'; use auto, cpu, cuda, cuda:N or mps"``, or None for a device modelval runs on.
+
+    A ``torch.device`` passes (it is resolved already). The command line's ``--device``, the plugin's
+    ``--modelval-device`` and :class:`~modelval.api.options.ModelOptions` all ask this one function.
+    """
+    if not isinstance(device, str):
+        return None if type(device).__name__ == "device" else f"a device is a name ({DEVICE_CHOICES}), got {device!r}"
+    if not _DEVICE.match(device):
+        return f"unknown device {device!r}; use {DEVICE_CHOICES}"
+    return None
+
+
+def check_device(device: object) -> object:
+    """``device`` when :func:`device_problem` finds nothing; else an ``InputValidationError`` with its words."""
+    problem = device_problem(device)
+    if problem is not None:
+        from modelval.errors import InputValidationError
+
+        raise InputValidationError(problem)
+    return device
+
+
+def check_threads(threads: object) -> object:
+    """``None``, ``"auto"`` or a thread count from 1 to :data:`MAX_THREADS`."""
+    if threads is None or threads == "auto":
+        return threads
+    if isinstance(threads, str) and threads.strip().isdigit():
+        return str(THREADS.check(int(threads), "threads"))
+    return THREADS.check(threads, "threads")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -13,6 +14,7 @@ import pytest
 from modelval.cli import main
 
 RESNET = "style-transfer-512-nomask-experiment_resnet50_session-1.csv"
+LONG = "x" * 300  # a file name longer than the 255 bytes of ext4, APFS, NTFS ...
 
 
 @pytest.fixture(scope="module")
@@ -114,6 +116,23 @@ BAD_VALUES = [
     (["metrics", "p.jsonl", "--few", "-2"], "a training-image count is 0 or more"),
     (["sensitivity"], "the following arguments are required: --model"),
     (["sensitivity", "--model", "efficientnet_lite0", "--resample", "pixels"], "invalid choice: 'pixels'"),
+    # issue 31: a name longer than the file system takes (was an OSError traceback from argparse's type)
+    (["shape-bias", "--decisions", "x.csv", "--report-dir", LONG], "is 300 bytes; file and folder names are at most"),
+    (["shape-bias", "--decisions", "x.csv", "--out", LONG + ".png"], "is 304 bytes; file and folder names are at most"),
+    (["shape-bias", "--model", "efficientnet_lite0", "--decisions-out", f"d/{LONG}/x.csv"], "is 300 bytes"),
+    (["baseline", "save", "--model", "efficientnet_lite0", "--out", LONG + ".json"], "is 305 bytes"),
+    (["reliability", "x.jsonl", "--out", LONG + ".png"], "is 304 bytes"),
+    (["validate", "--report-dir", LONG], "is 300 bytes"),
+    # issue 31: run ids past SQLite's integer (was OverflowError, exit 3)
+    (["runs", "show", str(2**64)], "is out of range; a run id is 1 to 9223372036854775807"),
+    (["runs", "list", "--limit", "0"], "`runs list --limit` shows 1 to 1000000 runs"),
+    # issue 31: --ray-address bogus (was ValueError, exit 3, after the stimuli loaded)
+    (["validate", "--executor", "ray", "--ray-address", "bogus"], "'bogus' is not a Ray address; use auto"),
+    (["validate", "--executor", "ray", "--ray-address", "ray://head:99999"], "is not a Ray address"),
+    # issue 31: more bad inputs tried as a new user would
+    (["models", "--family", "vit"], "--family 'vit' is not one of the registry's: deit, efficientnet, resnet50"),
+    (["models", "--source", "hub"], "--source 'hub' is not one of the registry's"),
+    (["download-data", "--url", "notaurl", "--data-root", "nowhere"], "'notaurl' is not an http:// or https://"),
 ]
 
 
@@ -344,3 +363,45 @@ def test_reliability_reports_the_file_it_wrote(tmp_path, capsys, out, written):
     assert run(["reliability", str(path), "--out", str(tmp_path / out)]) == 0
     assert f"wrote {tmp_path / written}:" in capsys.readouterr().out
     assert (tmp_path / written).is_file()
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["download-data", "--data-root", "{file}"], "is a file; the cue-conflict stimuli go into a folder"),
+        (["download-data", "--humans", "--data-root", "{file}"], "is a file; the human raw data go into a folder"),
+        (["verify-data", "--data-root", "{file}"], "is a file, not the cue-conflict folder"),
+    ],
+)
+def test_a_file_where_the_data_folder_goes_is_named_as_such(capsys, tmp_path, argv, message):
+    """Before: "cue-conflict folder not found: notes.txt" (it exists), and "notes.txt is incomplete: ... is
+    missing; re-run with --force" for the human data (--force would then fail on the file)."""
+    notes = tmp_path / "notes.txt"
+    notes.write_text("my notes")
+    assert run([arg.format(file=notes) for arg in argv]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{notes} {message}" in err and notes.read_text() == "my notes"
+
+
+def test_the_library_refuses_what_the_command_line_refuses():
+    """Before: ``shape_bias(..., bootstrap=-5)`` ran (no interval) where ``--bootstrap -5`` is refused."""
+    import modelval
+    from modelval.behaviour.decisions import read_decisions
+    from modelval.behaviour.shape_bias import compute_shape_bias
+    from modelval.errors import InputValidationError
+
+    for settings, message in [
+        ({"bootstrap": -5}, "bootstrap=-5 is out of range; bootstrap resamples are 0 (off) to 100000"),
+        ({"batch_size": 0}, "batch_size=0 is out of range; the batch size is 1 to 65536"),
+        ({"workers": -3}, "workers=-3 is out of range; decoding workers are 0 (decode in this process) to 256"),
+        ({"threads": 0}, "threads=0 is out of range; threads are 'auto' or 1 to 1024"),
+        ({"permutations": -1}, "permutations=-1 is out of range; permutations are 0 (no test) to 1000000"),
+        ({"device": "tpu"}, "unknown device 'tpu'; use auto, cpu, cuda, cuda:N or mps"),
+    ]:
+        with pytest.raises(InputValidationError, match=re.escape(message)):
+            modelval.shape_bias("efficientnet_lite0", **settings)
+    path = Path(os.environ["MODELVAL_REFERENCE_DIR"]) / RESNET
+    with pytest.raises(InputValidationError, match="bootstrap=-5 is out of range"):
+        compute_shape_bias(read_decisions(path), n_bootstrap=-5)
+    with pytest.raises(InputValidationError, match="bootstrap=-5 is out of range"):
+        modelval.shape_bias_of_decisions(path, bootstrap=-5)

@@ -251,3 +251,21 @@ def test_an_output_below_a_file_is_one_line(work, capsys):
     code = main(["shape-bias", "--decisions", str(work["resnet"]), "--out", str(blocker / "f.png")])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and "is a file, not a folder" in err
+
+
+def test_benchmark_report_dir_on_a_full_disk_leaves_no_empty_file(
+    full_disk, model_vs_human_raw_data, modelval_reference_dir, monkeypatch, tmp_path, capsys
+):
+    """Before: ``benchmark --report-dir`` wrote with ``Path.write_text``: a full disk left a 0-byte benchmark.md."""
+    from modelval.behaviour.experiments import experiment
+
+    monkeypatch.setenv("MODELVAL_REFERENCE_DIR", str(modelval_reference_dir))
+    monkeypatch.setenv("MODELVAL_MODEL_VS_HUMAN_DIR", str(model_vs_human_raw_data))
+    upstream = experiment("stylized").upstream
+    session = model_vs_human_raw_data / upstream / f"{upstream}_subject-04_session_1.csv"
+    folder = tmp_path / "report"
+    code = main(["benchmark", "--decisions", str(session), "--report-dir", str(folder)])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, err
+    assert err.startswith(f"modelval: error: cannot write {folder / 'benchmark.md'}: No space left on device")
+    assert [p.name for p in folder.iterdir()] == []  # no empty benchmark.md, no temporary file

@@ -291,3 +291,60 @@ def test_a_checkpoint_that_is_no_checkpoint_is_one_line(content, message, small_
     with pytest.raises(DataError, match=message) as caught:
         load_model(spec, checkpoint=path, progress=False)
     assert "\n" not in str(caught.value) and "weights_only=False" not in str(caught.value)
+
+
+# --- a damaged weights file in the HF cache (issue 31: 10) ------------------------------------------------------
+
+
+def _hf_cache_entry(hub: Path, repo: str, weights: bytes) -> Path:
+    """``<hub>/models--<repo>/snapshots/<rev>/pytorch_model.bin`` (and config.json), as huggingface_hub lays it."""
+    folder = hub / ("models--" + repo.replace("/", "--"))
+    snapshot = folder / "snapshots" / ("a" * 40)
+    snapshot.mkdir(parents=True)
+    (folder / "refs").mkdir()
+    (folder / "refs" / "main").write_text("a" * 40)
+    (snapshot / "config.json").write_text('{"model_type": "vit"}')
+    (snapshot / "pytorch_model.bin").write_bytes(weights)
+    return snapshot / "pytorch_model.bin"
+
+
+def _pickled_object() -> bytes:
+    import datetime
+    import pickle
+
+    return pickle.dumps({"fc.weight": datetime.datetime(2020, 1, 1)}, protocol=2)
+
+
+@pytest.mark.parametrize("spec", ["timm:resnet18.a1_in1k", "hf:someone/tiny-vit"])
+@pytest.mark.parametrize(
+    ("weights", "why"),
+    [
+        (b"", "is empty (0 bytes)"),
+        (b"<html>rate limited</html>", "is not a PyTorch weights file (25 bytes starting b'<html>ra')"),
+        (b"PK\x03\x04cut short", "is a cut-short torch.save archive"),
+    ],
+)
+def test_a_damaged_weights_file_in_the_hf_cache_says_how_to_refetch(tmp_path, monkeypatch, capsys, spec, weights, why):
+    """Before: ``unexpected error: EOFError`` / ``UnpicklingError``, exit 3 (timm), or ``transformers cannot load
+    the model (EOFError)`` / "holds objects other than tensors ... save it as model.safetensors" (hf)."""
+    from modelval.cli import main
+
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    repo = "timm/resnet18.a1_in1k" if spec.startswith("timm:") else spec.removeprefix("hf:")
+    path = _hf_cache_entry(tmp_path / "hf" / "hub", repo, weights)
+    assert main(["shape-bias", "--model", spec, "--offline", "--no-cache"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"cached weights of model '{spec}' are damaged: {path} {why}" in err
+    assert f"Re-fetch them with: modelval fetch {spec} --force" in err and "weights_only=False" not in err
+
+
+def test_pickled_objects_in_timms_cached_weights_never_suggest_running_them(tmp_path, monkeypatch, capsys):
+    """Before: exit 3 with torch's "If this checkpoint is trusted, retry with weights_only=False"."""
+    from modelval.cli import main
+
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    path = _hf_cache_entry(tmp_path / "hf" / "hub", "timm/resnet18.a1_in1k", _pickled_object())
+    assert main(["shape-bias", "--model", "timm:resnet18.a1_in1k", "--offline", "--no-cache"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{path}: refused to load, it holds objects other than tensors" in err
+    assert "modelval fetch timm:resnet18.a1_in1k --force" in err and "weights_only=False" not in err

@@ -356,3 +356,75 @@ def test_a_model_whose_code_fails_fails_its_own_cases_in_one_line(pytester, stim
     output = result.stdout.str()
     assert f"the model factory {pytester.path / 'nets.py'}:build() raised RuntimeError: factory exploded" in output
     assert "Traceback" not in output and "UserCodeError" not in output
+
+
+# --- bad settings are one line (issue 31: 8 and 11) ------------------------------------------------------------
+
+ONE_MODEL = '[models.lite0]\nspec = "efficientnet_lite0"\nnormalizations = ["model"]\n'
+
+
+@pytest.mark.parametrize(
+    ("option", "message"),
+    [
+        (["--modelval-device", "tpu"], "--modelval-device (or $MODELVAL_DEVICE): unknown device 'tpu'; use auto, cpu"),
+        (["--modelval-report-dir", "notes.txt"], "notes.txt: is a file; name a folder (it is created if missing)"),
+        (["--modelval-report-dir", "x" * 300], "a name of 300 bytes; file and folder names are at most 255 bytes"),
+    ],
+)
+def test_a_bad_setting_is_one_line_before_any_test_runs(pytester, option, message):
+    """Before: ``tpu`` was torch's device list in a traceback through runtime.py once a case ran; a report
+    folder naming a file (or too long a name) was 84 lines of traceback after every test had passed."""
+    pytester.path.joinpath("modelval.toml").write_text(ONE_MODEL)
+    pytester.path.joinpath("notes.txt").write_text("my notes")
+    pytester.makepyfile(test_zoo=USER_TEST)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", *option)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    errors = [line for line in result.stderr.lines if line.strip()]
+    assert len(errors) == 1 and message in errors[0] and errors[0].startswith("ERROR: "), result.stderr.str()
+    assert "Traceback" not in result.stdout.str() + result.stderr.str()
+    assert pytester.path.joinpath("notes.txt").read_text() == "my notes"
+
+
+FULL_DISK_CONFTEST = """
+import errno
+import io
+
+from modelval import atomic
+
+real = atomic._temporary_file
+
+
+class Full(io.RawIOBase):
+    def writable(self):
+        return True
+
+    def write(self, data):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+
+def temporary(path):
+    name, handle = real(path)
+    handle.close()
+    return name, io.BufferedWriter(Full())
+
+
+atomic._temporary_file = temporary
+"""
+
+
+def test_reports_on_a_full_disk_are_one_line_and_fail_the_run(pytester, stimulus_subset):
+    pytester.path.joinpath("modelval.toml").write_text(ONE_MODEL)
+    pytester.makeconftest(FULL_DISK_CONFTEST)
+    pytester.makepyfile(test_zoo=USER_TEST)
+    report = pytester.path / "reports"
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--modelval-data-root", str(stimulus_subset(2)), "--modelval-allow-modified-stimuli",
+        "--modelval-device", "cpu", "--modelval-report-dir", str(report),
+    )  # fmt: skip
+    result.assert_outcomes(passed=1)
+    output = result.stdout.str()
+    assert "Traceback" not in output and "shape-bias validation" in output
+    (line,) = [line for line in result.stdout.lines if "modelval: error:" in line]
+    assert f"the reports were not written to {report}: cannot write" in line and "No space left on device" in line
+    assert result.ret == pytest.ExitCode.TESTS_FAILED  # the reports a CI job asked for are missing: not green
+    assert not [p for p in report.rglob("*") if p.is_file()]  # nothing half-written

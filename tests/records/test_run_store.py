@@ -99,3 +99,63 @@ def test_a_library_call_records_only_into_a_store_it_is_given(store, modelval_re
     report = modelval.accuracy(path, run_store=store)
     assert [run.command for run in store.runs()] == ["accuracy"]
     assert store.runs()[0].summary["accuracy"] == pytest.approx(report.accuracy)
+
+
+# --- ids past SQLite's integer and rows modelval did not write (issue 31: 10) -------------------------------
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["runs", "show", str(2**64)], "argument ID: 18446744073709551616 is out of range; a run id is 1 to"),
+        (["runs", "diff", "1", str(2**63)], "argument B: 9223372036854775808 is out of range; a run id is 1 to"),
+        (["runs", "show", "0"], "argument ID: 0 is out of range"),
+        (["runs", "list", "--limit", str(10**20)], "`runs list --limit` shows 1 to 1000000 runs"),
+        (["runs", "list", "--limit", "-1"], "`runs list --limit` shows 1 to 1000000 runs"),
+    ],
+)
+def test_ids_past_sqlites_integer_are_one_line(store, capsys, argv, message):
+    """Before: ``unexpected error: OverflowError: Python int too large to convert to SQLite INTEGER``, exit 3
+    (``--limit 10**20``: "datatype mismatch (not a modelval run store?)"; ``--limit -1`` listed everything)."""
+    try:
+        code = main(argv)
+    except SystemExit as exit_:
+        code = int(exit_.code or 0)
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and message in err
+    with pytest.raises(Exception, match="run id=18446744073709551616 is out of range"):
+        store.get(2**64)  # the library says the same
+
+
+def _foreign(store, **row):
+    store.record("shape-bias", model="m", dataset="cue-conflict", summary={"shape_bias": 0.2}, provenance=_provenance())
+    values = {"created": "x", "command": "shape-bias", "model": "m", "summary": "{}", "provenance": "{}", **row}
+    with sqlite3.connect(store.path) as connection:
+        connection.execute(
+            f"INSERT INTO runs ({', '.join(values)}) VALUES ({', '.join('?' * len(values))})", list(values.values())
+        )
+
+
+@pytest.mark.parametrize(
+    ("row", "why"),
+    [
+        ({"summary": "not json"}, "summary is not JSON"),
+        ({"summary": "[1, 2]"}, "summary is a JSON list, not an object"),
+        ({"provenance": "3"}, "provenance is a JSON int, not an object"),
+        ({"summary": b"\xff\xfe"}, "summary is bytes, not text"),
+        ({"decisions": "[]"}, "decisions is a JSON list, not an object"),
+    ],
+)
+def test_a_row_modelval_did_not_write_is_one_line(store, capsys, row, why):
+    """Before: ``unexpected error: JSONDecodeError: Expecting value`` (or AttributeError), exit 3, and ``runs
+    list`` showed nothing at all; now ``show`` names the row and how to remove it, ``list`` shows the others."""
+    _foreign(store, **row)
+    assert main(["runs", "show", "2"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"run 2 is not a run modelval recorded ({why})" in err
+    assert "DELETE FROM runs WHERE id = 2" in err
+    assert main(["runs", "list", "--json"]) == 0
+    captured = capsys.readouterr()
+    assert [run["id"] for run in json.loads(captured.out)] == [1]
+    assert "modelval: warning: " in captured.err and "it is left out" in captured.err
+    assert main(["runs", "diff", "1", "2"]) == 2

@@ -12,7 +12,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from modelval.runtime import DEFAULT_BATCH_SIZE, check_seed
+from modelval.runtime import (
+    BATCH_SIZE,
+    BOOTSTRAP,
+    DEFAULT_BATCH_SIZE,
+    PERMUTATIONS,
+    WORKERS,
+    check_device,
+    check_seed,
+    check_threads,
+)
 
 if TYPE_CHECKING:
     from modelval.behaviour.label_map import LabelMap
@@ -68,7 +77,14 @@ class EvaluationOptions:
     output_cache: bool | None = None
 
     def __post_init__(self) -> None:
-        check_seed(self.seed)  # before any model runs: a bad seed would fail only after the evaluation
+        # Before any model runs, with the command line's own limits and words (modelval.runtime): a bad value
+        # would fail only after the evaluation, or (a negative bootstrap) pass unnoticed.
+        check_seed(self.seed)
+        BATCH_SIZE.check(self.batch_size, "batch_size")
+        WORKERS.check(self.workers, "workers")
+        BOOTSTRAP.check(self.bootstrap, "bootstrap")
+        PERMUTATIONS.check(self.permutations, "permutations")
+        check_threads(self.threads)
 
 
 @dataclass(frozen=True)
@@ -101,6 +117,9 @@ class ModelOptions:
     #: ``open_clip:`` and ``hf:`` CLIP / SigLIP specs: class space, templates and logit scale of the zero-shot head
     #: (:class:`~modelval.models.zero_shot.ZeroShotSettings`; ``None``: ImageNet-1k names, OpenAI's 80 templates).
     zero_shot: ZeroShotSettings | None = None
+
+    def __post_init__(self) -> None:
+        check_device(self.device)  # the command line's --device check, in its words
 
     def overrides(self) -> PreprocessOverrides:
         from modelval.preprocessing import PreprocessOverrides

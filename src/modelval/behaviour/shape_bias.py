@@ -31,6 +31,7 @@ from modelval.behaviour.resampling import (
     resampling_for,
     weighted_ratio,
 )
+from modelval.runtime import BOOTSTRAP
 
 HUMAN_SHAPE_BIAS_APPROX = 0.96  # mean of the paper's human observers (Geirhos et al. 2019, Fig. 4)
 
@@ -151,7 +152,8 @@ def compute_shape_bias(
     modelval.errors.DataError
         ``resample`` is not one of the four units.
     modelval.errors.InputValidationError
-        ``seed`` is negative or not a whole number (checked when resamples are drawn).
+        ``seed`` is negative or not a whole number (checked when resamples are drawn), or ``n_bootstrap`` is
+        not 0 to 100000 (:data:`modelval.runtime.BOOTSTRAP`, as ``--bootstrap``).
 
     Examples
     --------
@@ -177,6 +179,7 @@ def compute_shape_bias(
     >>> round(naive.ci_low, 4), round(naive.ci_high, 4)
     (0.1925, 0.2527)
     """
+    BOOTSTRAP.check(n_bootstrap, "bootstrap")  # the command line's limit and words (a negative count drew none)
     conflicts = [d for d in decisions if d.is_conflict]
     shape = np.array([d.response == d.shape for d in conflicts], dtype=bool)
     texture = np.array([d.response == d.texture for d in conflicts], dtype=bool)

@@ -7,17 +7,27 @@ one line with exit status 2 (see :class:`OneLineParser`), instead of a traceback
 from __future__ import annotations
 
 import argparse
-import re
+import os
 import sys
 from pathlib import Path
 from typing import Any, NoReturn
 
-#: Generous upper bounds: past them a value is a typo (or an attack on memory), not a setting.
-MAX_BATCH_SIZE = 65_536
-MAX_WORKERS = 256
-MAX_THREADS = 1024
+from modelval.runtime import (
+    BATCH_SIZE,
+    BOOTSTRAP,
+    MAX_BATCH_SIZE,
+    MAX_BOOTSTRAP,
+    MAX_PERMUTATIONS,
+    MAX_THREADS,
+    MAX_WORKERS,
+    PERMUTATIONS,
+    THREADS,
+    WORKERS,
+    IntRange,
+    device_problem,
+)
 
-_DEVICE = re.compile(r"^(auto|cpu|mps|cuda(:\d+)?)$")
+__all__ = ["MAX_BATCH_SIZE", "MAX_BOOTSTRAP", "MAX_PERMUTATIONS", "MAX_THREADS", "MAX_WORKERS"]
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -43,11 +53,17 @@ def _integer(text: str, what: str) -> int:
 
 def bounded_int(low: int, high: int, what: str):
     """An argparse type: an integer in ``[low, high]``."""
+    return range_type(IntRange(low, high, what))
+
+
+def range_type(limits: IntRange):
+    """An argparse type checking a whole number with the library's own limits (:mod:`modelval.runtime`)."""
 
     def parse(text: str) -> int:
-        value = _integer(text, what)
-        if not low <= value <= high:
-            raise argparse.ArgumentTypeError(f"{value} is out of range; {what}")
+        value = _integer(text, limits.what)
+        problem = limits.problem(value)
+        if problem is not None:
+            raise argparse.ArgumentTypeError(f"{value} {problem}; {limits.what}")
         return value
 
     parse.__name__ = "integer"
@@ -72,33 +88,30 @@ def bounded_float(low: float, high: float, what: str, *, low_open: bool = False)
 
 MAX_SEED = 2**32 - 1
 seed_value = bounded_int(0, MAX_SEED, f"a seed is a whole number from 0 to {MAX_SEED}")
-batch_size = bounded_int(1, MAX_BATCH_SIZE, f"the batch size is 1 to {MAX_BATCH_SIZE}")
-workers = bounded_int(0, MAX_WORKERS, f"decoding workers are 0 (decode in this process) to {MAX_WORKERS}")
+batch_size = range_type(BATCH_SIZE)
+workers = range_type(WORKERS)
 
 
 def thread_count(text: str) -> str:
     """``auto`` or a thread count from 1 to MAX_THREADS (kept as text: the runtime resolves ``auto``)."""
     if text == "auto":
         return text
-    value = _integer(text, f"threads are 'auto' or 1 to {MAX_THREADS}")
-    if not 1 <= value <= MAX_THREADS:
-        raise argparse.ArgumentTypeError(f"{value} is out of range; threads are 'auto' or 1 to {MAX_THREADS}")
-    return str(value)
+    return str(range_type(THREADS)(text))
 
 
 def device_name(text: str) -> str:
     """``auto``, ``cpu``, ``cuda``, ``cuda:N`` or ``mps``."""
-    if not _DEVICE.match(text):
-        raise argparse.ArgumentTypeError(f"unknown device {text!r}; use auto, cpu, cuda, cuda:N or mps")
+    problem = device_problem(text)
+    if problem is not None:
+        raise argparse.ArgumentTypeError(problem)
     return text
 
 
-MAX_BOOTSTRAP = 100_000
 MAX_BINS = 10_000
 #: One default for every command: ``--bootstrap`` resamples and calibration ``--bins``.
 DEFAULT_BOOTSTRAP = 1000
 DEFAULT_BINS = 15
-bootstrap_resamples = bounded_int(0, MAX_BOOTSTRAP, f"bootstrap resamples are 0 (off) to {MAX_BOOTSTRAP}")
+bootstrap_resamples = range_type(BOOTSTRAP)
 bin_count = bounded_int(1, MAX_BINS, f"the number of bins is 1 to {MAX_BINS}")
 
 
@@ -155,9 +168,44 @@ def add_bins_option(parser: argparse.ArgumentParser, *, auto: bool = True) -> No
 FIGURE_SUFFIXES = (".png", ".pdf", ".svg")
 
 
+def _name_max(path: Path) -> int:
+    """The longest file name (bytes) the file system of ``path``'s nearest existing folder takes (255 on most)."""
+    for folder in (path.parent, *path.parent.parents):
+        try:
+            if folder.is_dir():
+                return int(os.pathconf(folder, "PC_NAME_MAX"))
+        except (OSError, ValueError, AttributeError):
+            break
+    return 255
+
+
+def writable_path(text: str) -> Path:
+    """``text`` as a path whose every part the file system can take, checked before anything is read or run.
+
+    A part longer than the file system's limit (255 bytes on most) made ``Path.is_dir`` raise ``OSError`` in the
+    argument types below: a traceback before the command started.
+    """
+    path = Path(text)
+    longest = _name_max(path)
+    for part in path.parts:
+        size = len(os.fsencode(part))
+        if size > longest:
+            shown = part if len(part) <= 40 else part[:20] + "..." + part[-12:]
+            raise argparse.ArgumentTypeError(
+                f"the name {shown!r} is {size} bytes; file and folder names are at most {longest} bytes on this "
+                "file system: choose a shorter one"
+            )
+    try:
+        path.is_dir()
+        path.exists()
+    except OSError as error:
+        raise argparse.ArgumentTypeError(f"{text}: {error.strerror or error}") from None
+    return path
+
+
 def figure_file(text: str) -> Path:
     """``--out``: a figure file; its suffix picks the format (no suffix: ``FILE.png``)."""
-    path = Path(text)
+    path = writable_path(text)
     if path.is_dir():
         raise argparse.ArgumentTypeError(
             f"{text} is a folder; --out names the figure file (FILE.png, FILE.pdf or FILE.svg), --report-dir a folder"
@@ -171,7 +219,7 @@ def figure_file(text: str) -> Path:
 
 def output_file(text: str) -> Path:
     """A file to write (``--decisions-out``, ``baseline save --out``): not an existing folder."""
-    path = Path(text)
+    path = writable_path(text)
     if path.is_dir():
         raise argparse.ArgumentTypeError(f"{text} is a folder; name the file to write")
     return path
@@ -179,7 +227,7 @@ def output_file(text: str) -> Path:
 
 def output_folder(text: str) -> Path:
     """``--report-dir``: a folder (created if missing), not an existing file."""
-    path = Path(text)
+    path = writable_path(text)
     if path.exists() and not path.is_dir():
         raise argparse.ArgumentTypeError(f"{text} is a file; --report-dir names a folder (it is created if missing)")
     for parent in path.parents:
@@ -256,8 +304,7 @@ input_size = bounded_int(16, 4096, "the input size is 16 to 4096 pixels")
 CHECKPOINT_DIR_HELP = "weight cache (default: $MODELVAL_CHECKPOINT_DIR, else <user cache>/checkpoints)"
 
 
-MAX_PERMUTATIONS = 1_000_000
-permutation_count = bounded_int(0, MAX_PERMUTATIONS, f"permutations are 0 (no test) to {MAX_PERMUTATIONS}")
+permutation_count = range_type(PERMUTATIONS)
 
 
 def add_resample_option(parser: argparse.ArgumentParser) -> None:

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from modelval import jsonio
+from modelval.atomic import write_text
 from modelval.behaviour.benchmark_cells import DEGENERATE_KAPPA
 from modelval.behaviour.consistency import NA_HANDLING
 from modelval.behaviour.experiments import BENCHMARK_DATASETS, experiment
@@ -205,7 +206,7 @@ def run(args: argparse.Namespace) -> int:
     if args.report_dir:
         written = write_report(report, args.report_dir)
         payload["files"] = [str(path) for path in written]
-        (args.report_dir / "benchmark.json").write_text(jsonio.dumps(payload, indent=2) + "\n")
+        write_text(args.report_dir / "benchmark.json", jsonio.dumps(payload, indent=2) + "\n")
     if args.json:
         out_json(payload)
     elif args.csv:
@@ -224,8 +225,8 @@ def write_report(report, folder: Path) -> list[Path]:
 
     folder.mkdir(parents=True, exist_ok=True)
     written = [folder / "benchmark.md", folder / "benchmark.csv"]
-    written[0].write_text(report.to_markdown() + "\n")
-    written[1].write_text(report.to_csv())
+    write_text(written[0], report.to_markdown() + "\n")  # whole or not at all (modelval.atomic): a full disk
+    write_text(written[1], report.to_csv())  # left 0-byte files here
     written += write_condition_figures(report.table, folder)
     written += write_scale_figure(report.table, folder)
     band = report.table.uncertainty

@@ -23,6 +23,7 @@ from modelval.cli._args import (
     bounded_int,
     figure_file,
     output_file,
+    writable_path,
 )
 from modelval.cli._output import out as emit
 from modelval.cli._output import out_json, warn
@@ -37,7 +38,7 @@ STRICT_HELP = "a malformed row is an error instead of being dropped (and counted
 
 def _figure_or_folder(text: str) -> Path:
     """``reliability --out``: a figure file; an existing folder is the old meaning (deprecated)."""
-    path = Path(text)
+    path = writable_path(text)
     return path if path.is_dir() else figure_file(text)
 
 

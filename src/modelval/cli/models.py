@@ -64,6 +64,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run_models(args: argparse.Namespace) -> int:
     from modelval.models import list_models, weights_status
 
+    every = list_models()
+    for option, value, known in (
+        ("--family", args.family, sorted({entry.family for entry in every})),
+        ("--source", args.source, sorted({entry.source for entry in every})),
+    ):
+        if value is not None and value not in known:
+            from modelval.errors import InputValidationError
+
+            # was an empty table and exit 0, as if the registry had no such models
+            raise InputValidationError(f"{option} {value!r} is not one of the registry's: {', '.join(known)}")
     entries = list_models(family=args.family, source=args.source)
     rows = []
     for entry in entries:

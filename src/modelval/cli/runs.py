@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import argparse
 
-from modelval.cli._args import add_json_option
-from modelval.cli._output import out, out_json
+from modelval.cli._args import add_json_option, range_type
+from modelval.cli._output import out, out_json, warn
+from modelval.records.run_store import RUN_ID, RUN_LIMIT
+
+run_id = range_type(RUN_ID)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -20,11 +23,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     listing = actions.add_parser("list", help="the newest runs first")
     listing.add_argument("--model", help="only this model (the spec as given)")
     listing.add_argument("--command", help="only this command (shape-bias, accuracy, humans, validate, ...)")
-    listing.add_argument("--limit", type=int, default=20, help="how many (default 20)")
+    listing.add_argument("--limit", type=range_type(RUN_LIMIT), default=20, help="how many (default 20)")
     add_json_option(listing)
     listing.set_defaults(handler=run_list)
     show = actions.add_parser("show", help="one run: its numbers and provenance")
-    show.add_argument("run", type=int, metavar="ID")
+    show.add_argument("run", type=run_id, metavar="ID")
     show.add_argument("--decisions", action="store_true", help="with its per-image decisions (JSON)")
     add_json_option(show)
     show.set_defaults(handler=run_show)
@@ -34,8 +37,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="With one ID, the run is compared with the run before it of the same command, model and "
         "protocol (last night's, for a nightly).",
     )
-    diff.add_argument("first", type=int, metavar="A")
-    diff.add_argument("second", type=int, nargs="?", metavar="B")
+    diff.add_argument("first", type=run_id, metavar="A")
+    diff.add_argument("second", type=run_id, nargs="?", metavar="B")
     add_json_option(diff)
     diff.set_defaults(handler=run_diff)
 
@@ -44,12 +47,13 @@ def run_list(args: argparse.Namespace) -> int:
     from modelval.records.run_store import RunStore
 
     store = RunStore()
-    runs = store.runs(model=args.model, command=args.command, limit=args.limit)
+    runs = store.runs(model=args.model, command=args.command, limit=args.limit, skipped=warn)
     if args.json:
         out_json([run.to_dict() for run in runs])
         return 0
     if not runs:
-        out(f"no runs recorded in {store.path}")
+        filters = [f"{name} {value}" for name, value in (("--model", args.model), ("--command", args.command)) if value]
+        out(f"no runs{' matching ' + ' '.join(filters) if filters else ''} recorded in {store.path}")
         return 0
     out(f"{'id':>5}  {'created':<25}  {'command':<11}  {'model':<28}  value")
     for run in runs:

@@ -59,9 +59,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "(pip install 'modelval[ray]'); the reports are the same",
     )
     parser.add_argument(
-        "--ray-address", help="an existing Ray cluster (e.g. auto, ray://head:10001); default: a local instance"
+        "--ray-address",
+        type=ray_address,
+        help="an existing Ray cluster (e.g. auto, ray://head:10001); default: a local instance",
     )
     parser.set_defaults(handler=run)
+
+
+def ray_address(text: str) -> str:
+    """``--ray-address``: auto, local, HOST:PORT or ray://HOST:PORT (checked before anything loads)."""
+    from modelval.runner.executors import ray_address_problem
+
+    problem = ray_address_problem(text)
+    if problem is not None:
+        raise argparse.ArgumentTypeError(problem)
+    return text
 
 
 def run(args: argparse.Namespace) -> int:
@@ -82,6 +94,10 @@ def run(args: argparse.Namespace) -> int:
             "or pass --models-file FILE; see docs/zoo.md"
         )
     models = read_models_file(path)
+    if args.executor == "ray":
+        from modelval.runner.executors import reach_ray_cluster
+
+        reach_ray_cluster(args.ray_address)  # before the stimuli load: a wrong address is known in seconds
     progress = sys.stderr.isatty()
     root = ensure_stimuli(args.data_root, progress=progress)
     stimuli = StimulusSet.load(root, progress=progress, allow_modified=args.allow_modified_stimuli)

@@ -2,23 +2,26 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shutil
 import sys
-import tarfile
-import tempfile
-from collections.abc import Iterator
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from tqdm.auto import tqdm
 
 from modelval.behaviour.categories import CATEGORIES
 from modelval.datasets.manifest import load_manifest, verify_stimuli
 from modelval.datasets.registry import TEXTURE_VS_SHAPE_RAW, get_dataset
+from modelval.datasets.release import ArchiveLimits
 from modelval.datasets.stimuli import default_data_root, resolve_data_root, root_env
-from modelval.download import check_transfer_settings, download_file, resolve_offline, verify_sha256
+from modelval.download import (
+    check_transfer_settings,
+    download_file,
+    resolve_offline,
+    staging_folder,
+    verify_sha256,
+)
 from modelval.errors import DataError, DownloadError
 from modelval.paths import package_data, user_cache_dir
 
@@ -200,7 +203,13 @@ def download_stimuli(
         return fetch_release(
             dataset, destination, url=address, force=force, progress=progress, timeout=timeout, retries=retries
         )
+    entry = get_dataset(dataset)
+    # The set's exact size is known when its files are the committed manifest's; else a bound per image.
+    known = entry.image_bytes if manifest is None else None
     manifest = manifest if manifest is not None else load_manifest(dataset=dataset)
+    limits = ArchiveLimits.for_images(dataset, len(manifest), known)
+    if destination.exists() and not destination.is_dir():
+        raise DataError(f"{destination} is a file; the {dataset} stimuli go into a folder: name one (made if missing)")
     if destination.exists() and not force:
         verify_stimuli(destination, manifest, dataset=dataset)
         return destination
@@ -213,7 +222,7 @@ def download_stimuli(
             archive = staging / "cue-conflict.tar.gz"
             address = url or source_url(source, dataset)
             download_file(address, archive, timeout=timeout, retries=retries, progress=progress)
-            extracted = _extract_stimuli_archive(archive, staging / "extracted")
+            extracted = _extract_stimuli_archive(archive, staging / "extracted", limits)
         elif source == "texture-vs-shape":
             extracted = staging / "files"
             base = (url or source_url(source, dataset)).rstrip("/")
@@ -237,46 +246,27 @@ def refuse_offline(offline: bool | None, what: str) -> None:
         raise DownloadError(f"this run is offline (--offline, MODELVAL_OFFLINE or HF_HUB_OFFLINE): not fetching {what}")
 
 
-@contextlib.contextmanager
-def staging_folder(destination: Path) -> Iterator[Path]:
-    """A fresh hidden folder beside ``destination`` to assemble a download in, removed afterwards.
+def _extract_stimuli_archive(archive: Path, target: Path, limits: ArchiveLimits) -> Path:
+    """Unpack the images of a stimulus archive safely and return the folder that holds the category folders.
 
-    The download holds a lock on ``destination`` meanwhile, so any other staging folder of it is a leftover
-    of a killed download (SIGKILL, power loss: no ``finally`` ran) and is removed first: a later successful
-    download leaves nothing behind, however the earlier ones ended.
+    Only the files inside category folders (``<prefix>/<category>/<file>``) are extracted, after the member
+    list passed the checks of :func:`~modelval.datasets.release.safe_extract` (links, paths, count, sizes);
+    hidden files and folders (``.DS_Store``, ``.pytest_cache/``) and files beside the category folders
+    (a README, a licence) are left out.
     """
-    import hashlib
+    from modelval.datasets.release import safe_extract
 
-    from filelock import FileLock
-
-    destination.parent.mkdir(parents=True, exist_ok=True)
-    # The lock lives outside the data folder (which holds only what the user downloaded), as weights' locks do.
-    key = hashlib.sha1(str(destination.resolve()).encode()).hexdigest()[:16]
-    lock = Path(tempfile.gettempdir()) / "modelval-locks" / f"download-{key}.lock"
-    lock.parent.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(lock)):
-        for leftover in destination.parent.glob(f".{destination.name}.*"):
-            if leftover.is_dir() and not leftover.is_symlink():
-                shutil.rmtree(leftover, ignore_errors=True)
-        staging = Path(tempfile.mkdtemp(prefix=f".{destination.name}.", dir=destination.parent))
-        try:
-            yield staging
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
-
-
-def _extract_stimuli_archive(archive: Path, target: Path) -> Path:
-    """Unpack a tar archive safely and return the folder that holds the 16 category folders."""
-    try:
-        with tarfile.open(archive) as tar:
-            tar.extractall(target, filter="data")
-    except (tarfile.TarError, EOFError, OSError) as error:
-        raise DataError(f"{archive}: not a readable tar archive ({error})") from None
-    for folder in [target, *sorted(p for p in target.rglob("*") if p.is_dir())]:
-        children = {p.name for p in folder.iterdir() if p.is_dir()}
-        if children and children <= set(CATEGORIES):
-            return folder
-    raise DataError(f"{archive}: no cue-conflict category folders (airplane/ ... truck/) inside the archive")
+    categories = set(CATEGORIES)
+    names = safe_extract(
+        archive, target, limits=limits, select=lambda parts: len(parts) >= 2 and parts[-2] in categories
+    )
+    prefixes = {tuple(PurePosixPath(name).parts[:-2]) for name in names}
+    if not names:
+        raise DataError(f"{archive}: no cue-conflict category folders (airplane/ ... truck/) inside the archive")
+    if len(prefixes) > 1:
+        shown = ", ".join(sorted("/".join(prefix) or "." for prefix in prefixes)[:3])
+        raise DataError(f"{archive}: category folders in several places ({shown}); expected one set of them")
+    return target.joinpath(*prefixes.pop())
 
 
 def ensure_stimuli(
@@ -395,6 +385,8 @@ def download_raw_data(
             verify_sha256(path, sha256=spec["sha256"])
         return destination
 
+    if destination.exists() and not destination.is_dir():
+        raise DataError(f"{destination} is a file; the human raw data go into a folder: name one (made if missing)")
     if destination.exists() and not force:
         return verify_existing()
     refuse_offline(offline, f"the human raw data into {destination}")
@@ -404,10 +396,10 @@ def download_raw_data(
             return verify_existing()
         for name, spec in tqdm(sorted(files.items()), desc="raw data", disable=not progress):
             download_file(
-                f"{base}/{spec['path']}", staging / name, sha256=spec["sha256"],
+                f"{base}/{spec['path']}", staging / "files" / name, sha256=spec["sha256"],
                 timeout=timeout, retries=retries, progress=False,
             )  # fmt: skip
         if destination.exists():
             shutil.rmtree(destination)
-        os.replace(staging, destination)
+        os.replace(staging / "files", destination)
     return destination

@@ -81,6 +81,9 @@ class DatasetEntry:
     #: first use (model-vs-human's 14 further sets: ImageNet-derived, or ImageNet-Sketch's MIT)
     fetch_on_request: bool = False
     source: str = "texture-vs-shape"
+    #: The bytes of the manifest's files together, where they are known exactly (an archive of the set may
+    #: declare no more); ``None``: bounded per image (:mod:`modelval.datasets.release`).
+    image_bytes: int | None = None
 
     @property
     def has_conflicts(self) -> bool:
@@ -120,6 +123,7 @@ register_dataset(
         experiment=FILE_PREFIXES["cue-conflict"],
         folder_url=f"{TEXTURE_VS_SHAPE_RAW}/stimuli/style-transfer-preprocessed-512",
         archive_url="https://github.com/bethgelab/model-vs-human/releases/download/v0.1/cue-conflict.tar.gz",
+        image_bytes=136_489_547,  # the 1280 files of cue_conflict_manifest.json (largest: 133,629 bytes)
     )
 )
 register_dataset(

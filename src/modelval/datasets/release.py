@@ -16,8 +16,10 @@ model-vs-human publishes no checksums, so the fetch
 - records the archive's SHA-256 and every file's on the first fetch (trust on first use), in
   ``<user cache>/release-records/<dataset>.json``; a later archive that differs is refused, and an
   evaluation compares the files with that record;
-- unpacks safely: a member with an absolute path, a ``..`` part, a link or a special file is refused
-  before anything is written, and ``tarfile``'s ``data`` filter guards the extraction as well.
+- unpacks safely, checking the member list before anything is written: a member with an absolute path, a
+  ``..`` part, a link or a special file, more files than the set has images, and sizes past what its images
+  can hold are refused; hidden files (``.DS_Store``) are ignored; ``tarfile``'s ``data`` filter guards the
+  extraction as well.
 """
 
 from __future__ import annotations
@@ -30,22 +32,25 @@ import re
 import shutil
 import sys
 import tarfile
-import tempfile
+import zlib
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from modelval.atomic import temporary_beside
 from modelval.behaviour.categories import CATEGORIES
 from modelval.behaviour.experiments import canonical_condition, experiment, parse_session_name
 from modelval.datasets.manifest import hash_stimuli, manifest_differences
 from modelval.datasets.registry import get_dataset
 from modelval.datasets.stimuli import discover_stimuli
-from modelval.download import download_file, sha256_of
+from modelval.download import download_file, sha256_of, staging_folder
 from modelval.errors import ChecksumError, DataError
 from modelval.paths import user_cache_dir
 
 __all__ = [
+    "ArchiveLimits",
     "check_structure",
     "fetch_release",
     "licence_notice",
@@ -62,7 +67,11 @@ def record_path(dataset: str) -> Path:
 
 
 def read_record(dataset: str) -> dict[str, Any] | None:
-    """The record of the first fetch (archive and file digests, address, date), or None."""
+    """The record of the first fetch (archive and file digests, address, date), or None.
+
+    A record that is not what :func:`fetch_release` writes (edited by hand, cut short, another program's file)
+    is a :class:`DataError` saying so and how to start again, never a ``KeyError`` later on.
+    """
     path = record_path(dataset)
     try:
         record = json.loads(path.read_text())
@@ -72,7 +81,33 @@ def read_record(dataset: str) -> dict[str, Any] | None:
         raise DataError(
             f"{path}: unreadable record of the first {dataset} fetch ({error}); delete it to fetch anew"
         ) from None
+    problem = _record_problem(record)
+    if problem:
+        raise DataError(
+            f"{path}: not a record of the first {dataset} fetch ({problem}); delete it and run "
+            f"`modelval download-data --dataset {dataset} --force` to fetch and record it anew"
+        )
     return dict(record)
+
+
+_DIGEST = re.compile(r"^[0-9a-f]{64}$")
+
+
+def _record_problem(record: object) -> str | None:
+    """What is wrong with a release record's content, or None."""
+    if not isinstance(record, dict):
+        return f"a JSON {type(record).__name__}, not an object"
+    for key in ("url", "fetched", "archive_sha256"):
+        if not isinstance(record.get(key), str):
+            return f"no text field {key!r}"
+    if not _DIGEST.match(record["archive_sha256"]):
+        return "'archive_sha256' is not a SHA-256 digest"
+    files = record.get("files")
+    if not isinstance(files, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) and _DIGEST.match(v) for k, v in files.items()
+    ):
+        return "'files' is not a map of file names to SHA-256 digests"
+    return None
 
 
 def _write_record(dataset: str, record: Mapping[str, Any]) -> dict[str, Any]:
@@ -80,14 +115,11 @@ def _write_record(dataset: str, record: Mapping[str, Any]) -> dict[str, Any]:
     that stands."""
     path = record_path(dataset)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".json")
-    try:
-        with os.fdopen(fd, "w") as handle:
-            json.dump(record, handle, indent=1, sort_keys=True)
+    with temporary_beside(path) as (temporary, handle):
+        handle.write(json.dumps(record, indent=1, sort_keys=True).encode())
+        handle.flush()
         with contextlib.suppress(FileExistsError):
             os.link(temporary, path)  # creates the record only if it is absent, atomically
-    finally:
-        os.unlink(temporary)
     stands = read_record(dataset)
     assert stands is not None
     return stands
@@ -115,18 +147,73 @@ def licence_notice(dataset: str) -> str:
 
 _ABSOLUTE = re.compile(r"^([A-Za-z]:|[/\\])")
 
+#: The largest file an archive of stimuli may declare: the largest published cue-conflict image is 133,629
+#: bytes, and a 224x224 RGBA PNG stored without any compression is about 201 KB.
+MAX_IMAGE_BYTES = 4 << 20
+#: What a set's images may declare together per image, where the set's exact size is not known (model-vs-human
+#: publishes no sizes): far above the ~100 KB of a 224x224 stimulus, far below what a decompression bomb writes.
+MAX_BYTES_PER_IMAGE = 512 << 10
+#: Entries (files, folders, ignored hidden files) an archive may hold beyond twice its images.
+_SPARE_ENTRIES = 1000
 
-def safe_extract(archive: str | os.PathLike[str], target: str | os.PathLike[str]) -> None:
-    """Unpack ``archive`` into ``target``, refusing a hostile archive before anything is written.
 
-    Refused: a member with an absolute path (``/etc/x``, ``C:x``), a ``..`` part, a symbolic or hard link,
-    or anything but plain files and folders (model-vs-human's archives hold only those). ``tarfile``'s
-    ``data`` filter checks every member again while extracting.
+@dataclass(frozen=True)
+class ArchiveLimits:
+    """What an archive of a stimulus set may hold, checked from its member list before anything is written."""
+
+    #: The set's name, for the messages.
+    what: str
+    #: Files extracted at most (the set's number of images).
+    files: int
+    #: Bytes all extracted files may declare together (the set's known size, or a bound per image).
+    total_bytes: int
+    #: Bytes one file may declare.
+    file_bytes: int = MAX_IMAGE_BYTES
+
+    @classmethod
+    def for_images(cls, what: str, images: int, total_bytes: int | None = None) -> ArchiveLimits:
+        return cls(what, images, total_bytes if total_bytes is not None else images * MAX_BYTES_PER_IMAGE)
+
+
+def is_hidden(parts: Sequence[str]) -> bool:
+    """A path with a hidden part (``.DS_Store``, ``.pytest_cache/``, macOS's ``._x.png``): not part of a set."""
+    return any(part.startswith(".") for part in parts)
+
+
+def _member_parts(name: str) -> tuple[str, ...]:
+    return tuple(part for part in PurePosixPath(name.replace("\\", "/")).parts if part not in ("", "."))
+
+
+def safe_extract(
+    archive: str | os.PathLike[str],
+    target: str | os.PathLike[str],
+    *,
+    limits: ArchiveLimits | None = None,
+    select: Callable[[tuple[str, ...]], bool] | None = None,
+) -> list[str]:
+    """Unpack ``archive`` into ``target`` after checking its member list; return the names extracted.
+
+    Everything is checked from the list of members before the first byte is written. Refused: a member with
+    an absolute path (``/etc/x``, ``C:x``), a ``..`` part, a symbolic or hard link, or anything but plain
+    files and folders (model-vs-human's archives hold only those); with ``limits``, more files than the set
+    has images, a file that declares more bytes than any image of the set, or files that declare more bytes
+    together than the set can hold (a decompression bomb is refused from its headers, not after it filled
+    the disk). Hidden files and folders (``.DS_Store``, ``.pytest_cache/``) are ignored, not extracted, as
+    are the files ``select`` (given each member's path parts) declines. ``tarfile``'s ``data`` filter checks
+    every extracted member again.
     """
     archive, target = Path(archive), Path(target)
+
+    def refuse(name: str, why: str) -> DataError:
+        return DataError(f"{archive}: refused: member {name!r} {why} (nothing was extracted)")
+
+    most_entries = None if limits is None else 2 * limits.files + _SPARE_ENTRIES
     try:
         with tarfile.open(archive) as tar:
-            for member in tar.getmembers():
+            chosen: list[tarfile.TarInfo] = []
+            seen: set[tuple[str, ...]] = set()
+            declared = 0
+            for entries, member in enumerate(tar, start=1):
                 name = member.name
                 why = None
                 if _ABSOLUTE.match(name):
@@ -138,14 +225,47 @@ def safe_extract(archive: str | os.PathLike[str], target: str | os.PathLike[str]
                 elif not (member.isfile() or member.isdir()):
                     why = "is neither a file nor a folder"
                 if why:
+                    raise refuse(name, why + "; model-vs-human's release archives hold only plain files and folders")
+                if most_entries is not None and entries > most_entries:
+                    assert limits is not None
                     raise DataError(
-                        f"{archive}: refused: member {name!r} {why}; model-vs-human's release archives hold only "
-                        "plain files and folders (nothing was extracted)"
+                        f"{archive}: refused: more than {most_entries} entries, for a set of {limits.files} images "
+                        "(nothing was extracted)"
                     )
+                parts = _member_parts(name)
+                if member.isdir() or not parts or is_hidden(parts) or (select is not None and not select(parts)):
+                    continue
+                if parts in seen:
+                    raise refuse(name, "appears twice in the archive")
+                seen.add(parts)
+                if limits is not None:
+                    if len(chosen) >= limits.files:
+                        raise DataError(
+                            f"{archive}: refused: more than {limits.files} files, but the {limits.what} set has "
+                            f"{limits.files} images (nothing was extracted)"
+                        )
+                    if member.size > limits.file_bytes:
+                        raise refuse(
+                            name, f"declares {member.size} bytes, more than any {limits.what} image may have "
+                            f"({limits.file_bytes})"
+                        )  # fmt: skip
+                    declared += member.size
+                    if declared > limits.total_bytes:
+                        raise DataError(
+                            f"{archive}: refused: its files declare more than {limits.total_bytes} bytes, more than "
+                            f"the {limits.what} set's {limits.files} images hold (nothing was extracted)"
+                        )
+                chosen.append(member)
             target.mkdir(parents=True, exist_ok=True)
-            tar.extractall(target, filter="data")
-    except (tarfile.TarError, EOFError, OSError) as error:
+            tar.extractall(target, members=chosen, filter="data")
+    except (tarfile.TarError, EOFError, OSError, zlib.error) as error:
         raise DataError(f"{archive}: not a readable tar archive ({error})") from None
+    return [member.name for member in chosen]
+
+
+def release_limits(dataset: str) -> ArchiveLimits:
+    """What a model-vs-human release archive of ``dataset`` may hold: its images, at a bound per image."""
+    return ArchiveLimits.for_images(dataset, experiment(dataset).images)
 
 
 def _dataset_folder(extracted: Path, dataset: str) -> Path:
@@ -262,15 +382,13 @@ def fetch_release(
         notify(licence_notice(dataset))
     else:
         notify(f"modelval: {dataset} stimuli: {get_dataset(dataset).license} (shown in full at the first fetch)")
-    destination.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{destination.name}.", dir=destination.parent))
-    try:
+    with staging_folder(destination) as staging:
         archive = staging / f"{dataset}.tar.gz"
         download_file(url, archive, timeout=timeout, retries=retries, progress=progress)
         digest = sha256_of(archive)
         if record is not None and record["archive_sha256"] != digest:
             raise _differs(dataset, url, digest, record)
-        safe_extract(archive, staging / "extracted")
+        safe_extract(archive, staging / "extracted", limits=release_limits(dataset))
         folder = _dataset_folder(staging / "extracted", dataset)
         stimuli = discover_stimuli(folder, dataset=dataset, expected_count=None)
         relpaths = [s.relpath for s in stimuli]
@@ -287,8 +405,6 @@ def fetch_release(
         if destination.exists():
             shutil.rmtree(destination)
         os.replace(folder, destination)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
     return destination
 
 

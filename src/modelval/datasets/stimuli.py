@@ -115,6 +115,11 @@ def discover_stimuli(
     entry = get_dataset(dataset)
     count = entry.images if expected_count == "registry" else expected_count
     root = Path(root)
+    if root.exists() and not root.is_dir():
+        raise DataError(
+            f"{root} is a file, not the {dataset} folder: pass the folder that holds the stimuli as --data-root "
+            f"(or set {root_env(dataset)})"
+        )
     if not root.is_dir():
         raise DataError(
             f"{dataset} folder not found: {root}. Pass --data-root DIR, set {root_env(dataset)}, "

@@ -6,12 +6,13 @@ containers. A truncated or corrupt file raises :class:`DataError` naming the fil
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
 import sys
 import zipfile
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -51,6 +52,67 @@ def load_checkpoint(path: str | os.PathLike[str]) -> object:
     except Exception as error:  # the unpickler raises KeyError, IndexError, ... on a corrupt stream
         raise DataError(
             f"{path}: not a readable PyTorch checkpoint (truncated or corrupt): {describe_exception(error)}"
+        ) from None
+
+
+def weights_file_problem(path: str | os.PathLike[str]) -> str | None:
+    """What makes ``path`` no weights file at all (empty, cut short, another kind of file), from its first bytes
+    and its zip listing alone; None when it looks like one (``model.safetensors``, a ``torch.save`` archive or
+    a legacy pickle). Nothing is unpickled: the file may be hostile.
+    """
+    import json
+    import struct
+
+    path = Path(path)
+    try:
+        size = path.stat().st_size
+        with path.open("rb") as handle:
+            head = handle.read(8)
+            if path.suffix == ".safetensors":
+                if size < 8:
+                    return f"is {size} bytes, shorter than a safetensors header"
+                (length,) = struct.unpack("<Q", head)
+                if not 2 <= length <= size - 8:
+                    return f"is not a safetensors file (its header claims {length} bytes of {size})"
+                try:
+                    header = json.loads(handle.read(length))
+                except (ValueError, UnicodeDecodeError):
+                    return "is not a safetensors file (its header is not JSON)"
+                return None if isinstance(header, dict) else "is not a safetensors file (its header is not an object)"
+    except OSError as error:
+        return f"cannot be read ({error.strerror or error})"
+    if size == 0:
+        return "is empty (0 bytes)"
+    if zipfile.is_zipfile(path):
+        try:
+            with zipfile.ZipFile(path) as archive:
+                names = archive.namelist()
+        except (zipfile.BadZipFile, OSError):
+            names = []
+        if any(name.rsplit("/", 1)[-1] == "data.pkl" for name in names):
+            return None
+        return "is a zip archive but not one torch.save wrote (no data.pkl)"
+    if head.startswith(b"\x80"):
+        return None  # a legacy pickle stream; torch.load(weights_only=True) reads or refuses it
+    what = "a cut-short torch.save archive" if head.startswith(b"PK") else "not a PyTorch weights file"
+    return f"is {what} ({size} byte{'s' if size != 1 else ''} starting {head!r})"
+
+
+@contextlib.contextmanager
+def refusing_pickled_objects(path: str | os.PathLike[str], repair: str) -> Iterator[None]:
+    """Inside: a library's ``torch.load(..., weights_only=True)`` of ``path`` that meets objects other than
+    tensors becomes one :class:`DataError` with ``repair`` (what to do), never torch's advice to pass
+    ``weights_only=False`` (which would run the file's code). Every other exception passes unchanged."""
+    try:
+        yield
+    except DataError:
+        raise
+    except Exception as error:
+        if not isinstance(error, pickle.UnpicklingError) and "weights_only" not in str(error):
+            raise
+        raise DataError(
+            f"{path}: refused to load, it holds objects other than tensors (weights_only loading; modelval never "
+            f"runs a weights file's code). {repair}"
         ) from None
 
 

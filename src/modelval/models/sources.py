@@ -108,8 +108,13 @@ def timm_entry(spec: ModelSpec, *, pretrained: bool = True) -> ModelEntry:
         parts = (HFRepo(cfg.hf_hub_id, files=(), weight_files=("model.safetensors", "pytorch_model.bin")),)
 
     def build(context: LoadContext) -> nn.Module:
-        overlay = {"file": str(context.weight_paths[0])} if parts else None
-        return timm.create_model(name, pretrained=pretrained, pretrained_cfg_overlay=overlay)
+        if not parts:
+            return timm.create_model(name, pretrained=pretrained)
+        from modelval.models.checkpoints import refusing_pickled_objects
+
+        weights = context.weight_paths[0]
+        with refusing_pickled_objects(weights, f"Re-fetch it with: modelval fetch {spec.text} --force"):
+            return timm.create_model(name, pretrained=pretrained, pretrained_cfg_overlay={"file": str(weights)})
 
     native = timm_data_config(name)["input_size"][-1] if cfg is not None else None
     return _entry(

@@ -244,5 +244,16 @@ def _located(name: str, parts: Sequence[WeightsPart], checkpoint_dir: Path, mess
                     f"cached checkpoint of model {name!r} is corrupt: {error}. "
                     f"Re-fetch it with: {fetch_command(name, parts, checkpoint_dir)} (replaces the bad file)"
                 ) from None
+        elif isinstance(part, HFRepo):
+            # The HF cache holds no digests modelval could check; an empty or garbage weights file reached
+            # torch.load, whose errors were exit 3 (and advised weights_only=False). Its first bytes tell.
+            from modelval.models.checkpoints import weights_file_problem
+
+            problem = weights_file_problem(path)
+            if problem is not None:
+                raise ChecksumError(
+                    f"cached weights of model {name!r} are damaged: {path} {problem}. Re-fetch them with: "
+                    f"{fetch_command(name, parts, checkpoint_dir)} --force (replaces the damaged file)"
+                )
         paths.append(path)
     return paths

@@ -40,6 +40,7 @@ import pytest
 
 from modelval.pytest_plugin.settings import (
     add_options,
+    check_settings,
     find_models_file,
     missing_resource,
     setting,
@@ -64,6 +65,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     for marker in MARKERS:
         config.addinivalue_line("markers", marker)
+    check_settings(config)
+
+
+SESSION_KEY = pytest.StashKey[Any]()
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    session.config.stash[SESSION_KEY] = session  # the summary sets its exit status when the reports fail
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -331,5 +340,19 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     terminalreporter.write_line(format_breakdown(rows))
     report_dir = setting(config, "report_dir")
     if report_dir:
-        written = write_validation_reports(rows, evaluations, Path(report_dir), store)
+        from modelval.errors import ModelvalError
+
+        try:
+            written = write_validation_reports(rows, evaluations, Path(report_dir), store)
+        except (ModelvalError, OSError) as error:
+            # One line after the table, not a traceback after every test passed; and the run fails, so a CI job
+            # that needed the reports notices.
+            message = str(error) if isinstance(error, ModelvalError) else f"{error.strerror or error}"
+            terminalreporter.write_line(
+                f"\nmodelval: error: the reports were not written to {report_dir}: {message}", red=True, bold=True
+            )
+            session = config.stash.get(SESSION_KEY, None)
+            if session is not None and session.exitstatus == pytest.ExitCode.OK:
+                session.exitstatus = pytest.ExitCode.TESTS_FAILED
+            return
         terminalreporter.write_line(f"\nreports written to {report_dir}: {len(written)} files")

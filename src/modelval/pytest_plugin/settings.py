@@ -115,6 +115,53 @@ def setting(config: pytest.Config, name: str) -> Any:
     return str(given)
 
 
+def check_settings(config: pytest.Config) -> None:
+    """Refuse, before any test runs, a setting that cannot work: one line (``pytest.UsageError``), exit status 4.
+
+    ``--modelval-device`` is checked by the command line's own validator (:func:`modelval.runtime.device_problem`):
+    ``tpu`` was torch's list of device types with a traceback through ``runtime.py`` once a case ran. A
+    ``--modelval-report-dir`` that names a file, or a name too long for the file system, failed only after
+    every test had passed, with 84 lines of traceback.
+    """
+    from modelval.runtime import device_problem
+
+    device = setting(config, "device")
+    if device is not None:
+        problem = device_problem(device)
+        if problem is not None:
+            raise pytest.UsageError(f"{BY_NAME['device'].option} (or $MODELVAL_DEVICE): {problem}")
+    address = setting(config, "ray_address")
+    if address is not None and setting(config, "executor") == "ray":  # $RAY_ADDRESS may serve other tools
+        from modelval.runner.executors import ray_address_problem
+
+        problem = ray_address_problem(address)
+        if problem is not None:
+            raise pytest.UsageError(f"{BY_NAME['ray_address'].option} (or $RAY_ADDRESS): {problem}")
+    report_dir = setting(config, "report_dir")
+    if report_dir is not None:
+        problem = _folder_problem(Path(report_dir))
+        if problem is not None:
+            raise pytest.UsageError(f"{BY_NAME['report_dir'].option} {report_dir}: {problem}")
+
+
+def _folder_problem(folder: Path) -> str | None:
+    """Why ``folder`` cannot be a report folder (made if missing), or None."""
+    try:
+        for part in folder.parts:
+            if len(os.fsencode(part)) > 255:
+                return f"a name of {len(os.fsencode(part))} bytes; file and folder names are at most 255 bytes"
+        if folder.exists() and not folder.is_dir():
+            return "is a file; name a folder (it is created if missing)"
+        for parent in folder.parents:
+            if parent.exists():
+                if not parent.is_dir():
+                    return f"{parent} is a file, not a folder"
+                break
+    except OSError as error:
+        return error.strerror or str(error)
+    return None
+
+
 def allow_missing_data(config: pytest.Config) -> bool:
     return bool(setting(config, "allow_missing_data")) and not _flag(os.environ.get(STRICT_DATA_ENV, ""))
 

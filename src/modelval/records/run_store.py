@@ -22,13 +22,14 @@ import json
 import os
 import sqlite3
 import warnings
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from modelval import jsonio
 from modelval.errors import DataError
+from modelval.runtime import IntRange
 
 RUNS_DB_ENV = "MODELVAL_RUNS_DB"
 NO_RUN_STORE_ENV = "MODELVAL_NO_RUN_STORE"
@@ -156,8 +157,19 @@ class RunStore:
             )  # fmt: skip
             return int(cursor.lastrowid or 0)
 
-    def runs(self, *, model: str | None = None, command: str | None = None, limit: int = 20) -> list[RunRecord]:
-        """The newest runs first (``limit`` of them), optionally of one model and command."""
+    def runs(
+        self,
+        *,
+        model: str | None = None,
+        command: str | None = None,
+        limit: int = 20,
+        skipped: Callable[[str], None] | None = None,
+    ) -> list[RunRecord]:
+        """The newest runs first (``limit`` of them), optionally of one model and command.
+
+        A row modelval did not write is left out, and said so: to ``skipped`` (a function taking the one-line
+        reason), else as a :class:`RunStoreWarning`.
+        """
         query, values = "SELECT * FROM runs", []
         conditions = []
         if model is not None:
@@ -169,16 +181,27 @@ class RunStore:
         if conditions:
             query += " WHERE " + " AND ".join(conditions)
         query += " ORDER BY id DESC LIMIT ?"
-        values.append(str(limit))
+        values.append(str(RUN_LIMIT.check(limit, "limit")))
         with self._connect() as connection:
-            return [_record(row) for row in connection.execute(query, values).fetchall()]
+            rows = connection.execute(query, values).fetchall()
+        records = []
+        for row in rows:
+            try:
+                records.append(_record(row, self.path))
+            except DataError as error:  # one foreign row does not hide the others
+                if skipped is not None:
+                    skipped(f"{error}; it is left out")
+                else:
+                    warnings.warn(f"{error}; it is left out", RunStoreWarning, stacklevel=2)
+        return records
 
     def get(self, run_id: int) -> RunRecord:
+        check_run_id(run_id)
         with self._connect() as connection:
             row = connection.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
         if row is None:
             raise DataError(f"no run {run_id} in {self.path} (`modelval runs list` shows the ids)")
-        return _record(row)
+        return _record(row, self.path)
 
     def previous(self, run: RunRecord) -> RunRecord | None:
         """The last run before ``run`` of the same command, model and label (a nightly's "last night")."""
@@ -188,14 +211,54 @@ class RunStore:
                 "ORDER BY id DESC LIMIT 1",
                 (run.command, run.model, run.label, run.id),
             ).fetchone()
-        return None if row is None else _record(row)
+        return None if row is None else _record(row, self.path)
 
 
-def _record(row: tuple[Any, ...]) -> RunRecord:
+#: A run id is SQLite's INTEGER PRIMARY KEY: 1 to 2**63 - 1.
+MAX_RUN_ID = 2**63 - 1
+RUN_ID = IntRange(1, MAX_RUN_ID, f"a run id is 1 to {MAX_RUN_ID} (`modelval runs list` shows the ids)")
+RUN_LIMIT = IntRange(1, 1_000_000, "`runs list --limit` shows 1 to 1000000 runs")
+
+
+def check_run_id(run_id: object) -> int:
+    """``run_id`` when it can be a run's id (1 to 2**63 - 1); else one line (SQLite's OverflowError was exit 3)."""
+    return RUN_ID.check(run_id, "run id")
+
+
+def _record(row: tuple[Any, ...], path: Path) -> RunRecord:
+    """A row as a :class:`RunRecord`; a row modelval did not write (its JSON unreadable or of the wrong kind, a
+    field of the wrong type) is a :class:`DataError` naming the row, not a ``JSONDecodeError`` (exit 3)."""
+    run_id = row[0] if row else "?"
+
+    def foreign(why: str) -> DataError:
+        return DataError(
+            f"run store {path}: run {run_id} is not a run modelval recorded ({why}); delete that row "
+            f"(sqlite3 {path} 'DELETE FROM runs WHERE id = {run_id}') or set {RUNS_DB_ENV} to another file"
+        )
+
+    if len(row) != 9:
+        raise foreign(f"{len(row)} columns, not 9")
     run_id, created, command, model, dataset, label, summary, decisions, provenance = row
+    texts = {"created": created, "command": command, "summary": summary, "provenance": provenance}
+    optional = {"model": model, "dataset": dataset, "label": label, "decisions": decisions}
+    if not isinstance(run_id, int):
+        raise foreign(f"its id is {run_id!r}")
+    for name, value in [*texts.items(), *((k, v) for k, v in optional.items() if v is not None)]:
+        if not isinstance(value, str):
+            raise foreign(f"{name} is {type(value).__name__}, not text")
+
+    def parsed(name: str, text: str, kind: type) -> Any:
+        try:
+            value = json.loads(text)
+        except ValueError:
+            raise foreign(f"{name} is not JSON") from None
+        if not isinstance(value, kind):
+            raise foreign(f"{name} is a JSON {type(value).__name__}, not an object")
+        return value
+
     return RunRecord(
-        run_id, created, command, model, dataset, label, json.loads(summary),
-        None if decisions is None else json.loads(decisions), json.loads(provenance),
+        run_id, created, command, model, dataset, label, parsed("summary", summary, dict),
+        None if decisions is None else parsed("decisions", decisions, dict), parsed("provenance", provenance, dict),
     )  # fmt: skip
 
 

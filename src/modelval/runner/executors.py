@@ -13,10 +13,12 @@ started for the run and stopped after it. On one node, pytest-xdist (``-n N``) d
 from __future__ import annotations
 
 import os
+import re
+import socket
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from modelval.errors import ModelvalError
+from modelval.errors import DataError, InputValidationError, ModelvalError, describe_exception
 
 if TYPE_CHECKING:
     from modelval.api.pipeline import ModelRun
@@ -29,6 +31,78 @@ def check_executor(name: str) -> str:
     if name not in EXECUTORS:
         raise ModelvalError(f"unknown executor {name!r}; choose one of: {', '.join(EXECUTORS)}")
     return name
+
+
+#: Seconds to wait for a Ray cluster's address to answer before ``ray.init`` (whose own wait on a closed port or
+#: on a service that is not Ray's runs past minutes); ``$MODELVAL_RAY_CONNECT_TIMEOUT`` overrides it.
+RAY_CONNECT_TIMEOUT = 10.0
+RAY_CONNECT_TIMEOUT_ENV = "MODELVAL_RAY_CONNECT_TIMEOUT"
+_RAY_ADDRESS = re.compile(
+    r"^(?:(?P<scheme>ray)://)?(?P<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9][A-Za-z0-9._-]*):(?P<port>\d{1,5})$"
+)
+RAY_ADDRESS_FORMS = (
+    "auto (the cluster this machine belongs to), local (a new instance), HOST:PORT (the head's GCS, e.g. "
+    "10.0.0.5:6379) or ray://HOST:PORT (Ray Client, e.g. ray://head:10001)"
+)
+#: An HTTP/2 client preface and an empty SETTINGS frame: a gRPC server (Ray's GCS and its client server are
+#: gRPC) answers with a SETTINGS frame of its own; anything else at that port is not a Ray cluster.
+_HTTP2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"
+
+
+def ray_address_problem(address: str | None) -> str | None:
+    """Why ``address`` is not a Ray address (one line, with the forms that are), or None."""
+    if address is None or address in ("auto", "local"):
+        return None
+    match = _RAY_ADDRESS.match(address)
+    if match is None or not 1 <= int(match.group("port")) <= 65535:
+        return f"{address!r} is not a Ray address; use {RAY_ADDRESS_FORMS}"
+    return None
+
+
+def check_ray_address(address: str | None) -> str | None:
+    """``address`` when :func:`ray_address_problem` finds nothing; else an InputValidationError (exit status 2)."""
+    problem = ray_address_problem(address)
+    if problem is not None:
+        raise InputValidationError(f"--ray-address {problem}")
+    return address
+
+
+def connect_timeout() -> float:
+    text = os.environ.get(RAY_CONNECT_TIMEOUT_ENV, "").strip()
+    try:
+        value = float(text) if text else RAY_CONNECT_TIMEOUT
+    except ValueError:
+        value = RAY_CONNECT_TIMEOUT
+    return value if value > 0 else RAY_CONNECT_TIMEOUT
+
+
+def reach_ray_cluster(address: str | None, timeout: float | None = None) -> None:
+    """Within ``timeout`` seconds, check that ``HOST:PORT`` (or ``ray://HOST:PORT``) accepts a connection and
+    answers as a gRPC server does; else a one-line :class:`DataError`. ``auto``, ``local`` and ``None`` are
+    Ray's to resolve. With ``$RAY_USE_TLS`` set only the connection is checked (the answer is encrypted)."""
+    check_ray_address(address)
+    if address is None or address in ("auto", "local"):
+        return
+    timeout = connect_timeout() if timeout is None else timeout
+    match = _RAY_ADDRESS.match(address)
+    assert match is not None
+    host, port = match.group("host").strip("[]"), int(match.group("port"))
+    what = "the Ray Client server" if match.group("scheme") else "the head's GCS"
+    how = "start it (`ray start --head`) or check --ray-address"
+    try:
+        with socket.create_connection((host, port), timeout=timeout) as connection:
+            if os.environ.get("RAY_USE_TLS", "").lower() in ("1", "true"):
+                return
+            connection.settimeout(timeout)
+            connection.sendall(_HTTP2_PREFACE)
+            head = connection.recv(9)
+    except TimeoutError:
+        raise DataError(f"the Ray cluster at {address} did not answer within {timeout:g} s; {how}") from None
+    except OSError as error:
+        reason = error.strerror or describe_exception(error)
+        raise DataError(f"cannot reach the Ray cluster at {address} ({what}): {reason}; {how}") from None
+    if len(head) < 9 or head[3] != 0x04:
+        raise DataError(f"{address} answers, but not as Ray does (no gRPC answer): is that the port of {what}? {how}")
 
 
 def evaluate_models(
@@ -49,6 +123,7 @@ def evaluate_models(
     if executor == "ray":
         from modelval.extras import require
 
+        check_ray_address(address)
         require("ray", extra="ray", purpose="--executor ray")
     if executor == "serial":
         for model, normalizations in work:
@@ -68,11 +143,21 @@ def _evaluate_on_ray(
 
     started = not ray.is_initialized()
     if started:
+        reach_ray_cluster(address)  # bounded: ray.init's own wait on a closed port ran past minutes
         # A local instance when no address is given; quiet, no dashboard: a validation run, not a service.
-        ray.init(address=address, include_dashboard=False, log_to_driver=False, configure_logging=False)
+        try:
+            ray.init(address=address, include_dashboard=False, log_to_driver=False, configure_logging=False)
+        except (ConnectionError, ValueError, RuntimeError, TimeoutError) as error:
+            raise DataError(
+                f"cannot start or join the Ray cluster{f' at {address}' if address else ''}: "
+                f"{describe_exception(error)}"
+            ) from None
     try:
         gpus = float(ray.cluster_resources().get("GPU", 0))
-        task = ray.remote(num_gpus=1 if gpus >= 1 else 0, num_cpus=1 if gpus < 1 else 0)(_evaluate_one_model)
+        # No retry: a task whose worker died (a crash in the model's code, the OOM killer) would die again.
+        task = ray.remote(num_gpus=1 if gpus >= 1 else 0, num_cpus=1 if gpus < 1 else 0, max_retries=0)(
+            _evaluate_one_model
+        )
         stimuli = ray.put(runner.stimuli)
         settings = {
             # "auto" inside the task: the GPU Ray gave it, else its CPU (the front door resolves it there, once).
@@ -85,7 +170,17 @@ def _evaluate_on_ray(
         users = list(runner.user_models.values())
         futures = [task.remote(stimuli, settings, users, model, list(normalizations)) for model, normalizations in work]
         results: dict[tuple[str, str], ModelRun] = {}
-        for runs, failures in ray.get(futures):
+        for (model, normalizations), future in zip(work, futures, strict=True):
+            # One task at a time: a task that fails or whose worker dies fails its own model's cases (with why),
+            # and the other models keep their results (one ray.get of all lost them all).
+            try:
+                runs, failures = ray.get(future)
+            except ray.exceptions.RayError as error:
+                cause = getattr(error, "cause", None)
+                why = describe_exception(cause if isinstance(cause, BaseException) else error)
+                for normalization in normalizations:
+                    runner.failures[(model, normalization)] = f"the Ray task evaluating {model} failed: {why}"
+                continue
             results.update(runs)
             runner.failures.update(failures)
         return results
