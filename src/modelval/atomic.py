@@ -107,6 +107,17 @@ def _writer_is_gone(path: Path, now: float) -> bool:
     return True
 
 
+def is_temporary(path: Path) -> bool:
+    """Whether ``path`` is named as an atomic write's temporary file (``.<name>.modelval-<random>.tmp``)."""
+    name = path.name
+    return name.startswith(".") and f".{TEMPORARY_MARK}" in name and name.endswith(".tmp")
+
+
+def writer_is_gone(path: str | os.PathLike[str]) -> bool:
+    """Whether the temporary file ``path`` was left by a killed writer (nobody holds its lock; see the module)."""
+    return _writer_is_gone(Path(path), time.time())
+
+
 def remove_dead_temporaries(path: str | os.PathLike[str]) -> list[Path]:
     """Remove the temporary files that killed writers of ``path`` left (see the module docstring); return them.
 

@@ -5,6 +5,7 @@ checksummed, a killed evaluation resumes, concurrent writers leave a valid cache
 from __future__ import annotations
 
 import dataclasses
+import fcntl
 import json
 import os
 import subprocess
@@ -334,18 +335,20 @@ def test_clear_removes_modelvals_entries_and_leaves_the_users_folders(tmp_path):
 def test_a_killed_writers_temporary_files_are_counted_and_removed(tmp_path):
     cache = _filled(tmp_path)
     folder = cache.entry_dir("ab" * 32)
-    killed = folder / ".modelval-tmp-outputs.npy.k1ll3d"  # what a writer killed by SIGKILL leaves
+    killed = folder / ".outputs.npy.modelval-k1ll3d.tmp"  # what a writer killed by SIGKILL leaves (no lock held)
     killed.write_bytes(b"x" * 1000)
-    young = folder / "partial"
-    young.mkdir()
-    fresh = young / ".modelval-tmp-000000000-000000008-0123456789abcdef.npy.l1v3"
-    fresh.write_bytes(b"y" * 10)
-    os.utime(killed, (1, 1))  # an old one: its writer is gone
-    info = cache.info()
-    assert (info["temporary_files"], info["temporary_bytes"]) == (2, 1010)
-    cache.evict()  # every write ends with it: the old file goes, a live writer's young one stays
-    assert not killed.exists() and fresh.exists()
-    assert cache.clear().temporary_files == 1 and not fresh.exists()
+    os.utime(killed, (1, 1))
+    (folder / "partial").mkdir()
+    live = folder / "partial" / ".000000000-000000008-0123456789abcdef.npy.modelval-l1v3.tmp"
+    live.write_bytes(b"y" * 10)
+    os.utime(live, (1, 1))
+    with live.open("rb") as held:  # a live writer holds the lock of its temporary file
+        fcntl.flock(held.fileno(), fcntl.LOCK_EX)
+        info = cache.info()
+        assert (info["temporary_files"], info["temporary_bytes"]) == (2, 1010)
+        cache.evict()  # every write ends with it: the dead writer's file goes, the live one's stays
+        assert not killed.exists() and live.exists()
+    assert cache.clear().temporary_files == 1 and not live.exists()
 
 
 def test_cache_commands_tell_what_they_removed_and_left(tmp_path, monkeypatch, capsys):

@@ -18,8 +18,10 @@ from modelval.behaviour.categories import AGGREGATIONS
 from modelval.behaviour.consistency import NA_HANDLING
 from modelval.cli._args import (
     CHECKPOINT_DIR_HELP,
+    DECISIONS_METAVAR,
     batch_size,
     channel_values,
+    decision_spec,
     device_name,
     input_size,
     thread_count,
@@ -238,6 +240,19 @@ def add_observer_options(parser: argparse.ArgumentParser) -> None:
     add_evaluation_options(group)
     add_model_options(group)
     add_spec_options(parser)
+
+
+def add_decision_specs(parser: argparse.ArgumentParser) -> None:
+    """``--decisions [LABEL[:DATASET]=]FILE``, repeatable: the observers' decision files of a multi-model command."""
+    parser.add_argument(
+        "--decisions",
+        action="append",
+        default=[],
+        type=decision_spec,
+        metavar=DECISIONS_METAVAR,
+        help="decision CSV; DATASET names its experiment when the image and file names cannot (model-vs-human's "
+        "bare edge and silhouette names in a renamed file)",
+    )
 
 
 def add_human_options(parser: argparse.ArgumentParser) -> None:

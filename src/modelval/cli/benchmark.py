@@ -17,8 +17,14 @@ from modelval.atomic import write_text
 from modelval.behaviour.benchmark_cells import DEGENERATE_KAPPA
 from modelval.behaviour.consistency import NA_HANDLING
 from modelval.behaviour.experiments import BENCHMARK_DATASETS, experiment
-from modelval.cli._args import DECISIONS_METAVAR, add_bootstrap_options, decision_spec, permutation_count
-from modelval.cli._options import add_observer_options, add_reference_option, evaluation_options, model_options
+from modelval.cli._args import add_bootstrap_options, permutation_count
+from modelval.cli._options import (
+    add_decision_specs,
+    add_observer_options,
+    add_reference_option,
+    evaluation_options,
+    model_options,
+)
 from modelval.cli._output import out, out_json
 from modelval.errors import DataError
 
@@ -55,15 +61,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "`modelval download-data --dataset NAME`)."
         ),
     )
-    parser.add_argument(
-        "--decisions",
-        action="append",
-        default=[],
-        type=decision_spec,
-        metavar=DECISIONS_METAVAR,
-        help="decision CSV; DATASET names its experiment when the image and file names cannot (model-vs-human's "
-        "bare edge and silhouette names in a renamed file)",
-    )
+    add_decision_specs(parser)
     parser.add_argument("--model", action="append", default=[], metavar="NAME|SPEC", help="registered name or spec")
     parser.add_argument(
         "--datasets",

@@ -56,7 +56,7 @@ def run_info(args: argparse.Namespace) -> int:
     if info["temporary_files"]:
         out(
             f"temporary files of writers: {info['temporary_files']}, {_size(info['temporary_bytes'])} (those of killed "
-            "writers go with the next write once an hour old, or with `modelval cache clear`)"
+            "writers go with the next write, or with `modelval cache clear`)"
         )
     if info["not_modelvals"]:
         out("not modelval's (left alone): " + ", ".join(info["not_modelvals"]))

@@ -5,14 +5,13 @@ from __future__ import annotations
 import argparse
 
 from modelval.cli._args import (
-    DECISIONS_METAVAR,
     add_bootstrap_options,
     add_report_dir_option,
     add_resample_option,
-    decision_spec,
 )
 from modelval.cli._options import (
     REFERENCE_DIR_HELP,
+    add_decision_specs,
     add_human_options,
     add_observer_options,
     add_reference_option,
@@ -38,15 +37,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "behind each label (published files by their texture-vs-shape path)."
         ),
     )
-    parser.add_argument(
-        "--decisions",
-        action="append",
-        default=[],
-        type=decision_spec,
-        metavar=DECISIONS_METAVAR,
-        help="decision CSV; DATASET names its experiment when the image and file names cannot (model-vs-human's "
-        "bare edge and silhouette names in a renamed file)",
-    )
+    add_decision_specs(parser)
     parser.add_argument("--model", action="append", default=[], metavar="NAME", help="registered model (cue-conflict)")
     parser.add_argument("--reference-dir", metavar="DIR", help=REFERENCE_DIR_HELP)
     add_report_dir_option(parser, "the figures (PNG and PDF) and figures.json", required=True)

@@ -7,8 +7,9 @@ output (the weights, the architecture, the resolved preprocessing, the stimuli's
 device class, the forward path's version and the library versions); this module only stores arrays under
 keys, safely:
 
-- **Atomic.** Each file is written to a temporary name in its folder (``.modelval-tmp-*``) and renamed into
-  place; an entry is complete once its ``meta.json`` exists.
+- **Atomic.** Each file is written as :mod:`modelval.atomic` writes every file (a locked temporary file
+  ``.<name>.modelval-<random>.tmp`` in its folder, renamed into place); an entry is complete once its
+  ``meta.json`` exists.
 - **Verified before use.** ``meta.json`` holds the SHA-256, shape and dtype of the outputs and of the *probe*
   (the model's outputs on a few fixed stimuli, computed alone when the entry was written). A read checks them
   all and that every value is finite; the evaluation then runs the model on the same probe stimuli and uses the
@@ -22,7 +23,7 @@ keys, safely:
   interrupted evaluation (Ctrl-C, a killed job) computes only the rows that are missing next time.
 - **Deletes only its own.** Entries live in ``<2 hex>/<hex key>/`` and hold only the files named above;
   ``clear`` and eviction remove such folders and nothing else (a user's ``db/`` beside them stays), and the
-  temporary files of a killed writer, which the next writer removes once they are an hour old.
+  temporary files of killed writers (no live process holds their lock), which the next write removes.
 - **Bounded.** After each write the least recently used entries are removed until the cache is under its
   size limit (``MODELVAL_OUTPUT_CACHE_SIZE``, default 2 GiB).
 
@@ -38,7 +39,6 @@ import json
 import os
 import re
 import shutil
-import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -47,6 +47,7 @@ from typing import Any
 
 import numpy as np
 
+from modelval import atomic
 from modelval.errors import DataError
 from modelval.paths import user_cache_dir
 
@@ -112,13 +113,12 @@ class Cleared:
 
 #: The files of an entry folder; a folder holding anything else is not modelval's and is never removed.
 ENTRY_FILES = frozenset({"meta.json", "outputs.npy", "probe.npy", "partial"})
-TEMP_PREFIX = ".modelval-tmp-"
-#: A temporary file untouched this long belongs to a killed writer (a live one renames it within seconds).
+#: A temporary file of the naming before modelval.atomic's, untouched this long, belongs to a killed writer.
 STALE_TEMP_S = 3600
 _KEY = re.compile(r"[0-9a-f]{16,128}")
 _PREFIX = re.compile(r"[0-9a-f]{2}")
 _CHUNK = re.compile(r"(\d{9})-(\d{9})-([0-9a-f]{16})\.npy")
-#: Temporary names of modelval's writers before 0.x used ".<name>.<random>"; they are theirs too.
+#: Temporary names of the cache's writer before it wrote through modelval.atomic (".<name>.<random>").
 _LEGACY_TEMP = re.compile(r"\.(meta\.json|outputs\.npy|probe\.npy|\d{9}-\d{9}(-[0-9a-f]{16})?\.npy)\.\w+")
 #: The Cache Directory Tagging Specification's signature: backup tools skip a folder holding it.
 CACHEDIR_TAG = (
@@ -127,7 +127,16 @@ CACHEDIR_TAG = (
 
 
 def is_temporary(path: Path) -> bool:
-    return path.name.startswith(TEMP_PREFIX) or bool(_LEGACY_TEMP.fullmatch(path.name))
+    return atomic.is_temporary(path) or bool(_LEGACY_TEMP.fullmatch(path.name))
+
+
+def _writer_is_gone(path: Path) -> bool:
+    if atomic.is_temporary(path):
+        return atomic.writer_is_gone(path)
+    try:
+        return time.time() - path.stat().st_mtime > STALE_TEMP_S
+    except OSError:
+        return False
 
 
 class OutputCache:
@@ -196,7 +205,7 @@ class OutputCache:
                     "sha256": _array_digest(array), "probe_shape": list(probe.shape),
                     "probe_sha256": _array_digest(probe), "created": time.time()}  # fmt: skip
             _write_atomic(folder, "meta.json", lambda handle: handle.write(json.dumps(full, indent=1).encode()))
-        except OSError:
+        except (OSError, DataError):
             return  # a full disk or a read-only cache never fails an evaluation: the result is still returned
         shutil.rmtree(folder / "partial", ignore_errors=True)
         self.evict()
@@ -211,7 +220,7 @@ class OutputCache:
         """Begin keeping the rows of a forward pass: the probe rows first, so that a resumed run can check that the
         rows it finds are this model's."""
         folder = self.entry_dir(key) / "partial"
-        with contextlib.suppress(OSError):
+        with contextlib.suppress(OSError, DataError):
             self._tag()
             folder.mkdir(parents=True, exist_ok=True)
             if not (folder / "probe.npy").is_file():
@@ -220,7 +229,7 @@ class OutputCache:
     def save_rows(self, key: str, start: int, rows: np.ndarray) -> None:
         """Keep rows ``start .. start + len(rows)`` of a forward pass in progress (the name carries their SHA-256)."""
         folder = self.entry_dir(key) / "partial"
-        with contextlib.suppress(OSError):
+        with contextlib.suppress(OSError, DataError):
             folder.mkdir(parents=True, exist_ok=True)
             name = f"{start:09d}-{start + len(rows):09d}-{_array_digest(rows)[:16]}.npy"
             _write_atomic(folder, name, lambda handle: np.save(handle, rows, allow_pickle=False))
@@ -308,24 +317,20 @@ class OutputCache:
     def partial_entries(self) -> list[Path]:
         return [folder / "partial" for folder in self._entry_folders() if (folder / "partial").is_dir()]
 
-    def temporary_files(self, older_than: float | None = None) -> list[Path]:
-        """The temporary files of writers (of killed ones, with ``older_than`` seconds: untouched that long)."""
-        now = time.time()
+    def temporary_files(self, *, dead: bool = False) -> list[Path]:
+        """The temporary files of writers in the entries (with ``dead``: only those of killed writers)."""
         found = []
         for folder in self._entry_folders():
             for place in (folder, folder / "partial"):
                 with contextlib.suppress(OSError):
-                    for path in place.iterdir():
-                        old = older_than is None or now - path.stat().st_mtime > older_than
-                        if is_temporary(path) and path.is_file() and old:
-                            found.append(path)
-        return sorted(found)
+                    found += [p for p in place.iterdir() if is_temporary(p) and p.is_file() and not p.is_symlink()]
+        return sorted(p for p in found if not dead or _writer_is_gone(p))
 
     def evict(self) -> list[str]:
         """Remove least recently used entries until the cache fits ``max_bytes``; stale partials and the temporary
         files of killed writers too."""
         now = time.time()
-        for path in self.temporary_files(older_than=STALE_TEMP_S):
+        for path in self.temporary_files(dead=True):
             with contextlib.suppress(OSError):
                 path.unlink()
         for partial in self.partial_entries():
@@ -380,7 +385,7 @@ class OutputCache:
         tag = self.root / "CACHEDIR.TAG"
         if not tag.exists():
             self.root.mkdir(parents=True, exist_ok=True)
-            with contextlib.suppress(OSError):
+            with contextlib.suppress(OSError, DataError):
                 _write_atomic(self.root, "CACHEDIR.TAG", lambda handle: handle.write(CACHEDIR_TAG.encode()))
 
     @staticmethod
@@ -425,12 +430,6 @@ def _array_digest(array: np.ndarray) -> str:
 
 
 def _write_atomic(folder: Path, name: str, write: Any) -> None:
-    handle, temporary = tempfile.mkstemp(prefix=f"{TEMP_PREFIX}{name}.", dir=folder)
-    try:
-        with os.fdopen(handle, "wb") as stream:
-            write(stream)
-        os.replace(temporary, folder / name)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
+    """Write ``folder/name`` whole or not at all (:func:`modelval.atomic.replacing`; a failure is a ``DataError``)."""
+    with atomic.replacing(folder / name, binary=True) as handle:
+        write(handle)
