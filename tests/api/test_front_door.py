@@ -102,11 +102,13 @@ def test_accuracy_and_humans_take_decision_files(modelval_reference_dir):
 
 
 @pytest.mark.slow  # shape_bias's example evaluates the bundled model on the 1280 stimuli
-def test_docstring_examples_run(modelval_data_root, modelval_reference_dir, stimulus_subset, tmp_path):
-    """Every example of the front door runs as written (STIMULI, SUBSET and REFERENCE are data folders, FOLDER
-    an empty one)."""
+def test_docstring_examples_run(
+    modelval_data_root, modelval_reference_dir, vlm_shapebias_dir, stimulus_subset, tmp_path
+):
+    """Every example of the front door runs as written (STIMULI, SUBSET, REFERENCE and VLM_SHAPEBIAS are data
+    folders, FOLDER an empty one)."""
     names = {"STIMULI": modelval_data_root, "SUBSET": stimulus_subset(2), "REFERENCE": modelval_reference_dir,
-             "FOLDER": tmp_path / "out"}  # fmt: skip
+             "VLM_SHAPEBIAS": vlm_shapebias_dir, "FOLDER": tmp_path / "out"}  # fmt: skip
     front_door = ("cue_conflict", "observers", "calibration")
     for module in (modelval, *(importlib.import_module(f"modelval.api.{name}") for name in front_door)):
         result = doctest.testmod(
