@@ -169,6 +169,35 @@ def permutation_test(
 MAX_STREAMED_GRID = 200_000_000
 
 
+Term = tuple[float, float]
+
+
+def _discordant_types(
+    num_a: np.ndarray, den_a: np.ndarray, num_b: np.ndarray, den_b: np.ndarray
+) -> tuple[np.ndarray, list[tuple[Term, Term, int]]]:
+    """The sums ``(num_a, den_a, num_b, den_b)`` over the stimuli a flip leaves unchanged, and the discordant
+    stimuli grouped by type: the unordered pair of their terms, oriented as first seen ``(for A, for B, count)``."""
+    same = (num_a == num_b) & (den_a == den_b)
+    base = np.array([num_a[same].sum(), den_a[same].sum(), num_b[same].sum(), den_b[same].sum()], dtype=np.float64)
+    types: dict[frozenset[Term], tuple[Term, Term, int]] = {}
+    for i in np.flatnonzero(~same):
+        ta, tb = (float(num_a[i]), float(den_a[i])), (float(num_b[i]), float(den_b[i]))
+        u, v, count = types.get(frozenset((ta, tb)), (ta, tb, 0))
+        types[frozenset((ta, tb))] = (u, v, count + 1)
+    return base, list(types.values())
+
+
+def _orientation_terms(u: Term, v: Term, count: int) -> np.ndarray:
+    """``(count + 1, 4)``: the summed terms of one type when k of its ``count`` stimuli give A ``u`` (and B ``v``)
+    and the rest the other way round, for k = 0 .. count."""
+    k = np.arange(count + 1, dtype=np.float64)
+    return np.stack(
+        [k * u[0] + (count - k) * v[0], k * u[1] + (count - k) * v[1], k * v[0] + (count - k) * u[0],
+         k * v[1] + (count - k) * u[1]],
+        axis=1,
+    )  # fmt: skip
+
+
 def streamed_exact_p(
     num_a: np.ndarray, den_a: np.ndarray, num_b: np.ndarray, den_b: np.ndarray, *, max_grid: int = MAX_STREAMED_GRID
 ) -> float | None:
@@ -184,29 +213,18 @@ def streamed_exact_p(
     observed = ratio_difference(num_a, den_a, num_b, den_b)
     if math.isnan(observed):
         return math.nan
-    same = (num_a == num_b) & (den_a == den_b)
-    base = np.array([num_a[same].sum(), den_a[same].sum(), num_b[same].sum(), den_b[same].sum()], dtype=np.float64)
-    types: dict[frozenset[tuple[float, float]], list] = {}
-    for i in np.flatnonzero(~same):
-        ta, tb = (float(num_a[i]), float(den_a[i])), (float(num_b[i]), float(den_b[i]))
-        types.setdefault(frozenset((ta, tb)), [ta, tb, 0])[2] += 1
-    found = sorted(types.values(), key=lambda t: t[2])
+    base, types = _discordant_types(num_a, den_a, num_b, den_b)
+    found = sorted(types, key=lambda t: t[2])
     while len(found) < 2:
-        found.insert(0, [(0.0, 0.0), (0.0, 0.0), 0])
+        found.insert(0, ((0.0, 0.0), (0.0, 0.0), 0))
     if math.prod(t[2] + 1 for t in found) > max_grid:
         return None
 
     def contribution(u: tuple[float, float], v: tuple[float, float], count: int) -> tuple[np.ndarray, np.ndarray]:
-        k = np.arange(count + 1, dtype=np.float64)
-        terms = np.stack(
-            [k * u[0] + (count - k) * v[0], k * u[1] + (count - k) * v[1], k * v[0] + (count - k) * u[0],
-             k * v[1] + (count - k) * u[1]],
-            axis=1,
-        )  # fmt: skip
         log_w = np.array(
             [math.lgamma(count + 1) - math.lgamma(j + 1) - math.lgamma(count - j + 1) for j in range(count + 1)]
         )
-        return terms, log_w - count * math.log(2.0)
+        return _orientation_terms(u, v, count), log_w - count * math.log(2.0)
 
     *outer, (u1, v1, c1), (u2, v2, c2) = found
     t1, w1 = contribution(u1, v1, c1)
@@ -243,30 +261,16 @@ def exact_permutation_test(
     """The exact paired permutation test over all 2^d sign flips, by counting stimulus types (see module doc)."""
     num_a, den_a, num_b, den_b = _terms(num_a, den_a, num_b, den_b)
     observed = ratio_difference(num_a, den_a, num_b, den_b)
-    same = (num_a == num_b) & (den_a == den_b)
-    d = int((~same).sum())
-    base = np.array([num_a[same].sum(), den_a[same].sum(), num_b[same].sum(), den_b[same].sum()])
-    # type: the unordered pair of terms; oriented as (first seen for A, first seen for B)
-    types: dict[frozenset[tuple[float, float]], tuple[tuple[float, float], tuple[float, float], int]] = {}
-    for i in np.flatnonzero(~same):
-        ta, tb = (num_a[i], den_a[i]), (num_b[i], den_b[i])
-        key = frozenset((ta, tb))
-        u, v, count = types.get(key, (ta, tb, 0))
-        types[key] = (u, v, count + 1)
-    grid = math.prod(count + 1 for _, _, count in types.values())
+    base, types = _discordant_types(num_a, den_a, num_b, den_b)
+    d = sum(count for _, _, count in types)
+    grid = math.prod(count + 1 for _, _, count in types)
     if grid > max_grid:
         raise ValueError(f"the exact test would weigh {grid} combinations (> {max_grid}); use permutation_test")
-    # For each type: k of its `count` stimuli end up with A holding u (and B v), the rest the other way.
-    totals = base.astype(np.float64)[None, :]
+    totals = base[None, :]
     weights = np.ones(1)
-    for u, v, count in types.values():
-        k = np.arange(count + 1, dtype=np.float64)
-        contribution = np.stack(
-            [k * u[0] + (count - k) * v[0], k * u[1] + (count - k) * v[1], k * v[0] + (count - k) * u[0],
-             k * v[1] + (count - k) * u[1]],
-            axis=1,
-        )  # fmt: skip
-        weight = np.array([math.comb(count, int(j)) for j in k], dtype=np.float64) / 2.0**count
+    for u, v, count in types:
+        contribution = _orientation_terms(u, v, count)
+        weight = np.array([math.comb(count, j) for j in range(count + 1)], dtype=np.float64) / 2.0**count
         totals = (totals[:, None, :] + contribution[None, :, :]).reshape(-1, 4)
         weights = (weights[:, None] * weight[None, :]).reshape(-1)
     with np.errstate(invalid="ignore", divide="ignore"):
