@@ -366,3 +366,24 @@ def test_cache_commands_tell_what_they_removed_and_left(tmp_path, monkeypatch, c
     assert (cleared["removed"], cleared["interrupted_runs"], cleared["left"]) == (1, 1, ["db/notes"])
     assert main(["cache", "info"]) == 0 and "entries: 0" in capsys.readouterr().out
     assert (cache.root / "db").is_dir()
+
+
+def test_the_answer_caches_files_are_modelvals_and_a_foreign_one_is_not_read(tmp_path):
+    """`answers/` holds the VLM answer cache: counted by info, emptied by clear, never listed as not modelval's;
+    a file there whose record names another model or prompt is not served."""
+    from modelval.records.answer_cache import AnswerCache
+
+    cache = _filled(tmp_path)
+    answers = AnswerCache({"spec": "vlm.py:ask"}, "which shape?", root=cache.root / "answers")
+    answers.put("airplane/airplane1-bicycle2.png", "ab" * 32, "A")
+    answers.flush()
+    (cache.root / "answers" / "notes.txt").write_text("mine")
+    info = cache.info()
+    assert info["answer_files"] == 1 and info["not_modelvals"] == ["answers/notes.txt"]
+    record = json.loads(answers.path.read_text())
+    answers.path.write_text(json.dumps({**record, "prompt": "another prompt"}))
+    again = AnswerCache({"spec": "vlm.py:ask"}, "which shape?", root=cache.root / "answers")
+    assert again.get("airplane/airplane1-bicycle2.png", "ab" * 32) is None
+    cleared = cache.clear()
+    assert cleared.answer_files == 1 and cleared.left == ("answers/notes.txt",)
+    assert (cache.root / "answers" / "notes.txt").read_text() == "mine" and not answers.path.exists()

@@ -58,6 +58,8 @@ def run_info(args: argparse.Namespace) -> int:
             f"temporary files of writers: {info['temporary_files']}, {_size(info['temporary_bytes'])} (those of killed "
             "writers go with the next write, or with `modelval cache clear`)"
         )
+    if info["answer_files"]:
+        out(f"VLM answers: {info['answer_files']} file(s), {_size(info['answer_bytes'])}")
     if info["not_modelvals"]:
         out("not modelval's (left alone): " + ", ".join(info["not_modelvals"]))
     if info["models"]:
@@ -73,12 +75,15 @@ def run_clear(args: argparse.Namespace) -> int:
     if args.json:
         out_json({
             "path": str(cache.root), "removed": cleared.entries, "interrupted_runs": cleared.interrupted_runs,
-            "temporary_files": cleared.temporary_files, "bytes": cleared.bytes, "left": list(cleared.left),
+            "temporary_files": cleared.temporary_files, "answer_files": cleared.answer_files, "bytes": cleared.bytes,
+            "left": list(cleared.left),
         })  # fmt: skip
         return 0
     parts = [f"{cleared.entries} stored output{'s' if cleared.entries != 1 else ''}"]
     if cleared.interrupted_runs:
         parts.append(f"{cleared.interrupted_runs} interrupted run{'s' if cleared.interrupted_runs != 1 else ''}")
+    if cleared.answer_files:
+        parts.append(f"{cleared.answer_files} VLM answer file{'s' if cleared.answer_files != 1 else ''}")
     if cleared.temporary_files:
         parts.append(f"{cleared.temporary_files} temporary file{'s' if cleared.temporary_files != 1 else ''}")
     out(f"removed {', '.join(parts)} ({_size(cleared.bytes)}) from {cache.root}")

@@ -40,7 +40,9 @@ class AnswerCache:
         self._pending = 0
         try:
             data = json.loads(self.path.read_text(encoding="utf-8"))
-            if isinstance(data, dict) and isinstance(data.get("answers"), dict):
+            # the file's own record must name this model and prompt: a file that does not is not this pair's
+            same = isinstance(data, dict) and data.get("model") == model and data.get("prompt") == prompt
+            if same and isinstance(data.get("answers"), dict):
                 self.answers = data["answers"]
         except (OSError, ValueError):
             pass  # no entry yet, or a damaged one: asked again
@@ -48,7 +50,7 @@ class AnswerCache:
     def get(self, stimulus: str, digest: str) -> str | None:
         """The stored answer for this stimulus with these bytes, or ``None``."""
         stored = self.answers.get(stimulus)
-        if stored is not None and stored.get("sha256") == digest and isinstance(stored.get("answer"), str):
+        if isinstance(stored, dict) and stored.get("sha256") == digest and isinstance(stored.get("answer"), str):
             self.hits += 1
             return stored["answer"]
         return None

@@ -109,6 +109,7 @@ class Cleared:
     temporary_files: int
     bytes: int
     left: tuple[str, ...]
+    answer_files: int = 0
 
 
 #: The files of an entry folder; a folder holding anything else is not modelval's and is never removed.
@@ -116,6 +117,9 @@ ENTRY_FILES = frozenset({"meta.json", "outputs.npy", "probe.npy", "partial"})
 #: A temporary file of the naming before modelval.atomic's, untouched this long, belongs to a killed writer.
 STALE_TEMP_S = 3600
 _KEY = re.compile(r"[0-9a-f]{16,128}")
+#: The answer cache's folder beside the entries (:mod:`modelval.records.answer_cache`): ``<sha256>.json`` files.
+ANSWERS = "answers"
+_ANSWER_FILE = re.compile(r"[0-9a-f]{64}\.json")
 _PREFIX = re.compile(r"[0-9a-f]{2}")
 _CHUNK = re.compile(r"(\d{9})-(\d{9})-([0-9a-f]{16})\.npy")
 #: Temporary names of the cache's writer before it wrote through modelval.atomic (".<name>.<random>").
@@ -294,6 +298,9 @@ class OutputCache:
         for path in sorted(self.root.iterdir()):
             if path.name == "CACHEDIR.TAG":
                 continue
+            if path.name == ANSWERS and path.is_dir() and not path.is_symlink():
+                found += [f"{ANSWERS}/{p.name}" for p in sorted(path.iterdir()) if p not in self.answer_files()]
+                continue
             if not (_PREFIX.fullmatch(path.name) and path.is_dir() and not path.is_symlink()):
                 found.append(path.name + ("/" if path.is_dir() else ""))
                 continue
@@ -313,6 +320,16 @@ class OutputCache:
                 continue
             found.append(CacheEntry(folder.name, folder, size, used, meta if isinstance(meta, dict) else {}))
         return sorted(found, key=lambda entry: entry.last_used)
+
+    def answer_files(self) -> list[Path]:
+        """The answer cache's files (a VLM's answers per model and prompt) and their writers' temporary files."""
+        folder = self.root / ANSWERS
+        if not folder.is_dir() or folder.is_symlink():
+            return []
+        return sorted(
+            p for p in folder.iterdir()
+            if p.is_file() and not p.is_symlink() and (_ANSWER_FILE.fullmatch(p.name) or atomic.is_temporary(p))
+        )  # fmt: skip
 
     def partial_entries(self) -> list[Path]:
         return [folder / "partial" for folder in self._entry_folders() if (folder / "partial").is_dir()]
@@ -361,6 +378,8 @@ class OutputCache:
             "interrupted_bytes": sum(_size(p) for p in partial),
             "temporary_files": len(temporary),
             "temporary_bytes": sum(_size(p) for p in temporary),
+            "answer_files": len(answers := self.answer_files()),
+            "answer_bytes": sum(_size(p) for p in answers),
             "not_modelvals": self._foreign(),
             "models": sorted({str(entry.meta.get("model", "?")) for entry in entries}),
         }
@@ -376,10 +395,16 @@ class OutputCache:
             temporary += sum(1 for p in folder.rglob("*") if is_temporary(p))
             self._discard(folder)
             emptied.add(folder.parent)
-        for prefix in emptied:
+        answers = self.answer_files()
+        for path in answers:
+            size += _size(path)
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+            emptied.add(path.parent)
+        for folder in emptied:
             with contextlib.suppress(OSError):
-                prefix.rmdir()  # only a folder that held modelval's entries, and only when nothing else is in it
-        return Cleared(entries, interrupted, temporary, size, tuple(self._foreign()))
+                folder.rmdir()  # only a folder that held modelval's files, and only when nothing else is in it
+        return Cleared(entries, interrupted, temporary, size, tuple(self._foreign()), len(answers))
 
     def _tag(self) -> None:
         tag = self.root / "CACHEDIR.TAG"
