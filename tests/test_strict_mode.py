@@ -31,8 +31,7 @@ def run_pytest(*args: str, env: dict[str, str] | None = None) -> subprocess.Comp
 def test_missing_stimuli_fail_or_skip_when_allowed(tmp_path, allow_missing):
     args = [
         "tests/datasets/test_stimuli.py::test_real_stimuli_counts",
-        "--modelval-data-root",
-        str(tmp_path / "absent"),
+        f"--modelval-data-root={tmp_path / 'absent'}",
     ]
     result = run_pytest(*args, *(["--modelval-allow-missing-data"] if allow_missing else []))
     output = result.stdout + result.stderr
@@ -47,8 +46,7 @@ def test_missing_stimuli_fail_or_skip_when_allowed(tmp_path, allow_missing):
 def test_strict_data_environment_overrides_allow_missing(tmp_path):
     args = [
         "tests/datasets/test_stimuli.py::test_real_stimuli_counts",
-        "--modelval-data-root",
-        str(tmp_path / "absent"),
+        f"--modelval-data-root={tmp_path / 'absent'}",
     ]
     result = run_pytest(*args, "--modelval-allow-missing-data", env={"MODELVAL_STRICT_DATA": "1"})
     assert result.returncode == 1 and "1 error" in result.stdout
@@ -62,7 +60,7 @@ def test_missing_weights_skip_or_fail(tmp_path, strict):
         "tests/runner/test_shape_bias_validation.py::"
         "test_shape_bias[resnet50-SIN-texture-vs-shape-correct-model-norm]"
     )
-    args = [case, "--modelval-checkpoint-dir", str(tmp_path)]
+    args = [case, f"--modelval-checkpoint-dir={tmp_path}"]
     result = run_pytest(*args, *(["--modelval-strict-weights"] if strict else []))
     output = result.stdout + result.stderr
     assert "resnet50_train_60_epochs-c8e5653e.pth.tar" in output and "modelval fetch resnet50_sin" in output

@@ -76,11 +76,11 @@ def summary_table(output: str) -> str:
 @pytest.mark.slow
 def test_plugin_runs_a_users_zoo_and_xdist_gives_the_same_table(user_project, tmp_path):
     pytester, subset = user_project
-    common = ["-p", "no:cacheprovider", "--modelval-data-root", str(subset), "--modelval-allow-modified-stimuli",
+    common = ["-p", "no:cacheprovider", f"--modelval-data-root={subset}", "--modelval-allow-modified-stimuli",
               "--modelval-device", "cpu"]  # fmt: skip
-    serial = pytester.runpytest_subprocess(*common, "--modelval-report-dir", str(tmp_path / "n0"))
+    serial = pytester.runpytest_subprocess(*common, f"--modelval-report-dir={tmp_path / 'n0'}")
     serial.assert_outcomes(passed=6)
-    parallel = pytester.runpytest_subprocess(*common, "-n", "2", "-v", "--modelval-report-dir", str(tmp_path / "n2"))
+    parallel = pytester.runpytest_subprocess(*common, "-n", "2", "-v", f"--modelval-report-dir={tmp_path / 'n2'}")
     parallel.assert_outcomes(passed=6)
     # Each model's cases ran on one worker (evaluated once), though the session's --dist stayed "load".
     workers: dict[str, set[str]] = {}
@@ -262,16 +262,14 @@ def test_broken_entries_fail_alone_with_one_line(pytester, stimulus_subset):
         '[models."../../escape"]\nspec = "efficientnet_lite0"\n'
     )
     pytester.makepyfile(test_zoo=USER_TEST)
-    subset = stimulus_subset(2)  # outside the project: the space form below once moved pytest's rootdir
+    subset = stimulus_subset(2)  # outside the project: the space form would move pytest's rootdir (refused)
     report = pytester.path / "reports"
     result = pytester.runpytest_subprocess(
         "-p",
         "no:cacheprovider",
-        "--modelval-data-root",
-        str(subset),
+        f"--modelval-data-root={subset}",
         "--modelval-allow-modified-stimuli",
-        "--modelval-report-dir",
-        str(report),
+        f"--modelval-report-dir={report}",
     )
     result.assert_outcomes(passed=1, errors=2)
     output = result.stdout.str()
@@ -350,7 +348,7 @@ def test_a_model_whose_code_fails_fails_its_own_cases_in_one_line(pytester, stim
     pytester.path.joinpath("nets.py").write_text('def build():\n    raise RuntimeError("factory exploded")\n')
     pytester.makepyfile(test_zoo=USER_TEST)
     result = pytester.runpytest_subprocess(
-        "-p", "no:cacheprovider", "--modelval-data-root", str(stimulus_subset(2)), "--modelval-allow-modified-stimuli"
+        "-p", "no:cacheprovider", f"--modelval-data-root={stimulus_subset(2)}", "--modelval-allow-modified-stimuli"
     )
     result.assert_outcomes(passed=1, failed=2)
     output = result.stdout.str()
@@ -418,8 +416,8 @@ def test_reports_on_a_full_disk_are_one_line_and_fail_the_run(pytester, stimulus
     pytester.makepyfile(test_zoo=USER_TEST)
     report = pytester.path / "reports"
     result = pytester.runpytest_subprocess(
-        "-p", "no:cacheprovider", "--modelval-data-root", str(stimulus_subset(2)), "--modelval-allow-modified-stimuli",
-        "--modelval-device", "cpu", "--modelval-report-dir", str(report),
+        "-p", "no:cacheprovider", f"--modelval-data-root={stimulus_subset(2)}", "--modelval-allow-modified-stimuli",
+        "--modelval-device", "cpu", f"--modelval-report-dir={report}",
     )  # fmt: skip
     result.assert_outcomes(passed=1)
     output = result.stdout.str()
@@ -428,3 +426,67 @@ def test_reports_on_a_full_disk_are_one_line_and_fail_the_run(pytester, stimulus
     assert f"the reports were not written to {report}: cannot write" in line and "No space left on device" in line
     assert result.ret == pytest.ExitCode.TESTS_FAILED  # the reports a CI job asked for are missing: not green
     assert not [p for p in report.rglob("*") if p.is_file()]  # nothing half-written
+
+
+# --- what a nightly relies on (issue 28, point 6) --------------------------------------------------------------
+
+THEIR_PROJECT_INI = """
+[tool.pytest.ini_options]
+addopts = "--strict-markers"
+markers = ["mine: their own marker"]
+"""
+
+THEIR_MARKED_TEST = """
+import pytest
+
+
+@pytest.mark.mine
+def test_theirs(request):
+    # their ini file was read: its addopts and its marker are in force
+    assert request.config.getoption("strict_markers")
+"""
+
+
+def test_strict_markers_without_xdist_collects_the_cases(pytester):
+    """Before: the cases' ``xdist_group`` mark was unregistered without pytest-xdist, so ``--strict-markers``
+    gave a collection error and the project ran nothing."""
+    pytester.path.joinpath("modelval.toml").write_text(ONE_MODEL)
+    pytester.makepyfile(test_zoo=USER_TEST)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:xdist", "--strict-markers",
+                                           "--collect-only", "-q")  # fmt: skip
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    assert "test_zoo.py::test_my_zoo[lite0-model-norm]" in result.stdout.str()
+    assert "xdist_group" not in result.stdout.str()
+
+
+def test_the_space_form_that_moves_the_rootdir_is_refused_and_the_equals_form_works(pytester, tmp_path_factory):
+    """Before: ``--modelval-data-root DIR`` (DIR outside the project) made pytest take a folder above DIR as its
+    rootdir: the project's ini file (addopts, markers) was silently ignored and ``.pytest_cache`` was written
+    into the stimulus folder."""
+    data = tmp_path_factory.mktemp("shared") / "cue-conflict"
+    data.mkdir()
+    pytester.makepyprojecttoml(THEIR_PROJECT_INI)
+    pytester.makepyfile(test_theirs=THEIR_MARKED_TEST)
+
+    refused = pytester.runpytest_subprocess("--modelval-data-root", str(data))
+    assert refused.ret == pytest.ExitCode.USAGE_ERROR
+    errors = [line for line in refused.stderr.lines if line.strip()]
+    assert len(errors) == 1, refused.stderr.str()
+    assert f"--modelval-data-root {data}: write --modelval-data-root={data}" in errors[0]
+    assert f"without an ini file, not rootdir {pytester.path} with pyproject.toml)" in errors[0]
+    assert not any(data.parent.rglob(".pytest_cache")), "pytest wrote into the data folder"
+
+    accepted = pytester.runpytest_subprocess(f"--modelval-data-root={data}")
+    accepted.assert_outcomes(passed=1)
+    assert f"rootdir: {pytester.path}" in accepted.stdout.str()
+    assert not any(data.parent.rglob(".pytest_cache"))
+
+
+def test_the_space_form_is_kept_where_it_changes_nothing(pytester):
+    """A folder inside the project leaves the rootdir and ini file as they are: no reason to refuse it."""
+    data = pytester.path / "data"
+    data.mkdir()
+    pytester.makepyprojecttoml(THEIR_PROJECT_INI)
+    pytester.makepyfile(test_theirs=THEIR_MARKED_TEST)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--modelval-data-root", str(data))
+    result.assert_outcomes(passed=1)

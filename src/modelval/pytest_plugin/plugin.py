@@ -62,9 +62,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     add_options(parser)
 
 
+#: Registered only where pytest-xdist is not (it registers its own): the cases carry it for ``--dist loadgroup``,
+#: and a project running ``--strict-markers`` without xdist would otherwise fail to collect them.
+XDIST_GROUP_MARKER = "xdist_group(name): pytest-xdist's group mark (modelval's cases carry it; unused without xdist)"
+
+
 def pytest_configure(config: pytest.Config) -> None:
     for marker in MARKERS:
         config.addinivalue_line("markers", marker)
+    if not config.pluginmanager.hasplugin("xdist"):
+        config.addinivalue_line("markers", XDIST_GROUP_MARKER)
     check_settings(config)
 
 

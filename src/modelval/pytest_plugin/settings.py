@@ -142,6 +142,67 @@ def check_settings(config: pytest.Config) -> None:
         problem = _folder_problem(Path(report_dir))
         if problem is not None:
             raise pytest.UsageError(f"{BY_NAME['report_dir'].option} {report_dir}: {problem}")
+    moved = rootdir_moved_by_a_value(config)
+    if moved is not None:
+        raise pytest.UsageError(moved)
+
+
+def _space_form_values(config: pytest.Config) -> list[tuple[str, str]]:
+    """``(option, value)`` for each ``--modelval-x VALUE`` written with a space (``PYTEST_ADDOPTS`` included)."""
+    import shlex
+
+    options = {setting.option for setting in SETTINGS if setting.kind != "flag"}
+    args = shlex.split(os.environ.get("PYTEST_ADDOPTS", "")) + [str(arg) for arg in config.invocation_params.args]
+    return [(arg, args[i + 1]) for i, arg in enumerate(args[:-1]) if arg in options]
+
+
+def rootdir_moved_by_a_value(config: pytest.Config) -> str | None:
+    """One line when ``--modelval-x PATH`` (space form) made pytest pick another rootdir or ini file; else None.
+
+    pytest picks its rootdir and ini file from the command line's paths *before* any plugin is loaded, so at that
+    moment ``--modelval-data-root DIR`` is an unknown option followed by a path: DIR counts as a test path. When
+    DIR lies outside the project, pytest takes a folder above DIR as its rootdir, ignores the project's ini file
+    (its ``addopts`` and markers) and writes its ``.pytest_cache`` into the stimulus folder. The ``=`` form
+    (``--modelval-data-root=DIR``) cannot do that. The space form is refused only where it changed something.
+    """
+    invocation = Path(config.invocation_params.dir)
+    suspects = [(option, value) for option, value in _space_form_values(config) if (invocation / value).exists()]
+    if not suspects:
+        return None
+    expected = _setup_without(config)
+    if expected is not None and expected == (Path(config.rootpath), config.inipath):
+        return None
+    option, value = suspects[0]
+    def described(rootpath: Path, inipath: Path | None) -> str:
+        return f"rootdir {rootpath} " + (f"with {inipath.name}" if inipath else "without an ini file")
+
+    chosen = described(Path(config.rootpath), config.inipath)
+    should = "" if expected is None else f", not {described(*expected)}"
+    return (
+        f"{option} {value}: write {option}={value}. pytest chooses its rootdir and ini file before plugins load, "
+        f"so the space form made it read {value} as a test path ({chosen}{should})"
+    )
+
+
+def _setup_without(config: pytest.Config) -> tuple[Path, Path | None] | None:
+    """The rootdir and ini file pytest would have chosen from the command line's real test paths (None: unknown)."""
+    import inspect
+
+    try:
+        from _pytest.config.findpaths import determine_setup
+
+        given = {
+            "inifile": config.option.inifilename,
+            "override_ini": config.option.override_ini,
+            "args": [str(arg) for arg in config.option.file_or_dir or []],
+            "rootdir_cmd_arg": config.option.rootdir or None,
+            "invocation_dir": Path(config.invocation_params.dir),
+        }
+        accepted = inspect.signature(determine_setup).parameters
+        rootpath, inipath, *_ = determine_setup(**{k: v for k, v in given.items() if k in accepted})
+    except Exception:  # a pytest whose private setup function differs: refuse the space form to be safe
+        return None
+    return Path(rootpath), (Path(inipath) if inipath else None)
 
 
 def _folder_problem(folder: Path) -> str | None:
