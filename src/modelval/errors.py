@@ -51,6 +51,28 @@ class DeviceMismatchError(ModelvalError):
     """
 
 
+class OutOfMemory(UserCodeError):
+    """A forward ran out of device memory (CUDA's, MPS's or the host's).
+
+    :func:`modelval.evaluation.model_outputs` retries a batch that ran out at half its size; this error reaches the
+    caller only when one image at a time does not fit either. An illegal memory access is never this error (it is
+    a defect, not a lack of memory, and the device is not usable after it), so it is never retried.
+    """
+
+
+def is_out_of_memory(error: BaseException) -> bool:
+    """Whether ``error`` is torch saying that a device ran out of memory (never an illegal memory access)."""
+    text = str(error)
+    if "illegal memory access" in text.lower():
+        return False
+    if type(error).__name__ == "OutOfMemoryError":  # torch.OutOfMemoryError, torch.cuda.OutOfMemoryError
+        return True
+    return isinstance(error, RuntimeError) and (
+        "CUDA out of memory" in text or "MPS backend out of memory" in text or "DefaultCPUAllocator: can't allocate"
+        in text
+    )
+
+
 class ModelOutputError(ModelvalError, ValueError):
     """A model's output cannot be a classifier's answer: not a tensor, the wrong shape, NaN or infinite."""
 
@@ -117,6 +139,9 @@ def user_code(what: str, *, inputs_on: str | None = None) -> Iterator[None]:
     except ModelvalError:
         raise
     except Exception as error:
+        if inputs_on is not None and is_out_of_memory(error):
+            reason = describe_exception(error, limit=200)
+            raise OutOfMemory(f"{what} ran out of memory on {inputs_on}: {reason}") from error
         if inputs_on is not None and is_device_mismatch(error):
             raise DeviceMismatchError(
                 f"{what} found its tensors on different devices ({describe_exception(error, limit=200)}); modelval "

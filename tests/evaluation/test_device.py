@@ -289,3 +289,56 @@ def test_on_cuda_the_batched_host_copies_give_the_cpu_digest():
     entries = sorted(model.cuda().state_dict(keep_vars=True).items())
     for chunk in (1000, 4096, 1 << 20):  # streamed in pieces; small tensors queued together; all in one buffer
         assert tensors_digest(entries, chunk_bytes=chunk) == expected
+
+
+# --- out of device memory (issue 28: a model that does not fit gets one line; a batch that does not is halved) --
+
+
+class Roomy(torch.nn.Module):
+    """A 1000-way linear head over pooled pixels that 'runs out of memory' above ``capacity`` images per batch.
+
+    ``error`` is what it raises then: torch's own out-of-memory exception, or any other device error.
+    """
+
+    def __init__(self, capacity: int, error: type[BaseException] | None = None, message: str = "") -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.head = torch.nn.Linear(3, 1000)
+        self.capacity, self.error, self.message = capacity, error or torch.cuda.OutOfMemoryError, message
+        self.batches: list[int] = []
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.batches.append(len(x))
+        if len(x) > self.capacity:
+            raise self.error(self.message or f"CUDA out of memory. Tried to allocate {len(x)} GiB")
+        return self.head(x.mean(dim=(2, 3)))
+
+
+def test_a_batch_that_runs_out_of_memory_is_run_again_at_half_the_size():
+    images = torch.randint(0, 256, (40, 3, 8, 8), dtype=torch.uint8)
+    expected, _ = model_outputs(Roomy(capacity=64), images, CONFIG, batch_size=32, device="cpu", progress=False)
+    notes: list[str] = []
+    model = Roomy(capacity=10)
+    outputs, _ = model_outputs(model, images, CONFIG, batch_size=32, device="cpu", progress=False, memory_notes=notes)
+    torch.testing.assert_close(torch.from_numpy(outputs), torch.from_numpy(expected), rtol=1e-5, atol=1e-6)
+    assert notes == ["batch size 32 -> 16: out of memory on cpu", "batch size 16 -> 8: out of memory on cpu"]
+    assert model.batches == [32, 16, 8, 8, 8, 8, 8]  # the smaller size is kept for the rest of the run
+
+
+def test_a_model_that_does_not_fit_even_one_image_at_a_time_is_one_line():
+    with pytest.raises(modelval.errors.OutOfMemory) as caught:
+        model_outputs(Roomy(capacity=0), torch.zeros(4, 3, 8, 8, dtype=torch.uint8), CONFIG, batch_size=4,
+                      device="cpu", progress=False)  # fmt: skip
+    message = str(caught.value)
+    assert "\n" not in message and message.startswith("the forward of Roomy (")
+    assert "ran out of memory on cpu" in message
+    assert "OutOfMemoryError: CUDA out of memory" in message and "not even one image at a time fits" in message
+
+
+def test_an_illegal_memory_access_is_never_retried():
+    model = Roomy(capacity=0, error=RuntimeError, message="CUDA error: an illegal memory access was encountered")
+    with pytest.raises(UserCodeError, match="illegal memory access") as caught:
+        model_outputs(model, torch.zeros(8, 3, 8, 8, dtype=torch.uint8), CONFIG, batch_size=8, device="cpu",
+                      progress=False)  # fmt: skip
+    assert not isinstance(caught.value, modelval.errors.OutOfMemory)
+    assert model.batches == [8]

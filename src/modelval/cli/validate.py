@@ -17,7 +17,7 @@ from modelval.cli._args import (
 from modelval.cli._options import DATA_ROOT_HELP
 from modelval.cli._output import out, out_json
 from modelval.errors import ModelvalError
-from modelval.runner.executors import EXECUTORS
+from modelval.runner.executors import EXECUTORS, SUBMITIT_CLUSTERS
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -55,8 +55,29 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--executor",
         choices=EXECUTORS,
         default="serial",
-        help="serial (this process) or ray: one Ray task per model, a GPU each when the cluster has GPUs "
-        "(pip install 'modelval[ray]'); the reports are the same",
+        help="serial (this process); ray: one Ray task per model, a GPU each when the cluster has GPUs "
+        "(pip install 'modelval[ray]'); submitit: one SLURM job per model in a job array, requeued when preempted "
+        "(pip install 'modelval[slurm]'); the reports are the same",
+    )
+    parser.add_argument(
+        "--submitit-folder",
+        metavar="DIR",
+        help="--executor submitit: the jobs' scripts and logs (default: ./submitit-jobs; on a cluster, a "
+        "shared folder)",
+    )
+    parser.add_argument(
+        "--submitit-cluster",
+        choices=SUBMITIT_CLUSTERS,
+        help="--executor submitit: auto (SLURM where sbatch exists, else processes here; the default), slurm, "
+        "local or debug (in this process)",
+    )
+    parser.add_argument(
+        "--slurm",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="--executor submitit: a SLURM or submitit parameter, e.g. partition=gpu, array_parallelism=8, "
+        "timeout_min=120, gpus_per_node=1 (repeat the flag for more; defaults: timeout_min=60, one GPU per job)",
     )
     parser.add_argument(
         "--ray-address",
@@ -85,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
     from modelval.runner.executors import evaluate_models
     from modelval.runner.matrix import ValidationRunner
     from modelval.runner.models_file import find_models_file, read_models_file
-    from modelval.runner.reports import write_validation_reports
+    from modelval.runner.reports import format_notes, write_validation_reports
 
     path = args.models_file or find_models_file()
     if path is None:
@@ -94,6 +115,13 @@ def run(args: argparse.Namespace) -> int:
             "or pass --models-file FILE; see docs/zoo.md"
         )
     models = read_models_file(path)
+    submitit = None
+    if args.executor == "submitit":
+        from modelval.extras import require
+        from modelval.runner.executors import SubmititSettings
+
+        submitit = SubmititSettings.parse(args.submitit_folder, args.submitit_cluster, args.slurm)
+        require("submitit", extra="slurm", purpose="--executor submitit")  # before the stimuli load
     if args.executor == "ray":
         from modelval.runner.executors import reach_ray_cluster
 
@@ -116,7 +144,9 @@ def run(args: argparse.Namespace) -> int:
         work: dict[str, list[str]] = {}
         for case in cases:
             work.setdefault(case.model, []).append(case.normalization)
-        evaluate_models(runner, list(work.items()), executor=args.executor, address=args.ray_address)
+        evaluate_models(
+            runner, list(work.items()), executor=args.executor, address=args.ray_address, submitit=submitit
+        )
     judgements = []
     for case in cases:
         if progress:
@@ -147,6 +177,8 @@ def run(args: argparse.Namespace) -> int:
         out(format_comparison(runner.rows))
         out()
         out(format_breakdown(runner.rows))
+        for line in format_notes(runner.rows):
+            out(line)
         for case, judgement in failed:
             out(f"\nFAILED {case.id}: {judgement.message}")
         if written:

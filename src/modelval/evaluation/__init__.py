@@ -185,10 +185,12 @@ def evaluate(
     moved_from = place_model(model, target)
     key, fields = output_key(model, config, stimuli, amp=amp, device=target, channels_last=channels_last)
     cache = output_cache if key is not None else None
+    memory_notes: list[str] = []
     outputs, status = model_outputs(
         model, stimuli.images, config, batch_size=batch_size, device=target, progress=progress, amp=amp,
         channels_last=channels_last, check_width=mapper.label_map.check_outputs, cache=cache, cache_key=key,
         cache_meta={"model": model_name, "fields": fields}, names=[s.name for s in stimuli.stimuli],
+        memory_notes=memory_notes,
     )  # fmt: skip
     forward = time.perf_counter() - start
     if output_cache is None:
@@ -214,6 +216,8 @@ def evaluate(
         "output_cache_key": key,
         "bootstrap": {"resamples": n_bootstrap, "seed": seed, "unit": result.ci_resampling},
     }
+    if memory_notes:  # the batches that ran out of device memory and were run again at half the size
+        provenance["out_of_memory"] = memory_notes
     zero_shot = getattr(model, "zero_shot_record", None)  # a CLIP / SigLIP head (modelval.models.zero_shot)
     if callable(zero_shot):
         provenance["zero_shot"] = zero_shot()

@@ -21,7 +21,7 @@ from tqdm.auto import tqdm
 from modelval.behaviour.categories import CATEGORIES, Aggregation, CategoryMapper
 from modelval.behaviour.label_map import LabelMap
 from modelval.datasets.stimulus_set import StimulusSet
-from modelval.errors import ModelOutputError, ModelvalError, user_code
+from modelval.errors import ModelOutputError, ModelvalError, OutOfMemory, user_code
 from modelval.preprocessing import PreprocessConfig, prepare_batch
 from modelval.records.output_cache import OutputCache
 from modelval.records.provenance import (
@@ -248,6 +248,7 @@ def model_outputs(
     cache_key: str | None = None,
     cache_meta: dict[str, object] | None = None,
     names: Sequence[str] | None = None,
+    memory_notes: list[str] | None = None,
 ) -> tuple[np.ndarray, str]:
     """The model's raw outputs on uint8 ``images`` under ``config``: ``((N, K) float32, cache status)``.
 
@@ -265,6 +266,9 @@ def model_outputs(
     fails before the whole set is run. A forward that raises, or returns no ``(batch, classes)`` logits, or
     NaN/infinite ones, stops with one :class:`~modelval.errors.ModelvalError` line naming the model (and, with
     ``names``, the images): a NaN row's argmax would be "airplane", a decision the model never made.
+    A batch that runs out of device memory is run again at half the size (as timm's bulk runner does), and each
+    halving is appended to ``memory_notes``; one image at a time that still does not fit stops with one
+    :class:`~modelval.errors.OutOfMemory` line. Any other device error (an illegal memory access) is never retried.
     """
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
@@ -330,9 +334,19 @@ def model_outputs(
             total=len(images), initial=reused, desc="evaluating", unit="img", disable=not progress, leave=False
         )
         with bar:
-            for first in range(0, len(pending), batch_size):
-                index = pending[first : first + batch_size]
-                logits = forward_rows(index)
+            first, size = 0, batch_size
+            while first < len(pending):
+                index = pending[first : first + size]
+                try:
+                    logits = forward_rows(index)
+                except OutOfMemory as error:
+                    if size == 1:
+                        raise OutOfMemory(
+                            f"{error}; not even one image at a time fits: run it on a device with more memory"
+                        ) from error.__cause__
+                    size = _after_out_of_memory(target, size, memory_notes)
+                    continue
+                first += len(index)
                 if out is None:
                     if check_width is not None:
                         check_width(logits.shape[1])
@@ -349,6 +363,21 @@ def model_outputs(
         cache.save(cache_key, out, {**(cache_meta or {}), "rows": len(images)}, probe=probe)
     status = "miss" if reused == 0 else f"resumed: {reused} of {len(images)} rows reused"
     return out, status + replaced
+
+
+def _after_out_of_memory(target: torch.device, size: int, notes: list[str] | None) -> int:
+    """The next batch size after a batch of ``size`` ran out of memory on ``target`` (half), noted; memory freed."""
+    import gc
+
+    smaller = max(1, size // 2)
+    gc.collect()
+    if target.type == "cuda":
+        torch.cuda.empty_cache()
+    elif target.type == "mps" and hasattr(torch, "mps"):
+        torch.mps.empty_cache()
+    if notes is not None:
+        notes.append(f"batch size {size} -> {smaller}: out of memory on {target}")
+    return smaller
 
 
 #: Stimuli of the probe: the output cache's proof that stored outputs are this model's (see :func:`model_outputs`).

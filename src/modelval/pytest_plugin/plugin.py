@@ -278,7 +278,19 @@ def modelval_runner(
         work: dict[str, list[str]] = {}
         for case in cases:
             work.setdefault(case.model, []).append(case.normalization)
-        evaluate_models(runner, list(work.items()), executor=executor, address=setting(pytestconfig, "ray_address"))
+        submitit = None
+        if executor == "submitit":
+            from modelval.runner.executors import SubmititSettings
+
+            slurm = setting(pytestconfig, "slurm")
+            submitit = SubmititSettings.parse(
+                setting(pytestconfig, "submitit_folder"), setting(pytestconfig, "submitit_cluster"),
+                [slurm] if slurm else [],
+            )  # fmt: skip
+        evaluate_models(
+            runner, list(work.items()), executor=executor, address=setting(pytestconfig, "ray_address"),
+            submitit=submitit,
+        )  # fmt: skip
     pytestconfig.stash[RUNNER_KEY] = runner
     return runner
 
@@ -339,12 +351,14 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     if not rows:
         return
     from modelval.judgement.rows import format_breakdown, format_comparison
-    from modelval.runner.reports import write_validation_reports
+    from modelval.runner.reports import format_notes, write_validation_reports
 
     terminalreporter.section("shape-bias validation")
     terminalreporter.write_line(format_comparison(rows))
     terminalreporter.write_line("")
     terminalreporter.write_line(format_breakdown(rows))
+    for line in format_notes(rows):
+        terminalreporter.write_line(line)
     report_dir = setting(config, "report_dir")
     if report_dir:
         from modelval.errors import ModelvalError

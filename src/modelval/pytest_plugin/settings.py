@@ -59,8 +59,15 @@ SETTINGS: tuple[Setting, ...] = (
             "cannot be had (ignored when MODELVAL_STRICT_DATA=1)"),
     Setting("strict_weights", "flag", "fail (instead of skip) cases whose downloaded weights are missing "
             "(the nightly GPU job)", env="MODELVAL_STRICT_WEIGHTS"),
-    Setting("executor", "text", "serial (default) or ray: evaluate the models file's models as Ray tasks, one "
-            "per model, before the cases are judged", env="MODELVAL_EXECUTOR", choices=("serial", "ray")),
+    Setting("executor", "text", "serial (default), ray or submitit: evaluate the models file's models as Ray "
+            "tasks or SLURM jobs (a job array), one per model, before the cases are judged", env="MODELVAL_EXECUTOR",
+            choices=("serial", "ray", "submitit")),
+    Setting("submitit_folder", "path", "--modelval-executor submitit: the jobs' scripts and logs (default: "
+            "./submitit-jobs; on a cluster, a shared folder)", env="MODELVAL_SUBMITIT_FOLDER"),
+    Setting("submitit_cluster", "text", "--modelval-executor submitit: auto (default), slurm, local or debug",
+            env="MODELVAL_SUBMITIT_CLUSTER", choices=("auto", "slurm", "local", "debug")),
+    Setting("slurm", "text", "--modelval-executor submitit: SLURM/submitit parameters, comma-separated KEY=VALUE "
+            "(e.g. partition=gpu,array_parallelism=8,timeout_min=120)", env="MODELVAL_SLURM"),
     Setting("ray_address", "text", "an existing Ray cluster for --modelval-executor ray (default: a local one)",
             env="RAY_ADDRESS"),
 )  # fmt: skip

@@ -1,4 +1,5 @@
-"""Where a validation run's evaluations happen: in this process (``serial``) or as Ray tasks (``ray``).
+"""Where a validation run's evaluations happen: in this process (``serial``), as Ray tasks (``ray``) or as
+SLURM jobs through submitit (``submitit``).
 
 A zoo that grows past one machine is evaluated as Ray tasks, one task per model (all its normalization
 cases, so a model is loaded once), each holding one GPU when the cluster has GPUs and CPUs otherwise. The
@@ -8,6 +9,12 @@ to a serial run's (tests/runner/test_executors.py checks it).
 
 ``ray`` is an optional extra (``pip install 'modelval[ray]'``); without an address a local Ray instance is
 started for the run and stopped after it. On one node, pytest-xdist (``-n N``) does the same job.
+
+``submitit`` (``pip install 'modelval[slurm]'``) is how research clusters run zoos: one job per model in one
+SLURM job array (``array_parallelism`` of them at a time), each requeued when it is preempted (it resumes
+from the output cache, which keeps every finished batch), with submitit's local executor (processes on this
+machine) where no SLURM exists, as in the tests. As with Ray, the jobs only evaluate; the judgement happens
+here, so the reports equal a serial run's.
 """
 
 from __future__ import annotations
@@ -15,7 +22,9 @@ from __future__ import annotations
 import os
 import re
 import socket
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from modelval.errors import DataError, InputValidationError, ModelvalError, describe_exception
@@ -24,7 +33,58 @@ if TYPE_CHECKING:
     from modelval.api.pipeline import ModelRun
     from modelval.runner.matrix import ValidationRunner
 
-EXECUTORS: tuple[str, ...] = ("serial", "ray")
+EXECUTORS: tuple[str, ...] = ("serial", "ray", "submitit")
+#: Where submitit's jobs run: ``auto`` (SLURM where ``sbatch`` exists, else processes here), ``slurm``, ``local``
+#: (processes here) or ``debug`` (in this process, for a debugger).
+SUBMITIT_CLUSTERS: tuple[str, ...] = ("auto", "slurm", "local", "debug")
+#: submitit's own parameters of every cluster; any other ``--slurm KEY=VALUE`` is a SLURM one (``slurm_KEY``).
+_SUBMITIT_SHARED = ("timeout_min", "gpus_per_node", "cpus_per_task", "mem_gb", "nodes", "tasks_per_node", "name",
+                    "stderr_to_stdout")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class SubmititSettings:
+    """How ``--executor submitit`` submits: the job folder, the cluster and the SLURM parameters.
+
+    ``folder`` holds each job's script, pickled call and logs; on a cluster it (and the stimuli, and the output
+    cache) must be on a file system the compute nodes share. ``parameters`` are submitit's (``timeout_min``,
+    ``gpus_per_node``, ...) or SLURM's without their ``slurm_`` prefix (``partition``, ``array_parallelism``,
+    ``qos``, ``account``, ...).
+    """
+
+    folder: Path = Path("submitit-jobs")
+    cluster: str = "auto"
+    parameters: Mapping[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def parse(
+        cls, folder: str | os.PathLike[str] | None, cluster: str | None, pairs: Sequence[str]
+    ) -> SubmititSettings:
+        """From ``--submitit-folder``, ``--submitit-cluster`` and ``--slurm KEY=VALUE`` items; bad ones: one line."""
+        if cluster is not None and cluster not in SUBMITIT_CLUSTERS:
+            choices = ", ".join(SUBMITIT_CLUSTERS)
+            raise InputValidationError(f"unknown submitit cluster {cluster!r}; choose one of: {choices}")
+        parameters: dict[str, str] = {}
+        for pair in pairs:
+            for item in (part.strip() for part in pair.split(",")):
+                key, equals, value = item.partition("=")
+                key = key.strip().removeprefix("slurm_")
+                if not equals or not re.fullmatch(r"[a-z][a-z0-9_]*", key) or not value.strip():
+                    raise InputValidationError(
+                        f"--slurm {item!r}: write KEY=VALUE, e.g. partition=gpu, array_parallelism=8, timeout_min=120"
+                    )
+                parameters[key] = value.strip()
+        return cls(Path(folder) if folder else cls.folder, cluster or "auto", parameters)
+
+    def executor_parameters(self, jobs: int) -> dict[str, Any]:
+        """submitit's ``update_parameters`` keywords for ``jobs`` jobs (numbers as numbers)."""
+        given = {key: int(value) if value.isdigit() else value for key, value in self.parameters.items()}
+        chosen: dict[str, Any] = {"timeout_min": 60, "slurm_array_parallelism": max(1, jobs)}
+        if self.cluster in ("auto", "slurm"):
+            chosen["gpus_per_node"] = 1  # one GPU per model, as the Ray executor gives; gpus_per_node=0 for none
+        for key, value in given.items():
+            chosen[key if key in _SUBMITIT_SHARED else f"slurm_{key}"] = value
+        return chosen
 
 
 def check_executor(name: str) -> str:
@@ -111,11 +171,13 @@ def evaluate_models(
     *,
     executor: str = "serial",
     address: str | None = None,
+    submitit: SubmititSettings | None = None,
 ) -> None:
     """Evaluate each ``(model, normalizations)`` of ``work`` into ``runner.runs``.
 
     ``serial`` evaluates in this process; ``ray`` runs one Ray task per model (``address``: an existing
-    cluster, e.g. ``ray://head:10001`` or ``auto``; ``None`` starts a local instance for this call). A model
+    cluster, e.g. ``ray://head:10001`` or ``auto``; ``None`` starts a local instance for this call);
+    ``submitit`` submits one job per model as a job array (``submitit``: its settings). A model
     that cannot be loaded or run is left out here: its cases meet the error again when they are judged and
     fail with it, one line each, as in a serial run.
     """
@@ -125,6 +187,12 @@ def evaluate_models(
 
         check_ray_address(address)
         require("ray", extra="ray", purpose="--executor ray")
+    if executor == "submitit":
+        from modelval.extras import require
+
+        require("submitit", extra="slurm", purpose="--executor submitit")
+        runner.runs.update(_evaluate_with_submitit(runner, work, submitit or SubmititSettings()))
+        return
     if executor == "serial":
         for model, normalizations in work:
             for normalization in normalizations:
@@ -208,3 +276,82 @@ def _evaluate_one_model(
     runner.add_user_models(users)
     evaluate_models(runner, [(model, normalizations)])
     return detached_runs(runner.runs), runner.failures
+
+
+# --- submitit (SLURM job arrays) ---------------------------------------------------------------------------------
+
+
+def _evaluate_with_submitit(
+    runner: ValidationRunner, work: Sequence[tuple[str, Sequence[str]]], settings: SubmititSettings
+) -> dict[tuple[str, str], ModelRun]:
+    import submitit
+
+    try:
+        executor = submitit.AutoExecutor(
+            folder=settings.folder / "%j", cluster=None if settings.cluster == "auto" else settings.cluster
+        )
+        executor.update_parameters(**settings.executor_parameters(len(work)))
+    except (ValueError, TypeError, RuntimeError) as error:
+        raise InputValidationError(f"--executor submitit: {describe_exception(error)}") from None
+    stimuli = runner.stimuli
+    # The jobs read the stimuli from their folder (a shared file system on a cluster) and prove them the same.
+    digests = dict(stimuli.digests) if stimuli.digests is not None else None
+    source = {"root": str(stimuli.root), "dataset": stimuli.dataset, "digests": digests}
+    evaluation = {
+        "device": "auto",  # the GPU SLURM gave the job, else its CPU (resolved once, by the front door, there)
+        "checkpoint_dir": runner.checkpoint_dir,
+        "reference_csv": runner.reference_csv,
+        "batch_size": runner.batch_size,
+        "output_cache": runner.output_cache,
+    }
+    users = list(runner.user_models.values())
+    models = [model for model, _ in work]
+    normalizations = [list(names) for _, names in work]
+    count = len(work)
+    jobs = executor.map_array(
+        ModelJob(), [source] * count, [evaluation] * count, [users] * count, models, normalizations
+    )
+    results: dict[tuple[str, str], ModelRun] = {}
+    for job, (model, names) in zip(jobs, work, strict=True):
+        try:
+            runs, failures = job.result()
+        except Exception as error:  # FailedJobError, UncompletedJobError (killed, timed out), a broken pickle
+            why = _last_line(error)
+            for normalization in names:
+                runner.failures[(model, normalization)] = (
+                    f"the submitit job {job.job_id} evaluating {model} failed: {why} (log: {job.paths.stderr})"
+                )
+            continue
+        results.update(runs)
+        runner.failures.update(failures)
+    return results
+
+
+def _last_line(error: BaseException) -> str:
+    """The last non-empty line of a job's error (submitit's message ends with the job's own exception)."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    text = lines[-1] if lines else type(error).__name__
+    return text if len(text) <= 300 else text[:297] + "..."
+
+
+class ModelJob:
+    """One submitit job: evaluate one model under its normalizations (see :func:`_evaluate_one_model`).
+
+    Checkpointable: when SLURM preempts the job (or it nears its time limit), submitit calls :meth:`checkpoint`
+    and requeues the same call; the requeued job resumes from the output cache, which kept every finished batch.
+    """
+
+    def __call__(
+        self, source: dict[str, Any], settings: dict[str, Any], users: list[Any], model: str, normalizations: list[str]
+    ) -> tuple[dict[tuple[str, str], ModelRun], dict[tuple[str, str], str]]:
+        from modelval.datasets.stimulus_set import StimulusSet
+
+        stimuli = StimulusSet.load(source["root"], dataset=source["dataset"], allow_modified=True, progress=False)
+        if source["digests"] is not None and dict(stimuli.digests or {}) != source["digests"]:
+            raise DataError(f"the stimuli under {source['root']} changed after the run was submitted")
+        return _evaluate_one_model(stimuli, settings, users, model, normalizations)
+
+    def checkpoint(self, *args: Any, **kwargs: Any) -> Any:
+        import submitit
+
+        return submitit.helpers.DelayedSubmission(self, *args, **kwargs)

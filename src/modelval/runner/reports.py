@@ -60,8 +60,15 @@ def write_reports(
         for record in records:
             writer.writerow({k: json.dumps(v) if isinstance(v, list | dict) else v for k, v in record.items()})
     md_path = report_file(directory, f"{stem}.md")
-    write_text(md_path, format_markdown(rows))
+    notes = format_notes(rows)
+    listed = "".join(f"- {line}\n" for line in notes)
+    write_text(md_path, format_markdown(rows) + (f"\n{listed}" if notes else ""))
     return [json_path, csv_path, md_path]
+
+
+def format_notes(rows: Sequence[ReportRow]) -> list[str]:
+    """One line per row with a note (e.g. a batch size lowered after running out of memory), for under a table."""
+    return [f"note: {row.label} ({row.normalization}): {row.note}" for row in rows if row.note]
 
 
 def write_validation_reports(
