@@ -7,7 +7,7 @@ MODEL ?= efficientnet_lite0
 PYTEST_ARGS ?=
 MIN_PYTHON := 3.10
 
-.PHONY: evaluate test test-fast lint stimuli docs bench clean-venv check-python constraints
+.PHONY: evaluate test test-fast test-gpu lint stimuli docs bench clean-venv check-python constraints
 
 # Refuse an old or missing interpreter with one clear line, before a virtual environment is made.
 check-python:
@@ -55,6 +55,12 @@ test: $(VENV)/.installed-test lint stimuli
 # CI runs `make test`, which runs everything.
 test-fast: $(VENV)/.installed-test stimuli
 	$(BIN)/python -m pytest -m "not slow" -n auto $(PYTEST_ARGS)
+
+# The GPU tier (the nightly's first step; docs/nightly.md): CUDA against CPU decisions of every bundled model,
+# bf16/fp16 autocast within their flip budgets, the front door, validate and the plugin on CUDA. Where no CUDA
+# device exists every one of them skips with that reason.
+test-gpu: $(VENV)/.installed-test stimuli
+	$(BIN)/python -m pytest -m gpu -rs $(PYTEST_ARGS)
 
 lint: $(VENV)/.installed-test
 	$(BIN)/ruff check src tests benchmarks conftest.py

@@ -73,6 +73,20 @@ def is_out_of_memory(error: BaseException) -> bool:
     )
 
 
+@contextlib.contextmanager
+def placing(what: str, device: object) -> Iterator[None]:
+    """Move ``what`` (a model's weights) to ``device`` inside the block; running out of memory is one line."""
+    try:
+        yield
+    except Exception as error:
+        if not is_out_of_memory(error):
+            raise
+        raise OutOfMemory(
+            f"{what} does not fit in the memory of {device} ({describe_exception(error, limit=160)}): use a device "
+            "with more free memory, or --device cpu"
+        ) from error
+
+
 class ModelOutputError(ModelvalError, ValueError):
     """A model's output cannot be a classifier's answer: not a tensor, the wrong shape, NaN or infinite."""
 

@@ -342,3 +342,11 @@ def test_an_illegal_memory_access_is_never_retried():
                       progress=False)  # fmt: skip
     assert not isinstance(caught.value, modelval.errors.OutOfMemory)
     assert model.batches == [8]
+
+
+def test_a_model_that_does_not_fit_in_memory_is_one_line_from_the_command_line(tmp_path, stimulus_subset, capsys):
+    """The host's allocator refusing a petabyte is the CPU's out-of-memory (tests/test_gpu.py runs it on CUDA)."""
+    from memory_helpers import does_not_fit
+
+    line = does_not_fit("cpu", tmp_path, stimulus_subset, capsys)
+    assert "DefaultCPUAllocator" in line

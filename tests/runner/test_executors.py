@@ -272,7 +272,9 @@ def test_submitit_settings_become_slurm_parameters_and_bad_ones_are_one_line(tmp
 
     settings = SubmititSettings.parse(tmp_path, "slurm", ["partition=gpu,array_parallelism=4", "timeout_min=120"])
     parameters = settings.executor_parameters(jobs=3)
-    assert parameters == {"timeout_min": 120, "slurm_array_parallelism": 4, "gpus_per_node": 1, "slurm_partition": "gpu"}
+    assert parameters == {
+        "timeout_min": 120, "slurm_array_parallelism": 4, "gpus_per_node": 1, "slurm_partition": "gpu",
+    }  # fmt: skip
     assert SubmititSettings.parse(None, None, []).executor_parameters(jobs=5) == {
         "timeout_min": 60, "slurm_array_parallelism": 5, "gpus_per_node": 1,
     }  # fmt: skip

@@ -206,9 +206,10 @@ def add_evaluation_options(parser: argparse._ActionsContainer) -> None:
     )
     parser.add_argument(
         "--amp",
-        choices=("bf16",),
+        choices=("bf16", "fp16"),
         default=None,
-        help="bfloat16 autocast for the forward (also on CPU); reports decisions flipped against an fp32 run",
+        help="bfloat16 (also on CPU) or float16 autocast for the forward; reports decisions flipped against an "
+        "fp32 run",
     )
     parser.add_argument("--channels-last", action="store_true", help="NHWC memory layout (faster on recent GPUs)")
     parser.add_argument(

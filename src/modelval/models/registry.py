@@ -20,7 +20,7 @@ if TYPE_CHECKING:  # torch loads on first use: listing models or parsing specs s
     from torch import nn
 
 from modelval.download import resolve_offline
-from modelval.errors import ChecksumError, DownloadError, ModelvalError, WeightsNotAvailableError
+from modelval.errors import ChecksumError, DownloadError, ModelvalError, WeightsNotAvailableError, placing
 from modelval.extras import require_for_source
 from modelval.models.weights import WeightsPart, WeightsStatus, ensure_parts, parts_status
 from modelval.paths import user_cache_dir
@@ -317,7 +317,8 @@ def load_entry(
         load_into(model, checkpoint, key=checkpoint_key, prefix=strip_prefix)
     elif checkpoint_key is not None or strip_prefix is not None:
         raise ModelvalError("--checkpoint-key and --strip-prefix say how to read a --checkpoint; give one")
-    model = model.to(context.device).eval()
+    with placing(f"the weights of {entry.name}", context.device):
+        model = model.to(context.device).eval()
     origin = entry.preprocess_origin or f"registry entry {entry.name}"
     own = entry.resolve_preprocess(context) if entry.resolve_preprocess else entry.preprocess
     if isinstance(own, tuple):  # (config, where it was read from)

@@ -207,7 +207,7 @@ class ValidationRunner:
             expected, provenance=run.provenance(),
         )  # fmt: skip
         retries = evaluation.provenance.get("out_of_memory")
-        if isinstance(retries, list) and retries:  # the report says the batch size was lowered (the outputs are the same; the time is not)
+        if isinstance(retries, list) and retries:  # the report says the batch size was lowered (and why)
             row.note = "out of memory: " + "; ".join(str(retry) for retry in retries)
         name = f"{label} ({user.spec})" if user is not None else case.model
         judgement = self._gate(case, run, name, row)
