@@ -7,7 +7,8 @@ MODEL ?= efficientnet_lite0
 PYTEST_ARGS ?=
 MIN_PYTHON := 3.10
 
-.PHONY: evaluate test test-fast test-gpu lint stimuli docs bench clean-venv check-python constraints
+.PHONY: evaluate test test-fast test-gpu test-oldest lint stimuli docs bench clean-venv check-python constraints \
+	constraints-oldest
 
 # Refuse an old or missing interpreter with one clear line, before a virtual environment is made.
 check-python:
@@ -35,6 +36,20 @@ constraints: $(VENV)/.installed-test
 	{ sed -n '1,3p' constraints.txt; $(BIN)/python -m pip freeze --exclude-editable | grep -v '^modelval'; } > constraints.txt.new
 	mv constraints.txt.new constraints.txt
 
+# The oldest torch/torchvision pair modelval supports (pyproject.toml's lower bounds), in an environment of its own:
+# CI runs the fast tier against it (`make test-oldest`), so the lower bounds are a pair that really ran.
+OLDEST := .venv-oldest
+$(OLDEST)/.installed-test: pyproject.toml constraints-oldest.txt | check-python
+	$(PYTHON) -m venv $(OLDEST)
+	$(OLDEST)/bin/python -m pip install --quiet --upgrade pip
+	$(OLDEST)/bin/python -m pip install --quiet -c constraints-oldest.txt -e ".[test]"
+	touch $@
+
+constraints-oldest: $(OLDEST)/.installed-test
+	{ sed -n '1,2p' constraints-oldest.txt; $(OLDEST)/bin/python -m pip freeze --exclude-editable | grep -v '^modelval'; } \
+		> constraints-oldest.txt.new
+	mv constraints-oldest.txt.new constraints-oldest.txt
+
 evaluate: $(VENV)/.installed
 	$(BIN)/modelval shape-bias --model $(MODEL)
 
@@ -61,6 +76,10 @@ test-fast: $(VENV)/.installed-test stimuli
 # device exists every one of them skips with that reason.
 test-gpu: $(VENV)/.installed-test stimuli
 	$(BIN)/python -m pytest -m gpu -rs $(PYTEST_ARGS)
+
+# The fast tier (as test-fast) against the oldest supported torch/torchvision pair (CI's second environment).
+test-oldest: $(OLDEST)/.installed-test stimuli
+	$(OLDEST)/bin/python -m pytest -m "not slow" -n auto $(PYTEST_ARGS)
 
 lint: $(VENV)/.installed-test
 	$(BIN)/ruff check src tests benchmarks conftest.py

@@ -28,3 +28,50 @@ def test_family_filter_and_readable_ids():
     ]
     assert all(c.family == "resnet50" for c in build_cases("resnet"))
     assert len({c.id for c in build_cases("all")}) == len(build_cases("all"))
+
+
+COUNTING_NETS = """
+from pathlib import Path
+
+from efficientnet_lite_pytorch import EfficientNet
+
+
+def lite0():
+    calls = Path(__file__).with_name("calls.txt")
+    calls.write_text(calls.read_text() + "built\\n" if calls.exists() else "built\\n")
+    return EfficientNet.from_name("efficientnet-lite0")
+"""
+
+
+def test_a_model_is_built_once_for_both_normalizations_and_decides_as_a_fresh_load(
+    tmp_path, stimulus_subset, bundled_model
+):
+    """The zoo's second normalization reuses the module (weights loaded and hashed once); its decisions and its
+    preprocessing are exactly those of a model loaded afresh under that normalization."""
+    import torch
+
+    import modelval
+    from modelval.datasets.stimulus_set import StimulusSet
+    from modelval.runner.matrix import ValidationRunner
+    from modelval.runner.models_file import read_models_file
+
+    torch.save(bundled_model.model.state_dict(), tmp_path / "lite0.pt")
+    (tmp_path / "nets.py").write_text(COUNTING_NETS)
+    (tmp_path / "modelval.toml").write_text(
+        '[models.mine]\nspec = "nets.py:lite0"\ncheckpoint = "lite0.pt"\nmean = [0.5, 0.5, 0.5]\n'
+        'std = [0.5, 0.5, 0.5]\nnormalizations = ["model", "wrong"]\n'
+    )
+    folder = stimulus_subset(1)
+    stimuli = StimulusSet.load(folder, allow_modified=True, progress=False)
+    runner = ValidationRunner(stimuli=stimuli, device="cpu", output_cache=False)
+    runner.add_user_models(read_models_file(tmp_path / "modelval.toml"))
+    own, wrong = runner.model_run("mine", "model"), runner.model_run("mine", "wrong")
+    assert (tmp_path / "calls.txt").read_text() == "built\n"
+    assert wrong.loaded.model is own.loaded.model and wrong.loaded.config.normalization == "imagenet"
+    fresh = modelval.shape_bias(
+        f"{tmp_path / 'nets.py'}:lite0", checkpoint=tmp_path / "lite0.pt", normalization="imagenet",
+        data_root=folder, allow_modified_stimuli=True, device="cpu", bootstrap=0, output_cache=False,
+    )  # fmt: skip
+    assert [d.response for d in wrong.evaluation.decisions] == [d.response for d in fresh.decisions]
+    assert wrong.loaded.config.preprocess == fresh.run.loaded.config.preprocess
+    assert wrong.loaded.config.preprocess_sources == fresh.run.loaded.config.preprocess_sources

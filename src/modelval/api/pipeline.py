@@ -83,7 +83,7 @@ class ModelRun:
         judge and report it (a Ray task's or an xdist worker's result), at the size of the outputs, not the weights.
         """
         entry = dataclasses.replace(self.loaded.entry, build=_built_elsewhere, resolve_preprocess=None)
-        loaded = dataclasses.replace(self.loaded, entry=entry, model=cast(Any, None))
+        loaded = dataclasses.replace(self.loaded, entry=entry, model=cast(Any, None), context=None)
         return dataclasses.replace(self, loaded=loaded)
 
     def preprocessing(self) -> dict[str, object]:

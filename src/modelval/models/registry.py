@@ -162,6 +162,8 @@ class LoadedModel:
     model: nn.Module
     preprocess: Preprocess
     config: ModelConfig
+    #: How the module was built (where its weights came from, the device): :func:`reconfigured` needs it.
+    context: LoadContext | None = field(default=None, repr=False, compare=False)
 
 
 _REGISTRY: dict[str, ModelEntry] = {}
@@ -319,6 +321,33 @@ def load_entry(
         raise ModelvalError("--checkpoint-key and --strip-prefix say how to read a --checkpoint; give one")
     with placing(f"the weights of {entry.name}", context.device):
         model = model.to(context.device).eval()
+    return _configured(entry, model, context, normalization, overrides, checkpoint)
+
+
+def reconfigured(
+    loaded: LoadedModel, *, normalization: str, overrides: PreprocessOverrides | None = None
+) -> LoadedModel:
+    """The same module under another normalization (and overrides): what :func:`load_entry` would give, unbuilt.
+
+    A zoo runs every model under its own and the wrong normalization; building, loading and hashing its weights
+    once serves both (the module is shared, not copied: it is only evaluated).
+    """
+    if loaded.context is None:
+        raise ValueError("this LoadedModel was not made by load_entry; load it again with the normalization")
+    if normalization not in NORMALIZATION_CHOICES:
+        raise ModelvalError(f"normalization must be one of {', '.join(NORMALIZATION_CHOICES)}, got {normalization!r}")
+    return _configured(loaded.entry, loaded.model, loaded.context, normalization, overrides, loaded.config.checkpoint)
+
+
+def _configured(
+    entry: ModelEntry,
+    model: nn.Module,
+    context: LoadContext,
+    normalization: str,
+    overrides: PreprocessOverrides | None,
+    checkpoint: str | os.PathLike[str] | None,
+) -> LoadedModel:
+    """A built module with the preprocessing of ``normalization`` and ``overrides`` (and where each value came from)."""
     origin = entry.preprocess_origin or f"registry entry {entry.name}"
     own = entry.resolve_preprocess(context) if entry.resolve_preprocess else entry.preprocess
     if isinstance(own, tuple):  # (config, where it was read from)
@@ -344,7 +373,9 @@ def load_entry(
     )
     # .preprocess is the protocol the evaluation runs (the stimuli as they are, no resize/crop), so a user's
     # own loop over the stimuli gets the number modelval reports; config.preprocess keeps the source's transform.
-    return LoadedModel(entry=entry, model=model, preprocess=Preprocess(preprocess.for_stimuli()), config=config)
+    return LoadedModel(
+        entry=entry, model=model, preprocess=Preprocess(preprocess.for_stimuli()), config=config, context=context
+    )
 
 
 def weights_status(name: str, checkpoint_dir: str | os.PathLike[str] | None = None) -> WeightsStatus:

@@ -623,7 +623,8 @@ def serialized_kind(path: Path) -> str:
     except (zipfile.BadZipFile, OSError):
         return "other"
     inner = {name.split("/", 1)[-1] for name in names}
-    if "archive_format" in inner:
+    # torch >= 2.7 writes a PT2 archive (archive_format); torch 2.6 wrote serialized_exported_program.json at the top.
+    if "archive_format" in inner or "serialized_exported_program.json" in names:
         return "export"
     if any(name.startswith("code/") for name in inner) or "constants.pkl" in inner:
         return "torchscript"

@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from modelval.api.options import EvaluationOptions, ModelOptions
 from modelval.api.pipeline import ModelRun, run_model
@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from modelval.datasets.stimulus_set import StimulusSet
     from modelval.evaluation import Evaluation
     from modelval.models import ModelEntry
+    from modelval.models.registry import LoadedModel
     from modelval.records.run_store import RunStore
 
 __all__ = ["ERROR_VERDICT", "MAX_BASELINE_FLIPS", "MIN_FLIPS_DETECTED", "Judgement", "ValidationRunner"]
@@ -83,6 +84,9 @@ class ValidationRunner:
     output_cache: bool | None = None
     #: (model, normalization) -> the one-line reason it could not be loaded or run (tried once).
     failures: dict[tuple[str, str], str] = field(default_factory=dict)
+    #: Decide the sanity gate from a random sample first (a model certain to fail is run on the sample only);
+    #: ``False`` runs every case in full (benchmarks/bench_zoo.py, which times random-init models).
+    early_gate: bool = True
 
     @property
     def evaluations(self) -> dict[tuple[str, str], Evaluation]:
@@ -129,15 +133,30 @@ class ValidationRunner:
             normalization=normalization, batch_size=self.batch_size, output_cache=self.output_cache, progress=False
         )
         user = self.user_models.get(model)
+        spec: Any
         if user is None:
             spec = model
             # The runner never downloads: weights are fetched explicitly (`modelval fetch`).
             model_options = ModelOptions(device=str(self.device), checkpoint_dir=self.checkpoint_dir, offline=True)
         else:
             spec, model_options = user.spec, self._user_options(user, normalization)
+        built = self._built(model)
+        if built is not None and normalization != "model":
+            # Another normalization of a model already built: the same module, weights loaded and hashed once.
+            from modelval.models.registry import reconfigured
+
+            spec = reconfigured(built, normalization=normalization, overrides=model_options.overrides())
         return run_model(
-            spec, options=options, model_options=model_options, name=model, sanity_probe=True, stimuli=self.stimuli
+            spec, options=options, model_options=model_options, name=model, sanity_probe=self.early_gate,
+            stimuli=self.stimuli,
         )
+
+    def _built(self, model: str) -> LoadedModel | None:
+        """The loaded module of an earlier run of ``model`` in this runner (not one sent from another process)."""
+        for (name, _), run in self.runs.items():
+            if name == model and run.loaded.model is not None and run.loaded.context is not None:
+                return run.loaded
+        return None
 
     def _user_options(self, user: UserModel, normalization: str) -> ModelOptions:
         from modelval.behaviour.label_map import read_label_map
