@@ -65,23 +65,27 @@ def network_cause(error: BaseException) -> str | None:
     (...)"`` for the connection errors of requests, urllib3, httpx and httpcore. A library wraps these (e.g.
     huggingface_hub's ``LocalEntryNotFoundError``, "cannot find the requested files"), so the whole chain is read.
     """
-    seen: set[int] = set()
+    chain: list[BaseException] = []
     current: BaseException | None = error
-    unreached = None
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        if isinstance(current, socket.gaierror):
-            return f"could not resolve the host name ({current.strerror or current})"
-        if isinstance(current, ConnectionRefusedError):
-            return "connection refused"
-        if isinstance(current, TimeoutError | socket.timeout) or type(current).__name__ == "ConnectTimeout":
-            return "the connection timed out"
-        if "Temporary failure in name resolution" in str(current) or "Name or service not known" in str(current):
-            return f"could not resolve the host name ({current})"
-        if unreached is None and type(current).__name__ in _UNREACHED:
-            unreached = f"connection failed ({type(current).__name__}: {current})"
+    while current is not None and all(current is not seen for seen in chain):
+        chain.append(current)
         current = current.__cause__ or current.__context__
-    return unreached
+    for link in chain:  # the most telling link first: the resolver's own error, at the bottom of the chain
+        if isinstance(link, socket.gaierror):
+            return f"could not resolve the host name ({link.strerror or link})"
+    for link in chain:
+        if isinstance(link, ConnectionRefusedError):
+            return "connection refused"
+        if isinstance(link, TimeoutError | socket.timeout) or type(link).__name__ == "ConnectTimeout":
+            return "the connection timed out"
+    for link in chain:
+        for words in ("Name or service not known", "Temporary failure in name resolution", "nodename nor servname"):
+            if words in str(link):  # urllib3 keeps the resolver's words in a message, not as a cause
+                return f"could not resolve the host name ({words})"
+    for link in chain:
+        if type(link).__name__ in _UNREACHED:
+            return f"connection failed ({type(link).__name__}: {link})"
+    return None
 
 
 def _proxied(url: str) -> bool:

@@ -315,7 +315,7 @@ def ensure_stimuli(
         return download_stimuli(root, dataset=dataset, progress=progress)
     except (DownloadError, DataError) as error:
         raise DataError(
-            f"{dataset} folder not found: {root} (the per-user cache); downloading it failed: {error}. {how}"
+            f"{dataset} folder not found: {root} (the per-user cache); downloading it failed: {error}; {how}"
         ) from None
 
 
