@@ -3,8 +3,8 @@
 The ``--modelval-*`` options, ``modelval_*`` fixtures and markers and the validation summary live in the
 plugin (:mod:`modelval.pytest_plugin.plugin`, a ``pytest11`` entry point), which users get with
 ``pip install modelval``. Listing it here also loads it when plugin autoloading is off
-(``PYTEST_DISABLE_PLUGIN_AUTOLOAD=1``). This checkout's data convention (``../shared``) is in the ini
-settings of pyproject.toml, not in the plugin.
+(``PYTEST_DISABLE_PLUGIN_AUTOLOAD=1``). This checkout's data convention (``../shared``, the data home beside
+the checkout) is here, in ``pytest_configure``, not in the plugin.
 """
 
 from __future__ import annotations
@@ -28,22 +28,55 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
-#: This checkout keeps its test data beside it (CI fills ../shared); the plugin itself knows no such convention.
+#: This checkout keeps its test data beside it (CI fills ../shared): a data home, with cue-conflict/, edges/,
+#: filled-silhouettes/ and reference/raw-data/ under it. The plugin itself knows no such convention.
 SHARED = Path(__file__).resolve().parent.parent / "shared"
+#: Set by the first process of a session (xdist's workers inherit it): the temporary per-user cache of the session.
+TEST_CACHE_ENV = "MODELVAL_TEST_SESSION_CACHE"
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    for dest, env, folder in (
-        ("modelval_data_root", "MODELVAL_DATA_ROOT", "cue-conflict"),
-        ("modelval_reference_dir", "MODELVAL_REFERENCE_DIR", "reference/raw-data"),
-    ):
-        if config.getoption(dest) is None and not os.environ.get(env) and (SHARED / folder).is_dir():
-            setattr(config.option, dest, str(SHARED / folder))
+    """Find the data, then move every modelval cache to a temporary folder for the session.
+
+    The data: what the environment names (CI sets MODELVAL_DATA_ROOT and MODELVAL_REFERENCE_DIR; each wins for
+    its folder); the data home is ``$MODELVAL_DATA_HOME``, else ``../shared`` beside the checkout, else the
+    per-user cache as it is (``make stimuli`` fetches the stimuli there), its folders named for reading. Then
+    MODELVAL_CACHE_DIR points at a temporary folder: no test writes to (or fetches into) the user's caches,
+    weights included (``MODELVAL_CHECKPOINT_DIR`` set by the caller, as the nightly job sets it, is kept).
+    """
+    import shutil
+    import tempfile
+
+    from modelval.datasets.fetch import REFERENCE_DIR_ENV
+    from modelval.datasets.human_data import MODEL_VS_HUMAN_DIR_ENV
+    from modelval.datasets.stimuli import DATA_HOME_ENV
+    from modelval.paths import CACHE_DIR_ENV, user_cache_dir
+
+    if os.environ.get(TEST_CACHE_ENV):  # an xdist worker: its controller did all this
+        return
+    if os.environ.get(DATA_HOME_ENV):
+        pass  # the caller's data home (MODELVAL_DATA_ROOT and the others still win for their folder)
+    elif (SHARED / "cue-conflict").is_dir():
+        os.environ[DATA_HOME_ENV] = str(SHARED)
+    else:
+        cache = user_cache_dir()
+        for env, folder in (
+            (DATA_HOME_ENV, cache),  # cue-conflict/, edges/, ... as download-data puts them there
+            (REFERENCE_DIR_ENV, cache / "raw-data"),
+            (MODEL_VS_HUMAN_DIR_ENV, cache / "model-vs-human-raw-data"),
+        ):
+            if folder.is_dir() and not os.environ.get(env):
+                os.environ[env] = str(folder)
+    session_cache = tempfile.mkdtemp(prefix="modelval-test-cache-")
+    config.add_cleanup(lambda: shutil.rmtree(session_cache, ignore_errors=True))
+    os.environ[TEST_CACHE_ENV] = session_cache
+    os.environ[CACHE_DIR_ENV] = session_cache
 
 
 @pytest.fixture(scope="session", autouse=True)
 def _no_user_caches(tmp_path_factory):
-    """Tests never read or write the user's caches or run store.
+    """Tests never read or write the user's caches or run store (MODELVAL_CACHE_DIR is the session's, see
+    pytest_configure).
 
     The decode cache and the output cache are off (a test that checks the forward path must run it, not
     read a stored result); cache tests pass their own folders. Runs are recorded into a store of the session.

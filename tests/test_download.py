@@ -133,3 +133,60 @@ def test_download_data_honours_offline(what, local_server, tmp_path, monkeypatch
     monkeypatch.delenv("MODELVAL_OFFLINE")
     assert main([*argv, "--offline"]) == 2
     assert local_server.requests == {} and leftovers(tmp_path) == []
+
+
+# --- the network named as the network ------------------------------------------------------------------------
+
+UNRESOLVABLE = "http://nonexistent.invalid/weights.bin"  # .invalid never resolves (RFC 6761)
+
+
+def test_a_host_that_does_not_resolve_is_the_network_at_once_without_retries(tmp_path):
+    """Was: 4 attempts with backoff, then "connection failed (ConnectionError: ...)"."""
+    import time
+
+    from modelval.errors import NetworkError
+
+    slept = []
+    started = time.monotonic()
+    with pytest.raises(NetworkError) as error:
+        download_file(UNRESOLVABLE, tmp_path / "w.bin", retries=3, progress=False, sleep=slept.append)
+    assert time.monotonic() - started < 10 and slept == []
+    assert "could not reach nonexistent.invalid (network): could not resolve the host name" in str(error.value)
+    assert leftovers(tmp_path) == []
+
+
+def test_check_reachable_names_the_host_and_why(closed_port_url, local_server):
+    from modelval.download import check_reachable
+    from modelval.errors import NetworkError
+
+    with pytest.raises(NetworkError, match=r"could not reach nonexistent.invalid \(network\): could not resolve"):
+        check_reachable(UNRESOLVABLE, advice="use a local file")
+    with pytest.raises(NetworkError, match=r"could not reach 127.0.0.1 \(network\): connection refused; do this"):
+        check_reachable(closed_port_url, advice="do this")
+    check_reachable(local_server.url)  # a server that answers: nothing to say
+
+
+def test_check_reachable_leaves_a_proxied_host_to_the_proxy(monkeypatch):
+    from modelval.download import check_reachable
+
+    monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    check_reachable(UNRESOLVABLE)  # the proxy resolves names, not this machine
+
+
+def test_network_cause_reads_a_wrapped_chain():
+    """huggingface_hub wraps the resolver's error in LocalEntryNotFoundError("cannot find the requested files")."""
+    import socket
+
+    from modelval.download import network_cause
+
+    def chained(outer: Exception, inner: BaseException) -> Exception:
+        outer.__cause__ = inner
+        return outer
+
+    unresolved = socket.gaierror(-2, "Name or service not known")
+    offline = chained(FileNotFoundError("cannot find the requested files"), unresolved)
+    assert network_cause(offline) == "could not resolve the host name (Name or service not known)"
+    assert network_cause(chained(OSError("x"), ConnectionRefusedError(111, "refused"))) == "connection refused"
+    assert network_cause(FileNotFoundError("the repository has no such file")) is None

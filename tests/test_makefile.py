@@ -55,7 +55,7 @@ def test_make_test_fetches_the_stimuli_only_when_none_are_configured(tmp_path, d
     (project / ".venv" / ".installed").write_text("")
     calls = tmp_path / "calls"
     script(project / ".venv" / "bin" / "modelval", f'echo "$@" >> {calls}\n')
-    env = {k: v for k, v in os.environ.items() if k != "MODELVAL_DATA_ROOT"}
+    env = {k: v for k, v in os.environ.items() if k not in ("MODELVAL_DATA_ROOT", "MODELVAL_DATA_HOME")}
     if data_root:
         env["MODELVAL_DATA_ROOT"] = data_root
     result = make("-o", ".venv/.installed", "-o", "pyproject.toml", "stimuli", cwd=project, env=env)
@@ -71,7 +71,7 @@ def test_offline_fetch_failure_does_not_stop_make_test(tmp_path):
     shutil.copy(ROOT / "Makefile", project / "Makefile")
     (project / ".venv" / ".installed").write_text("")
     script(project / ".venv" / "bin" / "modelval", 'echo "modelval: error: download failed" >&2; exit 2\n')
-    env = {k: v for k, v in os.environ.items() if k != "MODELVAL_DATA_ROOT"}
+    env = {k: v for k, v in os.environ.items() if k not in ("MODELVAL_DATA_ROOT", "MODELVAL_DATA_HOME")}
     result = make("-o", ".venv/.installed", "stimuli", cwd=project, env=env)
     assert result.returncode == 0
     assert "download failed" in result.stderr and "will skip" in result.stderr
@@ -81,3 +81,27 @@ def test_make_test_runs_lint_before_pytest():
     result = make("-n", "test", "-o", ".venv/.installed-test", "-o", ".venv/.installed")
     commands = result.stdout
     assert commands.index("ruff check") < commands.index("mypy") < commands.index("-m pytest")
+
+
+@pytest.mark.parametrize("beside", [True, False])
+def test_make_evaluate_uses_the_data_home_beside_the_checkout(tmp_path, beside):
+    """Was: `make evaluate` ignored ../shared (which `make test` uses) and fetched into the user cache."""
+    project = tmp_path / "project"
+    (project / ".venv" / "bin").mkdir(parents=True)
+    shutil.copy(ROOT / "Makefile", project / "Makefile")
+    (project / ".venv" / ".installed").write_text("")
+    if beside:
+        (tmp_path / "shared" / "cue-conflict").mkdir(parents=True)
+    calls = tmp_path / "calls"
+    script(project / ".venv" / "bin" / "modelval", f'echo "home=$MODELVAL_DATA_HOME $@" >> {calls}\n')
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MODELVAL_")}
+    result = make("-o", ".venv/.installed", "evaluate", cwd=project, env=env)
+    assert result.returncode == 0, result.stderr
+    home = str(tmp_path / "shared") if beside else ""
+    assert calls.read_text().split("\n")[0] == f"home={home} shape-bias --model efficientnet_lite0"
+    calls.unlink()
+    result = make("-o", ".venv/.installed", "evaluate", cwd=project, env={**env, "MODELVAL_DATA_HOME": "/mine"})
+    assert calls.read_text().startswith("home=/mine ")  # the user's own data home wins
+    (project / "pyproject.toml").write_text("")
+    result = make("-o", ".venv/.installed", "-o", "pyproject.toml", "stimuli", cwd=project, env=env)
+    assert ("download-data" in calls.read_text()) is not beside  # ../shared holds the stimuli: nothing fetched

@@ -27,6 +27,11 @@ class DownloadError(ModelvalError):
     """A download failed (no network, refused connection, timeout, HTTP error)."""
 
 
+class NetworkError(DownloadError):
+    """A host could not be reached (its name did not resolve, the connection was refused or timed out): the
+    network, not the file asked for."""
+
+
 class WeightsNotAvailableError(ModelvalError):
     """Model weights are neither cached nor downloadable (offline or download failed)."""
 

@@ -41,6 +41,36 @@ class MissingExtraError(ModelvalError, ImportError):
     """An optional dependency is not installed; the message names the extra that installs it."""
 
 
+def extra_installed(extra: str) -> bool:
+    """Whether every module of ``extra`` can be imported (found on the path; nothing is imported).
+
+    Parameters
+    ----------
+    extra
+        An extra of pyproject.toml: ``"timm"``, ``"hf"``, ``"clip"``, ``"wandb"``, ``"lite"`` or ``"ray"``.
+
+    Returns
+    -------
+    bool
+        ``True`` when each module the extra provides is installed.
+
+    Examples
+    --------
+    >>> from modelval.extras import extra_installed
+    >>> extra_installed("lite") in (True, False)
+    True
+    """
+    import importlib.util
+
+    for module in EXTRAS[extra]:
+        try:
+            if importlib.util.find_spec(module) is None:
+                return False
+        except (ImportError, ValueError):  # a parent package missing, or a module without a spec
+            return False
+    return True
+
+
 def install_hint(extra: str) -> str:
     return f"pip install 'modelval[{extra}]'"
 

@@ -8,7 +8,10 @@ from any folder:
 - **Caches** (stimuli, published raw data, model weights, the decode cache) live under the per-user
   cache folder, ``platformdirs.user_cache_dir("modelval")`` (``~/.cache/modelval`` on Linux,
   honouring ``XDG_CACHE_HOME``). ``MODELVAL_CACHE_DIR`` moves all of it; each cache also has its own
-  variable (``MODELVAL_DATA_HOME``, ``MODELVAL_CHECKPOINT_DIR``, ...), documented in ``docs/data.md``.
+  variable (``MODELVAL_CHECKPOINT_DIR``, ``MODELVAL_OUTPUT_CACHE``, ...).
+- **Data** (stimuli, published human raw data) live in the data home, ``MODELVAL_DATA_HOME`` (one folder with
+  ``cue-conflict/``, ``edges/``, ..., ``reference/raw-data/``; :func:`modelval.datasets.stimuli.data_home`,
+  ``docs/data.md``), else in the per-user cache, where ``modelval download-data`` puts them.
 """
 
 from __future__ import annotations

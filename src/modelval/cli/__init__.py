@@ -100,6 +100,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exit_:  # a usage error (one line, see OneLineParser), or --help / --version
         return _code(exit_)
     threads = _torch_threads()
+    from modelval.cli._options import data_home_setting
     from modelval.cli._output import results_to_stdout
     from modelval.download import sigterm_exits_cleanly
     from modelval.runtime import tune_allocator
@@ -109,7 +110,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("MPLBACKEND", "Agg")  # figures go to files; a library call never picks a backend
     debug = bool(getattr(args, "debug", False))
     try:
-        with results_to_stdout(), sigterm_exits_cleanly():  # a killed download still removes its temporary file
+        # a killed download still removes its temporary file; --data-home holds while the command runs
+        with results_to_stdout(), sigterm_exits_cleanly(), data_home_setting(getattr(args, "data_home", None)):
             return int(args.handler(args) or 0)
     except SystemExit as exit_:  # a usage error found by a command (one line), or SIGTERM
         return _code(exit_)

@@ -9,7 +9,10 @@ same everywhere and commands never import each other. Argument *types* (bounded 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -42,8 +45,40 @@ DATASET_NAMES = tuple(entry.name for entry in list_datasets())
 
 DATA_ROOT_HELP = (
     "the folder of the stimulus set itself (default: $MODELVAL_DATA_ROOT for cue-conflict; else "
-    "$MODELVAL_DATA_HOME/<set>, $MODELVAL_DATA_HOME being the parent folder of all sets; else the user cache)"
+    "<data home>/<set>, the data home (--data-home, $MODELVAL_DATA_HOME) being the parent folder of all sets; "
+    "else the user cache)"
 )
+DATA_HOME_HELP = (
+    "the data home: one folder holding every stimulus set (cue-conflict/, edges/, ...) and the human data "
+    "(reference/raw-data/, reference/model-vs-human/raw-data/); sets $MODELVAL_DATA_HOME for this command. "
+    "--data-root, --reference-dir and their variables still name one folder each (docs/data.md)"
+)
+
+
+def add_data_home_option(parser: argparse._ActionsContainer) -> None:
+    """``--data-home DIR``, once per parser (several option groups of one command may ask for it)."""
+    if "--data-home" not in parser._option_string_actions:
+        parser.add_argument("--data-home", metavar="DIR", help=DATA_HOME_HELP)
+
+
+@contextlib.contextmanager
+def data_home_setting(data_home: str | None) -> Iterator[None]:
+    """``$MODELVAL_DATA_HOME`` set to ``--data-home`` while a command runs (and restored after: a command run
+    in-process, by a test or a notebook, leaves the caller's environment as it was)."""
+    if not data_home:
+        yield
+        return
+    from modelval.datasets.stimuli import DATA_HOME_ENV
+
+    previous = os.environ.get(DATA_HOME_ENV)
+    os.environ[DATA_HOME_ENV] = str(Path(data_home).expanduser().absolute())
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop(DATA_HOME_ENV, None)
+        else:
+            os.environ[DATA_HOME_ENV] = previous
 
 
 def add_dataset_option(parser: argparse.ArgumentParser, default: str | None = "cue-conflict") -> None:
@@ -184,6 +219,7 @@ def add_protocol_options(parser: argparse._ActionsContainer) -> None:
 
 
 def add_evaluation_options(parser: argparse._ActionsContainer) -> None:
+    add_data_home_option(parser)
     parser.add_argument("--data-root", metavar="DIR", help=DATA_ROOT_HELP)
     parser.add_argument(
         "--batch-size",
@@ -228,8 +264,8 @@ def add_evaluation_options(parser: argparse._ActionsContainer) -> None:
 
 #: ``--reference-dir`` means the same wherever human data are read.
 REFERENCE_DIR_HELP = (
-    f"the published raw-data folder (default: ${REFERENCE_DIR_ENV}, then the user cache; "
-    "`modelval download-data --humans` fills it)"
+    f"the published raw-data folder (default: ${REFERENCE_DIR_ENV}, else <data home>/reference/raw-data, else the "
+    "user cache; `modelval download-data --humans` fills it)"
 )
 
 

@@ -72,8 +72,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--reference-dir",
-        help="published human raw data (default: $MODELVAL_REFERENCE_DIR, $MODELVAL_MODEL_VS_HUMAN_DIR, then the "
-        "user cache)",
+        help="published human raw data (default: $MODELVAL_REFERENCE_DIR, $MODELVAL_MODEL_VS_HUMAN_DIR, the data "
+        "home's reference/raw-data and reference/model-vs-human/raw-data, then the user cache)",
     )
     parser.add_argument(
         "--all-conditions",

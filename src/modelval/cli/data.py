@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from modelval.cli._args import bounded_float, bounded_int
-from modelval.cli._options import DATA_ROOT_HELP, add_dataset_option
+from modelval.cli._options import DATA_ROOT_HELP, add_data_home_option, add_dataset_option
 from modelval.cli._output import out
 from modelval.datasets.fetch import SOURCES, download_raw_data, download_stimuli
 from modelval.datasets.manifest import verify_stimuli
@@ -38,10 +38,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--data-root",
         type=Path,
         metavar="DIR",
-        help="the folder to fill (default: $MODELVAL_DATA_ROOT for cue-conflict; else $MODELVAL_DATA_HOME/<set>, "
-        "$MODELVAL_DATA_HOME being the parent folder of all sets; else the user cache). With --humans: the "
-        "raw-data folder (default: $MODELVAL_REFERENCE_DIR, else the user cache)",
+        help="the folder to fill (default: $MODELVAL_DATA_ROOT for cue-conflict; else <data home>/<set>, "
+        "the data home (--data-home, $MODELVAL_DATA_HOME) being the parent folder of all sets; else the user "
+        "cache). With --humans: the raw-data folder (default: <data home>/reference/raw-data, or "
+        "reference/model-vs-human/raw-data with --dataset NAME; else the user cache)",
     )
+    add_data_home_option(fetch)
     fetch.add_argument("--source", choices=SOURCES, default=None, help="default: the release archive when one exists")
     fetch.add_argument("--url", help="override the archive URL (or the texture-vs-shape base URL)")
     fetch.add_argument("--force", action="store_true", help="download again even if the folder exists")
@@ -68,6 +70,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     verify = subparsers.add_parser("verify-data", help="check a stimulus set against its SHA-256 manifest")
     add_dataset_option(verify)
     verify.add_argument("--data-root", type=Path, metavar="DIR", help=DATA_ROOT_HELP)
+    add_data_home_option(verify)
     verify.set_defaults(handler=run_verify)
 
     listing = subparsers.add_parser("datasets", help="list the registered stimulus sets")

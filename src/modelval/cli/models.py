@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from modelval.cli._args import CHECKPOINT_DIR_HELP, add_json_option, batch_size, bounded_int
-from modelval.cli._options import DATA_ROOT_HELP, add_model_options
+from modelval.cli._options import DATA_ROOT_HELP, add_data_home_option, add_model_options
 from modelval.cli._output import out, out_json
 from modelval.errors import ModelvalError
 
@@ -44,6 +44,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     audit.add_argument("--model", help="entry (deit_small_hf) or model (deit_small); default: every model")
     audit.add_argument("--data-root", metavar="DIR", help=DATA_ROOT_HELP)
+    add_data_home_option(audit)
     audit.add_argument(
         "--images",
         type=bounded_int(1, 1280, "the stimuli compared are 1 to 1280"),
@@ -62,6 +63,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_models(args: argparse.Namespace) -> int:
+    from modelval.extras import extra_installed, install_hint
     from modelval.models import list_models, weights_status
 
     every = list_models()
@@ -78,12 +80,15 @@ def run_models(args: argparse.Namespace) -> int:
     rows = []
     for entry in entries:
         status = weights_status(entry.name, args.checkpoint_dir)
+        extra = entry.required_extra
         rows.append(
             {
                 "name": entry.name,
                 "family": entry.family,
                 "variant": entry.variant,
                 "source": entry.source,
+                "extra": extra,
+                "extra_installed": None if extra is None else extra_installed(extra),
                 "weights_present": status.available,
                 "weights_url": entry.weights_url,
                 "preprocessing": entry.preprocess.describe(),
@@ -93,11 +98,14 @@ def run_models(args: argparse.Namespace) -> int:
     if args.json:
         out_json(rows)
         return 0
-    out(f"{'name':<20} {'source':<17} {'weights':<8} weights URL")
+    out(f"{'name':<20} {'source':<17} {'extra':<21} {'weights':<8} weights URL")
     for row in rows:
         present = "present" if row["weights_present"] else "missing"
-        out(f"{row['name']:<20} {row['source']:<17} {present:<8} {row['weights_url']}")
-    out(f"{len(rows)} models. `modelval fetch NAME` downloads missing weights.")
+        extra = "-" if row["extra"] is None else f"{row['extra']} ({'' if row['extra_installed'] else 'not '}installed)"
+        out(f"{row['name']:<20} {row['source']:<17} {extra:<21} {present:<8} {row['weights_url']}")
+    absent = sorted({row["extra"] for row in rows if row["extra"] is not None and not row["extra_installed"]})
+    hint = f"; first {', '.join(map(install_hint, absent))} for the entries that need it" if absent else ""
+    out(f"{len(rows)} models. `modelval fetch NAME` downloads missing weights{hint}.")
     return 0
 
 

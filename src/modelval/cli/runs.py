@@ -53,13 +53,21 @@ def run_list(args: argparse.Namespace) -> int:
         return 0
     if not runs:
         filters = [f"{name} {value}" for name, value in (("--model", args.model), ("--command", args.command)) if value]
-        out(f"no runs{' matching ' + ' '.join(filters) if filters else ''} recorded in {store.path}")
+        out(f"no runs{' matching ' + ' '.join(filters) if filters else ''} recorded in {store.path} ({_moved_by()})")
         return 0
     out(f"{'id':>5}  {'created':<25}  {'command':<11}  {'model':<28}  value")
     for run in runs:
         value = next((f"{k} {_value(v)}" for k, v in run.summary.items() if isinstance(v, int | float)), "")
         out(f"{run.id:>5}  {run.created:<25}  {run.command:<11}  {str(run.model)[:28]:<28}  {value}")
+    shown = f"{len(runs)} run{'' if len(runs) == 1 else 's'}"
+    out(f"{shown}, newest first, from the run store {store.path} ({_moved_by()})")
     return 0
+
+
+def _moved_by() -> str:
+    from modelval.records.run_store import RUNS_DB_ENV
+
+    return f"{RUNS_DB_ENV}=FILE moves it"
 
 
 def _value(value: float) -> str:

@@ -14,7 +14,7 @@ from modelval.cli._args import (
     batch_size,
     device_name,
 )
-from modelval.cli._options import DATA_ROOT_HELP
+from modelval.cli._options import DATA_ROOT_HELP, add_data_home_option
 from modelval.cli._output import out, out_json
 from modelval.errors import ModelvalError
 from modelval.runner.executors import EXECUTORS, SUBMITIT_CLUSTERS
@@ -36,6 +36,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     add_deprecated_alias(parser, "--config", "--models-file", dest="models_file", type=Path)
     parser.add_argument("--data-root", metavar="DIR", help=DATA_ROOT_HELP)
+    add_data_home_option(parser)
     parser.add_argument("--device", type=device_name, default="auto", help="auto|cpu|cuda[:N]|mps (default: auto)")
     parser.add_argument("--batch-size", type=batch_size, default=32, help="images per batch (default 32)")
     parser.add_argument("--checkpoint-dir", help=CHECKPOINT_DIR_HELP)

@@ -14,7 +14,14 @@ from modelval.behaviour.categories import CATEGORIES
 from modelval.datasets.manifest import load_manifest, verify_stimuli
 from modelval.datasets.registry import TEXTURE_VS_SHAPE_RAW, get_dataset
 from modelval.datasets.release import ArchiveLimits
-from modelval.datasets.stimuli import default_data_root, resolve_data_root, root_env
+from modelval.datasets.stimuli import (
+    REFERENCE_SUBDIR,
+    data_home,
+    data_home_hint,
+    data_root_origin,
+    default_data_root,
+    resolve_data_root,
+)
 from modelval.download import (
     check_transfer_settings,
     download_file,
@@ -288,24 +295,28 @@ def ensure_stimuli(
     if root.is_dir():
         return root
     command = "modelval download-data" + ("" if dataset == "cue-conflict" else f" --dataset {dataset}")
-    how = f"pass --data-root DIR, set {root_env(dataset)}, or run `{command}`"
+    how = f"{data_home_hint(get_dataset(dataset).folder + '/')}, or run `{command}`"
     if root != default_data_root(dataset):
-        raise DataError(f"{dataset} folder not found: {root}; {how}")
+        raise DataError(f"{dataset} folder not found: {root} (from {data_root_origin(data_root, dataset)}); {how}")
     entry = get_dataset(dataset)
     if entry.fetch_on_request:
         raise DataError(
             f"{dataset} folder not found: {root}; its images ({entry.license}) are not redistributed with modelval "
             f"and are never fetched behind your back: run `modelval download-data --dataset {dataset}` (it shows "
-            "the licence first), or pass --data-root DIR"
+            f"the licence first), or {data_home_hint(entry.folder + '/')}"
         )
     if resolve_offline(offline):
-        raise DataError(f"{dataset} folder not found: {root}, and this run is offline; {how} when online")
+        raise DataError(
+            f"{dataset} folder not found: {root} (the per-user cache), and this run is offline; {how} when online"
+        )
     url = source_url(default_source(dataset), dataset)
     print(f"modelval: fetching the {dataset} stimuli from {url} into {root}", file=sys.stderr)
     try:
         return download_stimuli(root, dataset=dataset, progress=progress)
     except (DownloadError, DataError) as error:
-        raise DataError(f"{dataset} folder not found: {root}; downloading it failed: {error}. {how}") from None
+        raise DataError(
+            f"{dataset} folder not found: {root} (the per-user cache); downloading it failed: {error}; {how}"
+        ) from None
 
 
 RAW_DATA_MANIFEST = "raw_data_manifest.json"
@@ -337,22 +348,29 @@ REFERENCE_DIR_ENV = "MODELVAL_REFERENCE_DIR"
 
 
 def default_raw_data_dir() -> Path:
-    """Where ``download-data --humans`` puts the published decisions: ``<user cache>/raw-data``."""
-    return user_cache_dir() / "raw-data"
+    """Where ``download-data --humans`` puts the published decisions.
+
+    ``<data home>/reference/raw-data`` when ``$MODELVAL_DATA_HOME`` is set, else ``<user cache>/raw-data``.
+    """
+    home = data_home()
+    return home / REFERENCE_SUBDIR if home is not None else user_cache_dir() / "raw-data"
 
 
 def resolve_reference_dir(reference_dir: str | os.PathLike[str] | None = None) -> Path:
-    """``reference_dir``, else ``$MODELVAL_REFERENCE_DIR``, else the per-user cache; it must exist."""
+    """``reference_dir``, else ``$MODELVAL_REFERENCE_DIR``, else ``<data home>/reference/raw-data``, else the
+    per-user cache; it must exist."""
     if reference_dir:
-        path = Path(reference_dir).expanduser()
+        path, origin = Path(reference_dir).expanduser(), "the reference folder given"
     elif os.environ.get(REFERENCE_DIR_ENV):
-        path = Path(os.environ[REFERENCE_DIR_ENV]).expanduser()
+        path, origin = Path(os.environ[REFERENCE_DIR_ENV]).expanduser(), REFERENCE_DIR_ENV
     else:
         path = default_raw_data_dir()
+        origin = "the data home" if data_home() is not None else "the per-user cache"
     if not path.is_dir():
+        holding = f"{REFERENCE_SUBDIR}/ (a copy of texture-vs-shape's raw-data/)"
         raise DataError(
-            f"published human raw data not found at {path}: run `modelval download-data --humans`, "
-            f"or pass --reference-dir DIR (or set {REFERENCE_DIR_ENV}) to a copy of texture-vs-shape's raw-data/"
+            f"published human raw data not found at {path} (from {origin}): run `modelval download-data --humans`, "
+            f"or {data_home_hint(holding)}"
         )
     return path
 

@@ -10,7 +10,8 @@ Two publications hold them:
   ``modelval/data/model_vs_human_raw_data_manifest.json`` (SHA-256 at model-vs-human's commit 79ed7cd).
 
 :func:`human_data_dir` finds a dataset's observers: in ``--reference-dir`` when given, else in
-``$MODELVAL_REFERENCE_DIR``, ``$MODELVAL_MODEL_VS_HUMAN_DIR`` (a copy of model-vs-human's ``raw-data/``) and
+``$MODELVAL_REFERENCE_DIR``, ``$MODELVAL_MODEL_VS_HUMAN_DIR`` (a copy of model-vs-human's ``raw-data/``), the
+data home's ``reference/raw-data`` and ``reference/model-vs-human/raw-data`` (``$MODELVAL_DATA_HOME``) and
 the two cache folders, in that order. A folder may be texture-vs-shape's flat ``raw-data/`` or
 model-vs-human's, with one sub-folder per dataset.
 """
@@ -28,6 +29,7 @@ from tqdm.auto import tqdm
 from modelval.behaviour.experiments import MODEL_VS_HUMAN, experiment
 from modelval.behaviour.humans import human_files
 from modelval.datasets.fetch import REFERENCE_DIR_ENV, data_mirror, default_raw_data_dir
+from modelval.datasets.stimuli import MODEL_VS_HUMAN_SUBDIR, REFERENCE_SUBDIR, data_home, data_home_hint
 from modelval.download import download_file, verify_sha256
 from modelval.errors import DataError
 from modelval.paths import package_data, user_cache_dir
@@ -38,11 +40,13 @@ MODEL_VS_HUMAN_MANIFEST = "model_vs_human_raw_data_manifest.json"
 
 
 def default_model_vs_human_dir() -> Path:
-    """Where ``download-data --humans --dataset NAME`` puts model-vs-human's files.
+    """Where ``download-data --humans --dataset NAME`` puts model-vs-human's files, one sub-folder per dataset.
 
-    ``<user cache>/model-vs-human-raw-data``, one sub-folder per dataset.
+    ``<data home>/reference/model-vs-human/raw-data`` when ``$MODELVAL_DATA_HOME`` is set, else
+    ``<user cache>/model-vs-human-raw-data``.
     """
-    return user_cache_dir() / "model-vs-human-raw-data"
+    home = data_home()
+    return home / MODEL_VS_HUMAN_SUBDIR if home is not None else user_cache_dir() / "model-vs-human-raw-data"
 
 
 def _candidates(reference_dir: str | os.PathLike[str] | None) -> list[Path]:
@@ -51,7 +55,9 @@ def _candidates(reference_dir: str | os.PathLike[str] | None) -> list[Path]:
     found = [
         Path(os.environ[env]).expanduser() for env in (REFERENCE_DIR_ENV, MODEL_VS_HUMAN_DIR_ENV) if os.environ.get(env)
     ]
-    return [*found, default_raw_data_dir(), default_model_vs_human_dir()]
+    caches = [user_cache_dir() / "raw-data", user_cache_dir() / "model-vs-human-raw-data"]
+    homes = [default_raw_data_dir(), default_model_vs_human_dir()]
+    return list(dict.fromkeys([*found, *homes, *caches]))  # the data home's first, then the cache's
 
 
 def human_data_dir(dataset: str, reference_dir: str | os.PathLike[str] | None = None) -> Path:
@@ -67,9 +73,14 @@ def human_data_dir(dataset: str, reference_dir: str | os.PathLike[str] | None = 
         if source == MODEL_VS_HUMAN
         else ("texture-vs-shape's raw-data/")
     )
+    if reference_dir:
+        how = f"name a copy of {where}"
+    else:
+        sub = MODEL_VS_HUMAN_SUBDIR if source == MODEL_VS_HUMAN else REFERENCE_SUBDIR
+        how = data_home_hint(f"{sub}/ (a copy of {where})")
     raise DataError(
         f"published human raw data of {dataset} not found (looked in {', '.join(str(c) for c in candidates)}): run "
-        f"`{fetch}`, or pass --reference-dir DIR (a copy of {where})"
+        f"`{fetch}`, or {how}"
     )
 
 

@@ -31,7 +31,12 @@ __all__ = [
     "EXPECTED_CONFLICTS",
     "EXPECTED_IMAGES",
     "IMAGE_SIZE",
+    "MODEL_VS_HUMAN_SUBDIR",
+    "REFERENCE_SUBDIR",
     "Stimulus",
+    "data_home",
+    "data_home_hint",
+    "data_root_origin",
     "decode_stimuli",
     "default_data_root",
     "discover_stimuli",
@@ -43,8 +48,60 @@ __all__ = [
 
 IMAGE_SIZE = 224
 DATA_ROOT_ENV = "MODELVAL_DATA_ROOT"
-#: A folder holding one sub-folder per dataset (cue-conflict/, edges/, filled-silhouettes/, colour/, ...).
+#: The data home: one folder holding every dataset's folder (cue-conflict/, edges/, filled-silhouettes/,
+#: colour/, ...) and the human reference data under reference/ (see :func:`data_home`).
 DATA_HOME_ENV = "MODELVAL_DATA_HOME"
+#: texture-vs-shape's published raw data (cue-conflict, edges, silhouettes), below the data home.
+REFERENCE_SUBDIR = "reference/raw-data"
+#: model-vs-human's published raw data (one sub-folder per dataset), below the data home.
+MODEL_VS_HUMAN_SUBDIR = "reference/model-vs-human/raw-data"
+
+
+def data_home() -> Path | None:
+    """The data home, ``$MODELVAL_DATA_HOME`` (the command line's ``--data-home DIR`` sets it), or ``None``.
+
+    One folder holds all of modelval's data, each kind in its own sub-folder::
+
+        <data home>/
+            cue-conflict/<category>/<image>.png        the 1280 cue-conflict stimuli
+            edges/  filled-silhouettes/                 the other two texture-vs-shape sets
+            colour/  sketch/  ...                       model-vs-human's further sets (dnn/session-1/...)
+            reference/raw-data/                         texture-vs-shape's human (and VGG/ResNet) decisions
+            reference/model-vs-human/raw-data/<set>/    model-vs-human's human decisions
+
+    ``MODELVAL_DATA_ROOT`` (the cue-conflict folder), ``MODELVAL_REFERENCE_DIR`` and
+    ``MODELVAL_MODEL_VS_HUMAN_DIR`` name one of these folders each and win over the home for it. Unset, every
+    folder is looked for in the per-user cache (where ``modelval download-data`` puts it).
+
+    Returns
+    -------
+    pathlib.Path or None
+        The folder ``$MODELVAL_DATA_HOME`` names (``~`` expanded), or ``None`` when the variable is unset.
+
+    Examples
+    --------
+    >>> import os
+    >>> from modelval.datasets.stimuli import data_home
+    >>> saved = os.environ.pop("MODELVAL_DATA_HOME", None)
+    >>> data_home() is None
+    True
+    >>> os.environ["MODELVAL_DATA_HOME"] = "/data/modelval"
+    >>> data_home()
+    PosixPath('/data/modelval')
+    >>> del os.environ["MODELVAL_DATA_HOME"]
+    >>> if saved is not None:
+    ...     os.environ["MODELVAL_DATA_HOME"] = saved
+    """
+    home = os.environ.get(DATA_HOME_ENV, "").strip()
+    return Path(home).expanduser() if home else None
+
+
+def data_home_hint(what: str = "cue-conflict/") -> str:
+    """The one setting that points modelval at its data, phrased for the command line and for Python alike."""
+    return (
+        f"set {DATA_HOME_ENV}=DIR to the folder that holds {what} (the data home; on the command line also "
+        "--data-home DIR)"
+    )
 
 
 def discover_stimuli(
@@ -117,14 +174,14 @@ def discover_stimuli(
     root = Path(root)
     if root.exists() and not root.is_dir():
         raise DataError(
-            f"{root} is a file, not the {dataset} folder: pass the folder that holds the stimuli as --data-root "
-            f"(or set {root_env(dataset)})"
+            f"{root} is a file, not the {dataset} folder: name the folder that holds the stimuli (data_root= in "
+            f"Python, --data-root DIR on the command line, or {root_env(dataset)}), or {data_home_hint()}"
         )
     if not root.is_dir():
         raise DataError(
-            f"{dataset} folder not found: {root}. Pass --data-root DIR, set {root_env(dataset)}, "
+            f"{dataset} folder not found: {root}; {data_home_hint(get_dataset(dataset).folder + '/')}, "
             f"or run `modelval download-data{'' if dataset == 'cue-conflict' else ' --dataset ' + dataset}` "
-            "to fetch the stimuli."
+            "to fetch the stimuli"
         )
     stimuli: list[Stimulus] = []
     try:
@@ -134,6 +191,12 @@ def discover_stimuli(
     if entry.layout == "sessions":
         stimuli, folders = _discover_sessions(root, dataset), []
     for folder in folders:
+        if folder.name not in CATEGORIES and (root / entry.folder).is_dir():
+            raise DataError(
+                f"{root} holds a {entry.folder}/ folder: it is a data home, not the {dataset} folder itself; "
+                f"use it as the data home ({DATA_HOME_ENV}={root}, on the command line --data-home {root}) or name "
+                f"{root / entry.folder} as the data root"
+            )
         if folder.name not in CATEGORIES:
             raise DataError(
                 f"{folder}: unknown category folder {folder.name!r}; the {dataset} folder must hold "
@@ -200,17 +263,26 @@ def root_env(dataset: str) -> str:
 
 
 def resolve_data_root(data_root: str | os.PathLike[str] | None = None, dataset: str = "cue-conflict") -> Path:
-    """``--data-root``; else ``$MODELVAL_DATA_ROOT`` (cue-conflict only); else ``$MODELVAL_DATA_HOME/<folder>``;
+    """``--data-root``; else ``$MODELVAL_DATA_ROOT`` (cue-conflict only); else ``<data home>/<folder>``;
     else the per-user cache."""
+    return _data_root_and_origin(data_root, dataset)[0]
+
+
+def data_root_origin(data_root: str | os.PathLike[str] | None = None, dataset: str = "cue-conflict") -> str:
+    """Which setting :func:`resolve_data_root` took the folder from: ``"--data-root"``, a variable, or the cache."""
+    return _data_root_and_origin(data_root, dataset)[1]
+
+
+def _data_root_and_origin(data_root: str | os.PathLike[str] | None, dataset: str) -> tuple[Path, str]:
     if data_root:
-        return Path(data_root).expanduser()
+        return Path(data_root).expanduser(), "the data root given"
     env = os.environ.get(DATA_ROOT_ENV) if dataset == "cue-conflict" else None
     if env:
-        return Path(env).expanduser()
-    home = os.environ.get(DATA_HOME_ENV)
-    if home:
-        return Path(home).expanduser() / get_dataset(dataset).folder
-    return default_data_root(dataset)
+        return Path(env).expanduser(), DATA_ROOT_ENV
+    home = data_home()
+    if home is not None:
+        return home / get_dataset(dataset).folder, f"the data home {DATA_HOME_ENV}"
+    return default_data_root(dataset), "the per-user cache"
 
 
 def default_data_root(dataset: str = "cue-conflict") -> Path:

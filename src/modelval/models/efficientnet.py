@@ -83,6 +83,7 @@ def _register(variant: str) -> ModelEntry:
             label=f"EfficientNet-{variant.capitalize()} (PyPI)",
             training=IMAGENET_1K,  # the TensorFlow TPU release's Lite models: supervised on ImageNet-1k
             parameters=LITE_PARAMETERS[variant],
+            extra=None if variant == "lite0" else "lite",  # Lite0 is core: `make evaluate` runs it
         )
     )
 

