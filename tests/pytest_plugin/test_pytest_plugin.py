@@ -287,7 +287,23 @@ def test_missing_stimuli_fail_the_cases_unless_allowed(pytester, tmp_path, monke
     result = pytester.runpytest_subprocess(*absent)
     result.assert_outcomes(errors=2)
     assert "cue-conflict folder not found" in result.stdout.str() and "Traceback" not in result.stdout.str()
+    # Before: the message named the command line's --data-root, which pytest answers "unrecognized arguments".
+    output = result.stdout.str()
+    assert "--modelval-data-home DIR" in output and "--data-home" not in output.replace("--modelval-data-home", "")
     pytester.runpytest_subprocess(*absent, "--modelval-allow-missing-data").assert_outcomes(skipped=2)
+
+
+def test_the_data_home_setting_finds_the_stimuli_under_it(pytester, stimulus_subset, tmp_path_factory):
+    home = tmp_path_factory.mktemp("home")
+    stimulus_subset(1, home / "cue-conflict")
+    pytester.path.joinpath("modelval.toml").write_text(ONE_MODEL)
+    pytester.makepyfile(test_zoo=USER_TEST)
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", f"--modelval-data-home={home}", "--modelval-allow-modified-stimuli",
+        "--modelval-device", "cpu",
+    )  # fmt: skip
+    result.assert_outcomes(passed=1)
+    assert "stimuli: modified" in result.stdout.str() or "shape-bias validation" in result.stdout.str()
 
 
 def test_a_test_asking_for_cases_without_a_models_file_fails(pytester):

@@ -73,6 +73,9 @@ def pytest_configure(config: pytest.Config) -> None:
     if not config.pluginmanager.hasplugin("xdist"):
         config.addinivalue_line("markers", XDIST_GROUP_MARKER)
     check_settings(config)
+    home = setting(config, "data_home")
+    if home is not None:  # below the door every data folder is found from this variable (docs/data.md)
+        os.environ["MODELVAL_DATA_HOME"] = str(home)
 
 
 SESSION_KEY = pytest.StashKey[Any]()
@@ -180,7 +183,8 @@ def modelval_data_root(pytestconfig: pytest.Config) -> Path:
     try:
         return ensure_stimuli(setting(pytestconfig, "data_root"), progress=False)
     except ModelvalError as error:
-        missing_resource(pytestconfig, f"modelval: {error}")
+        problem = f"modelval: {error}"  # reported outside the handler: pytest would print the error twice
+    missing_resource(pytestconfig, problem)
     raise AssertionError("unreachable")  # pragma: no cover - missing_resource always raises
 
 
@@ -195,7 +199,8 @@ def modelval_stimulus_set(pytestconfig: pytest.Config, modelval_data_root: Path)
             modelval_data_root, progress=False, allow_modified=bool(setting(pytestconfig, "allow_modified_stimuli"))
         )
     except ModelvalError as error:
-        missing_resource(pytestconfig, f"modelval: {error}")
+        problem = f"modelval: {error}"
+    missing_resource(pytestconfig, problem)
 
 
 @pytest.fixture(scope="session")
@@ -207,7 +212,8 @@ def modelval_reference_dir(pytestconfig: pytest.Config) -> Path:
     try:
         return resolve_reference_dir(setting(pytestconfig, "reference_dir"))
     except ModelvalError as error:
-        missing_resource(pytestconfig, f"modelval: {error}")
+        problem = f"modelval: {error}"
+    missing_resource(pytestconfig, problem)
     raise AssertionError("unreachable")  # pragma: no cover
 
 

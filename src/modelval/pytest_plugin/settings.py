@@ -42,8 +42,10 @@ class Setting:
 
 
 SETTINGS: tuple[Setting, ...] = (
-    Setting("data_root", "path", "cue-conflict stimuli folder (default: the per-user cache, fetched on first use)",
-            env="MODELVAL_DATA_ROOT"),
+    Setting("data_home", "path", "the data home: the folder holding cue-conflict/, reference/raw-data/, ... "
+            "(docs/data.md; default: the per-user cache)", env="MODELVAL_DATA_HOME"),
+    Setting("data_root", "path", "cue-conflict stimuli folder (default: <data home>/cue-conflict, else the per-user "
+            "cache, fetched on first use)", env="MODELVAL_DATA_ROOT"),
     Setting("reference_dir", "path", "published raw-data CSVs of texture-vs-shape (default: the per-user cache)",
             env="MODELVAL_REFERENCE_DIR"),
     Setting("checkpoint_dir", "path", "downloaded weights (default: the per-user cache)",
@@ -230,6 +232,22 @@ def _folder_problem(folder: Path) -> str | None:
     return None
 
 
+#: The command line's words for a data setting, and the plugin's (a message from below the door names the former).
+_PLUGIN_WORDS = tuple(
+    (f"--{name}", f"--modelval-{name}") for name in ("data-home", "data-root", "reference-dir", "checkpoint-dir")
+)
+
+
+def in_plugin_words(message: str) -> str:
+    """``message`` with the command line's option names replaced by the plugin's (``--data-root`` is
+    ``--modelval-data-root`` here: a user who pasted the CLI's name would get "unrecognized arguments")."""
+    import re
+
+    for cli, plugin in _PLUGIN_WORDS:
+        message = re.sub(rf"(?<![\w-]){re.escape(cli)}(?![\w-])", plugin, message)
+    return message
+
+
 def allow_missing_data(config: pytest.Config) -> bool:
     return bool(setting(config, "allow_missing_data")) and not _flag(os.environ.get(STRICT_DATA_ENV, ""))
 
@@ -240,6 +258,7 @@ def missing_resource(config: pytest.Config, message: str, *, kind: Literal["data
     Missing data fails unless ``--modelval-allow-missing-data``: a validation that validated nothing must not
     pass green. Missing downloaded weights skip unless ``--modelval-strict-weights`` (no network in most CI).
     """
+    message = in_plugin_words(message)
     if kind == "weights":
         if setting(config, "strict_weights"):
             pytest.fail(f"[strict weights] {message}", pytrace=False)
