@@ -3,7 +3,7 @@
 Every test here is marked ``gpu`` and skips, with its reason, where no CUDA device exists. On a GPU:
 
 - every bundled model decides on CUDA as on the CPU (fp32), within the flip budget of its expectation entry;
-- bf16 and fp16 autocast, with and without channels-last, decide as the CUDA fp32 run within their budgets;
+- bf16 and fp16 autocast, with and without channels-last, decide as the CPU fp32 run within their budgets;
 - the front door's defaults pick CUDA and give what an explicit ``device="cuda"`` gives;
 - the pytest plugin and ``modelval validate`` run with ``--device cuda``;
 - a model that does not fit in the GPU's memory is one line, not a CUDA traceback.
@@ -33,10 +33,13 @@ BUNDLED = ("efficientnet_lite0", "efficientnet_lite1", "efficientnet_lite2")
 
 
 def flip_budget(model: str, device: str, dtype: str) -> tuple[int, str]:
-    """The flips allowed against the reference run, and the expectation entry that gave them."""
-    from modelval.judgement.expected import flip_budget as budget_of
+    """The flips a run on ``device`` in ``dtype`` may show against the fp32 CPU reference, and the entry of
+    expected_shape_bias.toml that gave the number (``cuda/bf16``, ``default``)."""
+    from modelval.judgement.expected import RunSetting, expected_for
 
-    return budget_of(model, device=device, dtype=dtype, capability=_capability())
+    expected = expected_for(model, setting=RunSetting(device=device, capability=_capability(), dtype=dtype))
+    assert expected is not None and expected.flip_budget is not None, f"{model}: no flip budget for {device}/{dtype}"
+    return expected.flip_budget, expected.entry or "default"
 
 
 def _capability() -> str | None:
@@ -91,9 +94,9 @@ def test_autocast_decides_as_fp32_within_the_budget(model, amp, channels_last, f
     run = evaluate(loaded.model, config, stimuli, device="cuda", amp=amp, channels_last=channels_last,
                    progress=False, n_bootstrap=0)  # fmt: skip
     assert run.provenance["precision"] == amp and run.provenance["channels_last"] is channels_last
-    flipped = _flips(fp32_runs[model, "cuda"], run)
+    flipped = _flips(fp32_runs[model, "cpu"], run)  # the budgets are against the fp32 CPU reference
     budget, entry = flip_budget(model, "cuda", amp)
-    print(f"{model}: CUDA {amp}{' channels-last' if channels_last else ''} vs CUDA fp32: {len(flipped)} of "
+    print(f"{model}: CUDA {amp}{' channels-last' if channels_last else ''} vs CPU fp32: {len(flipped)} of "
           f"{len(stimuli.stimuli)} flipped (budget {budget}, {entry})", file=sys.stderr)  # fmt: skip
     assert len(flipped) <= budget, f"{model} {amp}: {len(flipped)} flips > {budget} [{entry}]: {flipped[:10]}"
 
