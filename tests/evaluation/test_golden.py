@@ -21,6 +21,7 @@ change that is understood); the diff of the ``.npz`` files and the versions stor
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import zlib
@@ -50,8 +51,8 @@ def _seed_of(name: str) -> int:
 
 def fill_from_seed(model: torch.nn.Module) -> torch.nn.Module:
     """Every floating parameter and buffer from a NumPy generator keyed by its name (no torch initializer):
-    weights ~ N(0, 2/fan_in) (He: deep ReLU nets keep their signal), biases and shifts ~ N(0, 0.02), norm scales ~ 1 + N(0, 0.1), running variances
-    in [0.5, 1.5]."""
+    weights ~ N(0, 2/fan_in) (He: deep ReLU nets keep their signal), biases and shifts ~ N(0, 0.02), norm scales
+    ~ 1 + N(0, 0.1), running variances in [0.5, 1.5]."""
     with torch.no_grad():
         for name, tensor in [*model.named_parameters(), *model.named_buffers()]:
             if not tensor.is_floating_point():
@@ -127,10 +128,8 @@ def _versions() -> str:
 
     found = []
     for package in ("torch", "torchvision", "timm", "efficientnet-lite-pytorch"):
-        try:
+        with contextlib.suppress(metadata.PackageNotFoundError):
             found.append(f"{package} {metadata.version(package)}")
-        except metadata.PackageNotFoundError:
-            pass
     return ", ".join(found)
 
 

@@ -141,12 +141,12 @@ def nightly_verdict(
     attempts: dict[tuple[str, str], list[Attempt]] = {}
     for record in records:
         summary = record.summary
-        verdict = str(summary.get("verdict") or summary.get("error") or "no verdict recorded")
-        passed = summary["passed"] if isinstance(summary.get("passed"), bool) else verdict_passed(verdict)
+        recorded = str(summary.get("verdict") or summary.get("error") or "no verdict recorded")
+        passed = summary["passed"] if isinstance(summary.get("passed"), bool) else verdict_passed(recorded)
         key = (str(record.model), configuration_of(record.label, record.provenance))
         value = summary.get("shape_bias")
         shape_bias = float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
-        attempts.setdefault(key, []).append(Attempt(record.id, record.created, passed, verdict, shape_bias))
+        attempts.setdefault(key, []).append(Attempt(record.id, record.created, passed, recorded, shape_bias))
     window = f"{'session ' + session + ', ' if session else ''}records of the {window_hours:g} h up to {last.created}"
     verdict = NightlyVerdict(
         classify_nightly(statuses, attempts), str(status), (records[0].id, last.id) if records else None, window

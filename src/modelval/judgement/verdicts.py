@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING
 
 from modelval.behaviour.categories import CATEGORIES
 from modelval.behaviour.decisions import by_stimulus, read_decisions
-from modelval.judgement.diagnosis import check_calculation, check_preprocessing, check_sources, diagnose
 from modelval.errors import DataError
+from modelval.judgement.diagnosis import check_calculation, check_preprocessing, check_sources, diagnose
 from modelval.judgement.expected import DEVICE_TYPES, DTYPES, ExpectedShapeBias
 from modelval.judgement.rows import ReportRow, format_per_category
 from modelval.judgement.sanity import VERDICT as SANITY_VERDICT
@@ -271,7 +271,7 @@ def read_status_file(path: Path) -> dict[tuple[str, str], ExpectedStatus]:
     for model, table in data.get("models", {}).items():
         where = f"{path} [models.{model}]"
         if not isinstance(table, dict):
-            raise DataError(f"{where}: expected a table of \"NORMALIZATION/DEVICE/DTYPE\" = status entries")
+            raise DataError(f'{where}: expected a table of "NORMALIZATION/DEVICE/DTYPE" = status entries')
         for configuration, value in table.items():
             check_configuration(configuration, where)
             statuses[(model, configuration)] = _status(value, f"{where} {configuration!r}")
@@ -281,39 +281,34 @@ def read_status_file(path: Path) -> dict[tuple[str, str], ExpectedStatus]:
 def check_configuration(configuration: str, where: str) -> None:
     """``NORMALIZATION/DEVICE/DTYPE`` with known parts, else one DataError line."""
     parts = configuration.split("/")
-    ok = (
-        len(parts) == 3
-        and parts[0] in NIGHTLY_NORMALIZATIONS
-        and parts[1] in DEVICE_TYPES
-        and parts[2] in DTYPES
-    )
+    ok = len(parts) == 3 and parts[0] in NIGHTLY_NORMALIZATIONS and parts[1] in DEVICE_TYPES and parts[2] in DTYPES
     if not ok:
         raise DataError(
             f"{where}: {configuration!r} is not a configuration; write NORMALIZATION/DEVICE/DTYPE with normalization "
             f"{', '.join(NIGHTLY_NORMALIZATIONS[:3])}, device {', '.join(DEVICE_TYPES)}, dtype {', '.join(DTYPES)} "
-            "(e.g. \"model/cuda/fp32\")"
+            '(e.g. "model/cuda/fp32")'
         )
 
 
 def _status(value: object, where: str) -> ExpectedStatus:
     table = {"status": value} if isinstance(value, str) else value
     if not isinstance(table, dict) or set(table) - {"status", "reason"} or "status" not in table:
-        raise DataError(f"{where}: a status is \"pass\", \"skip\" or {{ status = \"known-failure\", reason = \"...\" }}")
+        raise DataError(f'{where}: a status is "pass", "skip" or {{ status = "known-failure", reason = "..." }}')
     status, reason = table["status"], table.get("reason", "")
     if status not in NIGHTLY_STATUSES:
         raise DataError(f"{where}: status {status!r} is not one of {', '.join(NIGHTLY_STATUSES)}")
     if not isinstance(reason, str):
         raise DataError(f"{where}: reason must be a string, got {reason!r}")
     if status == "known-failure" and not reason.strip():
-        raise DataError(f"{where}: a known failure needs its reason (reason = \"issue 12: ...\")")
+        raise DataError(f'{where}: a known failure needs its reason (reason = "issue 12: ...")')
     return ExpectedStatus(status, reason)
 
 
 def format_status_file(statuses: Mapping[tuple[str, str], ExpectedStatus]) -> str:
     """A status file's text (TOML), models and configurations sorted; what ``--accept`` writes."""
     lines = [
-        "# The nightly's expected status per (model, configuration): pass, known-failure (with its reason) or skip.",
-        "# A configuration is NORMALIZATION/DEVICE/DTYPE. Read by `modelval runs verdict --status FILE` (docs/nightly.md).",
+        "# The nightly's expected status per (model, configuration): pass, known-failure (with a reason) or skip.",
+        "# A configuration is NORMALIZATION/DEVICE/DTYPE. Read by `modelval runs verdict --status FILE`.",
     ]
     models = sorted({model for model, _ in statuses})
     for model in models:
@@ -363,8 +358,13 @@ class NightlyCase:
             "reason": None if self.expected is None else self.expected.reason,
             "outcome": self.outcome,
             "attempts": [
-                {"run": a.run_id, "created": a.created, "passed": a.passed, "verdict": a.verdict,
-                 "shape_bias": a.shape_bias}
+                {
+                    "run": a.run_id,
+                    "created": a.created,
+                    "passed": a.passed,
+                    "verdict": a.verdict,
+                    "shape_bias": a.shape_bias,
+                }
                 for a in self.attempts
             ],
         }
