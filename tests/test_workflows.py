@@ -47,6 +47,29 @@ def test_nightly_is_scheduled_on_a_gpu_runner_with_strict_weights():
     assert any(s.get("uses", "").startswith("actions/upload-artifact") for s in job["steps"])
 
 
+def test_the_nightly_gives_a_verdict_on_change_from_its_own_session():
+    """The validation step may fail (known failures are expected), its failures are rerun once in the same
+    session, and the verdict step decides the job against the committed status file, which parses."""
+    from modelval.judgement.verdicts import read_status_file
+
+    (job,) = load("nightly-gpu.yml")["jobs"].values()
+    steps = {step.get("id") or step.get("name"): step for step in job["steps"]}
+    validation = steps["validation"]
+    assert validation["continue-on-error"] is True and "-m modelval_weights" in validation["run"]
+    rerun = next(s for s in job["steps"] if "--last-failed" in s.get("run", ""))
+    assert rerun["if"] == "steps.validation.outcome == 'failure'"
+    verdict = next(s for s in job["steps"] if "modelval runs verdict" in s.get("run", ""))
+    assert "continue-on-error" not in verdict and "if" not in verdict  # it decides the job
+    last = verdict["run"].strip().splitlines()[-1]
+    assert "--status .github/nightly-status.toml" in last and "--markdown reports/nightly/verdict.md" in last
+    assert "--json > reports/nightly/verdict.json" in verdict["run"]
+    assert "${{ github.run_id }}" in job["env"]["MODELVAL_SESSION"]
+    order = [s.get("id") or s.get("name") for s in job["steps"]]
+    assert order.index("validation") < order.index(rerun["name"]) < order.index(verdict["name"])
+    statuses = read_status_file(WORKFLOWS.parent / "nightly-status.toml")
+    assert statuses and all(configuration.endswith("/cuda/fp32") for _, configuration in statuses)
+
+
 def test_pull_request_workflow_runs_the_default_suite_on_cpu():
     workflow = load("ci.yml")
     assert "pull_request" in workflow["on"]

@@ -51,3 +51,37 @@ def test_a_binary_file_is_no_models_file(tmp_path):
     path.write_bytes(bytes(range(256)))
     with pytest.raises(DataError, match=r"not a text \(UTF-8\) file; a models file is TOML"):
         read_models_file(path)
+
+
+def test_expectations_keyed_by_device_and_dtype_are_read(tmp_path):
+    from modelval.judgement.expected import RunSetting
+
+    path = tmp_path / "modelval.toml"
+    path.write_text(
+        '[models.a]\nspec = "nets.py:build"\nexpected = 0.30\ntolerance = 0.015\nflip_budget = 2\n'
+        '[models.a.expectations]\n"cuda/bf16" = { tolerance = 0.03, flip_budget = 12 }\n'
+        '"cuda:9.0/bf16" = { expected = 0.31 }\n'
+    )
+    (model,) = read_models_file(path)
+    assert (model.expected, model.tolerance, model.flip_budget) == (0.30, 0.015, 2)
+    h100 = model.expectation.for_setting(RunSetting("cuda", "9.0", "bf16"))
+    assert (h100.value, h100.tolerance, h100.flip_budget, h100.entry) == (0.31, 0.03, 12, "cuda:9.0/bf16")
+    cpu = model.expectation.for_setting(RunSetting())
+    assert (cpu.value, cpu.flip_budget, cpu.entry, cpu.verdict(0.305)) == (0.30, 2, "default", "PASS [default]")
+
+
+@pytest.mark.parametrize(
+    ("lines", "message"),
+    [
+        ("flip_budget = 1.5", r"\[models\.a\]: 'flip_budget' is a number of decisions"),
+        ('[models.a.expectations]\n"tpu" = { flip_budget = 1 }', r"\[models\.a\]: an expectations key is DEVICE"),
+        ('[models.a.expectations]\n"cuda" = { expected = 21.39 }', r"'expected' is a fraction between 0 and 1"),
+        ('expectations = ["cuda"]', r"'expectations' must be a table"),
+    ],
+)
+def test_a_bad_expectation_names_the_table(tmp_path, lines, message):
+    path = tmp_path / "modelval.toml"
+    path.write_text(f'[models.a]\nspec = "nets.py:build"\n{lines}\n')
+    with pytest.raises(DataError, match=message) as caught:
+        read_models_file(path)
+    assert "\n" not in str(caught.value)

@@ -42,6 +42,7 @@ _EXPORTS = {
     "audit_preprocessing": "modelval.api.audit",
     "ComparisonReport": "modelval.api.comparison",
     "compare": "modelval.api.comparison",
+    "nightly_verdict": "modelval.api.recording",
     "plan_trials": "modelval.api.benchmark",
     "ECEReport": "modelval.api.predictions",
     "PredictionMetricsReport": "modelval.api.predictions",

@@ -215,6 +215,8 @@ def shape_bias(
     loaded, evaluation = run.loaded, run.evaluation
     normalization = f"{options.normalization} ({evaluation.config.normalization_name})"
     expected = expected_for(run.model) if isinstance(model, str) else None
+    if expected is not None:  # keyed by device and dtype: the entry of this run's setting
+        expected = expected.for_evaluation(evaluation)
     entry = loaded.entry
     read_map = model_options.read_label_map()
     unmapped = read_map.unmapped if read_map is not None else ()

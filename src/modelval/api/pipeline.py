@@ -364,13 +364,28 @@ def run_model(
         if options.amp:
             # Validation numbers come from fp32; with amp, say how many decisions the cheaper run changed.
             reference = evaluate(loaded.model, config, stimuli, **settings)
-            flips = decision_flips(reference.decisions, evaluation.decisions)
+            budget = _flip_budget(model, evaluation)
+            flips = decision_flips(
+                reference.decisions, evaluation.decisions, budget=budget.flip_budget if budget else None,
+                budget_entry=budget.entry if budget else None,
+            )  # fmt: skip
             facts["amp_flips"] = flips.count
+            if flips.budget is not None:
+                facts["amp_flip_budget"] = {"flips": flips.budget, "entry": flips.budget_entry or "default"}
             facts["amp_flips_detail"] = flips.flipped[:20]
     return ModelRun(
         loaded=loaded, evaluation=evaluation, model=label, facts=facts, options=options, model_options=model_options,
         stimulus_digests=stimuli.digests or {}, stimulus_dataset=stimuli.dataset, early_sanity=early,
     )  # fmt: skip
+
+
+def _flip_budget(model: Any, evaluation: Any) -> Any:
+    """A registered model's expectation for the evaluation's device and dtype, when it states a flip budget."""
+    from modelval.judgement.expected import expected_for
+
+    expected = expected_for(model) if isinstance(model, str) else None
+    resolved = expected.for_evaluation(evaluation) if expected is not None else None
+    return resolved if resolved is not None and resolved.flip_budget is not None else None
 
 
 def open_output_cache(enabled: bool | None) -> OutputCache | None:

@@ -1,9 +1,12 @@
-"""``modelval runs list|show|diff``: the runs recorded in the run store."""
+"""``modelval runs list|show|diff|verdict``: the runs recorded in the run store, and a nightly's verdict."""
 
 from __future__ import annotations
 
 import argparse
+import math
+from pathlib import Path
 
+from modelval.api.recording import NIGHTLY_WINDOW_HOURS
 from modelval.cli._args import add_json_option, range_type
 from modelval.cli._output import out, out_json, warn
 from modelval.records.run_store import RUN_ID, RUN_LIMIT
@@ -41,6 +44,41 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     diff.add_argument("second", type=run_id, nargs="?", metavar="B")
     add_json_option(diff)
     diff.set_defaults(handler=run_diff)
+    verdict = actions.add_parser(
+        "verdict",
+        help="a nightly's verdict: new failures, known failures, fixed, flaky, skipped (exit 1 on a new failure "
+        "or an unaccepted fix)",
+        description="Holds the last nightly (the validate records within --window hours before the newest one, or "
+        "before run RUN) against the expected status of each (model, NORMALIZATION/DEVICE/DTYPE) in the status "
+        "file. A known failure that passes is 'fixed' and fails the check until accepted (a ratchet); a case "
+        "recorded twice, failing then passing (a rerun), is 'flaky'. Exit 0: nothing new; 1: a new failure, a fix, "
+        "a configuration not listed or not run; 2: bad input. See docs/nightly.md.",
+    )
+    verdict.add_argument("run", type=run_id, nargs="?", metavar="RUN", help="the nightly's last record (default: "
+                         "the newest validate record)")  # fmt: skip
+    verdict.add_argument("--status", type=Path, required=True, metavar="FILE", help="the status file (TOML)")
+    verdict.add_argument(
+        "--window", type=positive_hours, default=NIGHTLY_WINDOW_HOURS, metavar="HOURS",
+        help=f"how far back from the last record the nightly reaches (default {NIGHTLY_WINDOW_HOURS:g})",
+    )  # fmt: skip
+    verdict.add_argument("--markdown", type=Path, metavar="FILE", help="also write the verdict as Markdown")
+    verdict.add_argument(
+        "--accept", action="store_true",
+        help="rewrite the status file to accept this nightly (fixes pass, new failures become known failures)",
+    )  # fmt: skip
+    add_json_option(verdict, "the verdict")
+    verdict.set_defaults(handler=run_verdict)
+
+
+def positive_hours(text: str) -> float:
+    """``--window``: a positive number of hours."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not (value > 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"a positive number of hours, got {text!r}")
+    return value
 
 
 def run_list(args: argparse.Namespace) -> int:
@@ -108,3 +146,19 @@ def run_diff(args: argparse.Namespace) -> int:
     else:
         out(difference.format())
     return 0
+
+
+def run_verdict(args: argparse.Namespace) -> int:
+    from modelval.api.recording import nightly_verdict
+    from modelval.atomic import write_text
+
+    verdict = nightly_verdict(args.status, args.run, window_hours=args.window, accept=args.accept)
+    if args.markdown:
+        write_text(args.markdown, verdict.markdown())
+    if args.json:
+        out_json(verdict.to_dict())
+    else:
+        out(verdict.format())
+        if verdict.accepted:
+            out(f"accepted: {verdict.accepted} now expects this nightly")
+    return 0 if verdict.accepted else verdict.exit_code

@@ -18,6 +18,15 @@ class FlipReport:
 
     total: int
     flipped: list[str]  # "name: reference -> candidate"
+    #: The flips allowed (a model's ``flip_budget`` for this device and dtype), or None when none is stated.
+    budget: int | None = None
+    #: The expectation entry the budget came from (``"cuda/bf16"``), for messages.
+    budget_entry: str | None = None
+
+    @property
+    def within_budget(self) -> bool | None:
+        """Whether the flips are within :attr:`budget` (None when no budget is stated)."""
+        return None if self.budget is None else self.count <= self.budget
 
     @property
     def count(self) -> int:
@@ -32,9 +41,17 @@ class FlipReport:
 
 
 def decision_flips(
-    reference: Sequence[Decision], candidate: Sequence[Decision], *, warn_rate: float | None = AMP_FLIP_WARN_RATE
+    reference: Sequence[Decision],
+    candidate: Sequence[Decision],
+    *,
+    warn_rate: float | None = AMP_FLIP_WARN_RATE,
+    budget: int | None = None,
+    budget_entry: str | None = None,
 ) -> FlipReport:
-    """Compare two runs image by image; warn when more than ``warn_rate`` of the decisions flipped."""
+    """Compare two runs image by image; warn when more than ``warn_rate`` of the decisions flipped, or, when the
+    model states a flip ``budget`` for this device and dtype (``budget_entry``: the expectation entry it came
+    from, :mod:`modelval.judgement.expected`), when more than ``budget`` decisions flipped. ``warn_rate=None``
+    never warns."""
     if [d.imagename for d in reference] != [d.imagename for d in candidate]:
         raise ValueError("the two runs must cover the same stimuli in the same order")
     flipped = [
@@ -42,7 +59,17 @@ def decision_flips(
         for a, b in zip(reference, candidate, strict=True)
         if a.response != b.response
     ]
-    report = FlipReport(len(reference), flipped)
+    report = FlipReport(len(reference), flipped, budget, budget_entry)
+    if budget is not None:
+        if warn_rate is not None and report.count > budget:
+            entry = f" [{budget_entry}]" if budget_entry else ""
+            warnings.warn(
+                f"{report.describe()} against fp32, above the model's flip budget of {budget}{entry}; "
+                "validate with fp32 (the default) before trusting these numbers",
+                AmpFlipWarning,
+                stacklevel=2,
+            )
+        return report
     if warn_rate is not None and report.rate > warn_rate:
         warnings.warn(
             f"{report.describe()} against fp32, above the {100 * warn_rate:.1f}% threshold; "
@@ -54,4 +81,5 @@ def decision_flips(
 
 
 class AmpFlipWarning(UserWarning):
-    """Mixed precision changed more decisions than :data:`AMP_FLIP_WARN_RATE` allows."""
+    """Mixed precision changed more decisions than the model's flip budget (or, without one,
+    :data:`AMP_FLIP_WARN_RATE`) allows."""

@@ -95,12 +95,44 @@ def environment() -> dict[str, Any]:
         "packages": {name: package_version(name) for name in PACKAGES},
         "platform": f"{platform.system()} {platform.machine()}",
         "command": " ".join(Path(sys.argv[0]).name.split() + sys.argv[1:]) if sys.argv and sys.argv[0] else None,
+        "session": session_id(),
     }
 
 
+#: Names the session a run belongs to (a nightly sets it for every step: its runs and its rerun).
+SESSION_ENV = "MODELVAL_SESSION"
+
+
+def session_id() -> str:
+    """The session a record belongs to: ``$MODELVAL_SESSION`` when set (a nightly job sets it, so its validation
+    step, its rerun of the failures and every pytest-xdist worker share one), else one id per process.
+    ``modelval runs verdict`` takes a nightly's records by it."""
+    return os.environ.get(SESSION_ENV) or _process_session()
+
+
+@lru_cache(maxsize=1)
+def _process_session() -> str:
+    import uuid
+
+    return f"process-{uuid.uuid4().hex[:12]}"
+
+
 def device_record(device: Any) -> dict[str, str]:
-    """The ``"device"`` part of a provenance record: the torch device type and its human name."""
-    return {"type": getattr(device, "type", str(device)).split(":")[0], "name": device_name(device)}
+    """The ``"device"`` part of a provenance record: the torch device type and its human name, and a CUDA
+    device's compute capability (``"9.0"``: what expectations keyed by capability match)."""
+    record = {"type": getattr(device, "type", str(device)).split(":")[0], "name": device_name(device)}
+    if record["type"] == "cuda":
+        record["capability"] = compute_capability(device)
+    return record
+
+
+def compute_capability(device: Any) -> str:
+    """A CUDA device's compute capability as ``"major.minor"`` (``"9.0"`` for an H100)."""
+    import torch
+
+    index = getattr(device, "index", None)
+    major, minor = torch.cuda.get_device_capability(index if index is not None else torch.cuda.current_device())
+    return f"{major}.{minor}"
 
 
 def device_name(device: Any) -> str:

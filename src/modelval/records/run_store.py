@@ -36,7 +36,9 @@ NO_RUN_STORE_ENV = "MODELVAL_NO_RUN_STORE"
 SCHEMA_VERSION = 1
 
 #: Provenance fields that differ between any two runs and say nothing about why numbers moved.
-VOLATILE = frozenset({"created", "command", "output_cache", "output_cache_key", "threads", "batch_size", "root"})
+VOLATILE = frozenset(
+    {"created", "command", "output_cache", "output_cache_key", "threads", "batch_size", "root", "session"}
+)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -202,6 +204,27 @@ class RunStore:
         if row is None:
             raise DataError(f"no run {run_id} in {self.path} (`modelval runs list` shows the ids)")
         return _record(row, self.path)
+
+    def window(self, command: str, *, since: str, until: int, session: str | None = None) -> list[RunRecord]:
+        """The runs of ``command`` created at ``since`` (an ISO time, UTC as recorded) or later, up to run id
+        ``until``, oldest first, and of one ``session`` (``provenance.session``) when given: one nightly's records.
+        A row modelval did not write is a :class:`DataError`."""
+        query = "SELECT * FROM runs WHERE command = ? AND created >= ? AND id <= ?"
+        values: list[object] = [command, since, until]
+        if session is not None:
+            query += " AND json_extract(provenance, '$.session') = ?"
+            values.append(session)
+        with self._connect() as connection:
+            rows = connection.execute(query + " ORDER BY id", values).fetchall()
+        return [_record(row, self.path) for row in rows]
+
+    def latest(self, command: str) -> RunRecord | None:
+        """The newest run of ``command``, or ``None`` when there is none."""
+        with self._connect() as connection:
+            row = connection.execute(
+                "SELECT * FROM runs WHERE command = ? ORDER BY id DESC LIMIT 1", (command,)
+            ).fetchone()
+        return None if row is None else _record(row, self.path)
 
     def previous(self, run: RunRecord) -> RunRecord | None:
         """The last run before ``run`` of the same command, model and label (a nightly's "last night")."""

@@ -12,6 +12,8 @@ One table per model, in the format of ``modelval/data/expected_shape_bias.toml``
     expected = 0.2139                 # optional, with tolerance and source (a citation)
     tolerance = 0.015
     source = "our paper, Table 2"
+    flip_budget = 0                   # optional: decisions a run may flip against the fp32 CPU reference
+    expectations = { "cuda/bf16" = { tolerance = 0.02, flip_budget = 12 } }  # optional, keyed by device/dtype
     normalizations = ["model", "wrong"]   # the cases to run (default); also "imagenet", "half"
     baseline = "baselines/my_resnet.csv"  # optional: decisions to compare with (raw-data CSV)
     label_map = "maps/ten_classes.json"   # optional, for heads that are not ImageNet-1k
@@ -33,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from modelval.errors import DataError
+from modelval.judgement.expected import ExpectedShapeBias, KeyedExpectation, check_field, parse_keyed
 from modelval.preprocessing import INTERPOLATIONS, MAX_INPUT_SIZE, PreprocessOverrides
 
 if sys.version_info >= (3, 11):
@@ -46,7 +49,8 @@ MODEL_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 CASES: tuple[str, ...] = ("model", "wrong", "imagenet", "half")
 KEYS: tuple[str, ...] = (
     "label", "spec", "checkpoint", "checkpoint_key", "strip_prefix", "label_map", "mean", "std", "interpolation",
-    "input_size", "expected", "tolerance", "source", "normalizations", "baseline", "trust_repo",
+    "input_size", "expected", "tolerance", "source", "normalizations", "baseline", "trust_repo", "flip_budget",
+    "expectations",
 )  # fmt: skip
 
 
@@ -70,6 +74,19 @@ class UserModel:
     normalizations: tuple[str, ...] = ("model", "wrong")
     baseline: Path | None = None
     trust_repo: bool = False
+    #: Decisions a run may flip against the fp32 CPU reference (the default entry's).
+    flip_budget: int | None = None
+    #: ``expectations``: value, tolerance and flip budget keyed by device, compute capability and dtype.
+    keyed: tuple[KeyedExpectation, ...] = ()
+
+    @property
+    def expectation(self) -> ExpectedShapeBias:
+        """The model's expectations (default and keyed entries); ``.for_evaluation(e)`` resolves one run's."""
+        return ExpectedShapeBias(
+            model=self.id, label=self.label, value=self.expected, tolerance=self.tolerance,
+            source=self.source or self.origin, baseline=str(self.baseline) if self.baseline else None,
+            flip_budget=self.flip_budget, keyed=self.keyed,
+        )  # fmt: skip
 
 
 def find_models_file(start: Path | None = None) -> Path | None:
@@ -228,6 +245,10 @@ def _user_model(path: Path, table_name: str, name: str, table: Any) -> UserModel
     normalizations = table.get("normalizations", ["model", "wrong"])
     if not isinstance(normalizations, list) or not normalizations or any(n not in CASES for n in normalizations):
         raise bad("'normalizations'", f"must be a non-empty list of {', '.join(CASES)}, got {normalizations!r}")
+    flip_budget = table.get("flip_budget")
+    if flip_budget is not None:
+        flip_budget = check_field("flip_budget", flip_budget, where)
+    keyed = parse_keyed(table.get("expectations"), where)
     trust_repo = table.get("trust_repo", False)
     if not isinstance(trust_repo, bool):
         raise bad("'trust_repo'", f"must be true or false, got {trust_repo!r}")
@@ -258,4 +279,6 @@ def _user_model(path: Path, table_name: str, name: str, table: Any) -> UserModel
         normalizations=tuple(dict.fromkeys(normalizations)),
         baseline=file("baseline"),
         trust_repo=trust_repo,
+        flip_budget=flip_budget,
+        keyed=keyed,
     )

@@ -1,0 +1,128 @@
+"""``modelval runs verdict``: a nightly's records against the status file; exit 0, 1 (new/fixed) or 2."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from modelval.cli import main
+from modelval.records.run_store import RunStore
+
+MODELS = """
+[models.lite0]
+label = "EfficientNet-Lite0"
+spec = "efficientnet_lite0"
+expected = {lite0}
+tolerance = 0.015
+source = "this subset, CPU fp32"
+normalizations = ["model"]
+{lite0_mean}
+[models.lite0_port]
+label = "EfficientNet-Lite0, ported config"
+spec = "efficientnet_lite0"
+expected = {lite0}
+tolerance = 0.015
+normalizations = ["model"]
+{port_mean}
+"""
+IMAGENET = "mean = [0.485, 0.456, 0.406]\nstd = [0.229, 0.224, 0.225]\n"
+
+
+@pytest.fixture
+def runs_db(tmp_path, monkeypatch) -> Path:
+    path = tmp_path / "runs.sqlite"
+    monkeypatch.setenv("MODELVAL_RUNS_DB", str(path))
+    return path
+
+
+@pytest.mark.slow
+def test_two_real_nightlies_one_regressed_one_fixed(stimulus_subset, tmp_path, runs_db, monkeypatch, capsys):
+    """Night 1: lite0 passes, its port (ImageNet mean/std on 0.5/0.5 weights) fails and is accepted as a known
+    failure. Night 2 swaps the mistake: lite0 is a new failure (its rerun fails too), the port is fixed, exit 1."""
+    import modelval
+
+    subset = stimulus_subset(2)
+    options = modelval.EvaluationOptions(data_root=subset, allow_modified_stimuli=True, bootstrap=0)
+    own = modelval.shape_bias("efficientnet_lite0", options=options, device="cpu").shape_bias
+    status = tmp_path / "nightly-status.toml"
+    argv = ["--data-root", str(subset), "--allow-modified-stimuli", "--device", "cpu"]
+
+    def night(session: str, lite0_mean: str, port_mean: str, name: str = "modelval.toml") -> None:
+        path = tmp_path / session / name
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(MODELS.format(lite0=round(own, 4), lite0_mean=lite0_mean, port_mean=port_mean))
+        monkeypatch.setenv("MODELVAL_SESSION", session)
+        main(["validate", "--models-file", str(path), *argv])
+
+    night("night-1", "", IMAGENET)
+    assert main(["runs", "verdict", "--status", str(status)]) == 2  # no status file yet
+    assert main(["runs", "verdict", "--status", str(status), "--accept"]) == 0
+    assert '"model/cpu/fp32" = { status = "known-failure", reason = "accepted ' in status.read_text()
+    assert main(["runs", "verdict", "--status", str(status)]) == 0
+    night("night-2", IMAGENET, "")
+    capsys.readouterr()
+    markdown = tmp_path / "verdict.md"
+    assert main(["runs", "verdict", "--status", str(status), "--json", "--markdown", str(markdown)]) == 1
+    payload = json.loads(capsys.readouterr().out)
+    outcomes = {case["model"]: case["outcome"] for case in payload["cases"]}
+    assert outcomes == {"lite0": "new failure", "lite0_port": "fixed"}
+    assert payload["counts"]["new failure"] == payload["counts"]["fixed"] == 1
+    port = next(case for case in payload["cases"] if case["model"] == "lite0_port")
+    assert port["attempts"][0]["shape_bias"] == pytest.approx(own)
+    assert "| fixed | lite0_port | `model/cpu/fp32` | known-failure (accepted" in markdown.read_text()
+    assert main(["runs", "verdict", "--status", str(status), "--accept"]) == 0
+    assert main(["runs", "verdict", "--status", str(status)]) == 0  # accepted: the port passes, lite0 is known
+
+
+def _record(store: RunStore, model: str, verdict: str, session: str, created: str, label: str = "model (half)"):
+    provenance = {"created": created, "session": session, "device": {"type": "cuda", "capability": "9.0"},
+                  "precision": "fp32"}  # fmt: skip
+    return store.record("validate", model=model, dataset="cue-conflict", label=label,
+                        summary={"verdict": verdict}, provenance=provenance)  # fmt: skip
+
+
+def test_a_failure_that_passes_its_rerun_is_flaky_and_the_session_bounds_the_nightly(runs_db, tmp_path, capsys):
+    store = RunStore(runs_db)
+    status = tmp_path / "status.toml"
+    status.write_text('[models.a]\n"model/cuda/fp32" = "pass"\n[models.b]\n"model/cuda/fp32" = "pass"\n'
+                      '[models.c]\n"model/cuda/bf16" = { status = "skip", reason = "no bf16 yet" }\n')  # fmt: skip
+    _record(store, "b", "FAIL", "night-1", "2026-11-25T02:40:00+00:00")  # last night: not this nightly's
+    _record(store, "a", "FAIL", "night-2", "2026-11-26T02:40:00+00:00")
+    _record(store, "b", "PASS", "night-2", "2026-11-26T02:41:00+00:00")
+    _record(store, "a", "PASS", "night-2", "2026-11-26T03:10:00+00:00")  # the rerun
+    assert main(["runs", "verdict", "--status", str(status)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("nightly verdict: PASS (1 flaky, 1 skipped, 1 pass); runs 2-4, session night-2")
+    assert "a model/cuda/fp32: PASS; fail (run 2) -> pass (run 4)" in out
+    # the nightly before, by its last record: b failed there
+    assert main(["runs", "verdict", "--status", str(status), "1", "--json"]) == 1
+    payload = json.loads(capsys.readouterr().out)
+    assert {c["model"]: c["outcome"] for c in payload["cases"]} == {"b": "new failure", "a": "not run",
+                                                                   "c": "skipped"}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--window", "0"], "a positive number of hours"),
+        (["--window", "nan"], "a positive number of hours"),
+        (["7"], "no run 7"),
+    ],
+)
+def test_bad_input_is_exit_2_with_one_line(runs_db, tmp_path, capsys, argv, message):
+    store = RunStore(runs_db)
+    _record(store, "a", "PASS", "s", "2026-11-26T02:40:00+00:00")
+    status = tmp_path / "status.toml"
+    status.write_text('[models.a]\n"model/cuda/fp32" = "pass"\n')
+    assert main(["runs", "verdict", "--status", str(status), *argv]) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1
+
+
+def test_no_validate_run_recorded_is_exit_2(runs_db, tmp_path, capsys):
+    status = tmp_path / "status.toml"
+    status.write_text('[models.a]\n"model/cuda/fp32" = "pass"\n')
+    assert main(["runs", "verdict", "--status", str(status)]) == 2
+    assert "no validate runs recorded" in capsys.readouterr().err
