@@ -73,6 +73,12 @@ def pytest_configure(config: pytest.Config) -> None:
     if not config.pluginmanager.hasplugin("xdist"):
         config.addinivalue_line("markers", XDIST_GROUP_MARKER)
     check_settings(config)
+    if getattr(config, "workerinput", None) is None and not os.environ.get("MODELVAL_SESSION"):
+        # One session for the controller and every xdist worker it starts (they inherit the environment), so the
+        # nightly verdict takes all the records of this pytest run as one nightly (records.provenance.session_id).
+        import uuid
+
+        os.environ["MODELVAL_SESSION"] = f"pytest-{uuid.uuid4().hex[:12]}"
     home = setting(config, "data_home")
     if home is not None:  # below the door every data folder is found from this variable (docs/data.md)
         os.environ["MODELVAL_DATA_HOME"] = str(home)

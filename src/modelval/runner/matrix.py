@@ -202,7 +202,7 @@ class ValidationRunner:
             row = ReportRow.for_error(case.model, label, case.source, normalization, message)
             judgement = Judgement(False, ERROR_VERDICT, message, row)
         assert judgement.row is not None
-        judgement.row.run_id = self._record(judgement.row, case)
+        judgement.row.run_id = self._record(judgement.row, case, judgement.passed)
         self.rows.append(judgement.row)
         return judgement
 
@@ -216,11 +216,10 @@ class ValidationRunner:
             expected = expected_for(case.model)
             label, source = entry.display_name, case.source
         else:
-            expected = ExpectedShapeBias(
-                model=user.id, label=user.label, value=user.expected, tolerance=user.tolerance, source=user.source,
-                baseline=str(user.baseline) if user.baseline else None,
-            )  # fmt: skip
+            expected = user.expectation
             label, source = user.label, entry.source
+        if expected is not None:  # the entry for this run's device, compute capability and dtype
+            expected = expected.for_evaluation(evaluation)
         row = ReportRow(
             case.model, label, source, f"{normalization} ({evaluation.config.normalization_name})", evaluation.result,
             expected, provenance=run.provenance(),
@@ -288,13 +287,12 @@ class ValidationRunner:
             return judgement
         user = case.user
         if user is not None:
-            if user.expected is not None and user.tolerance is not None:
-                return verdicts.against_expected(
-                    user.label, user.spec, evaluation, user.expected, user.tolerance, user.source or user.origin
-                )
+            assert expected is not None  # a user model's expectation, resolved for this run
+            if expected.value is not None and expected.tolerance is not None:
+                return verdicts.against_expectation(user.label, user.spec, evaluation, expected)
             if user.baseline is not None:
-                return verdicts.against_baseline(evaluation, user.baseline, reference)
-            return Judgement(True, "FINDING (no expected value)", "")
+                return verdicts.against_baseline(evaluation, user.baseline, reference, expected=expected)
+            return Judgement(True, expected.named("FINDING (no expected value)"), "")
         if expected is not None and expected.value is not None:
             return verdicts.against_published(
                 case.model, entry.display_name, case.source, evaluation, expected, reference=reference,
@@ -302,10 +300,10 @@ class ValidationRunner:
                 source_equivalence=source_equivalence,
             )  # fmt: skip
         if expected is not None and expected.baseline:
-            return verdicts.against_baseline(evaluation, package_data(expected.baseline), reference)
+            return verdicts.against_baseline(evaluation, package_data(expected.baseline), reference, expected=expected)
         return verdicts.finding(case.model, evaluation)
 
-    def _record(self, row: ReportRow, case: ValidationCase) -> int | None:
+    def _record(self, row: ReportRow, case: ValidationCase, passed: bool) -> int | None:
         """Record a case in the run store, so a nightly can say what changed since the last run. A withheld
         number is null with its reason there too, and a withheld run keeps no decisions."""
         if self.run_store is None:
@@ -317,7 +315,8 @@ class ValidationRunner:
             evaluation = self.evaluate(case.model, case.normalization)
             decisions = {d.imagename: [d.shape, d.response] for d in evaluation.decisions}
         return record_run(
-            self.run_store, "validate", model=row.model, dataset="cue-conflict", summary=row.summary(),
+            self.run_store, "validate", model=row.model, dataset="cue-conflict",
+            summary={**row.summary(), "passed": passed},  # the nightly verdict reads it (judgement.verdicts)
             provenance=row.provenance, decisions=decisions, label=row.normalization,
         )  # fmt: skip
 
