@@ -65,8 +65,10 @@ stimuli: $(VENV)/.installed
 		$(BIN)/modelval download-data || echo "make: the stimuli were not fetched; tests that need them will skip" >&2; \
 	fi
 
+# Everything, spread over the cores (pytest-xdist; each model's validation cases stay on one worker, so no
+# model is evaluated twice): CI's command.
 test: $(VENV)/.installed-test lint stimuli
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n auto $(PYTEST_ARGS)
 
 # The edit loop: every test but the `slow` ones, i.e. no full 1280-image evaluation, no sensitivity
 # card, no wheel install, spread over the cores (these tests are short and mostly single-threaded, so

@@ -45,6 +45,10 @@ def test_nightly_is_scheduled_on_a_gpu_runner_with_strict_weights():
         assert path in cached
     assert {"TORCH_HOME", "HF_HOME", "MODELVAL_CHECKPOINT_DIR"} <= job["env"].keys()
     assert any(s.get("uses", "").startswith("actions/upload-artifact") for s in job["steps"])
+    # the GPU tier runs before the zoo, so a broken GPU path stops the job first
+    names = [step.get("name", "") for step in job["steps"]]
+    gpu = next(i for i, step in enumerate(job["steps"]) if "make test-gpu" in step.get("run", ""))
+    assert gpu < names.index("Weight-needing validation cases on the GPU")
 
 
 def test_the_nightly_gives_a_verdict_on_change_from_its_own_session():
