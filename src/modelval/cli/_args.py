@@ -145,6 +145,16 @@ def add_bootstrap_options(
 
 
 #: ``--convention`` means the same in every calibration command.
+#: How each bin-edge convention reads in an output line: never a bare "(default)" beside a bin count the user chose.
+CONVENTION_WORDS = {"default": "(lo, hi] edges", "torchmetrics": "torchmetrics' [lo, hi) edges"}
+
+
+def bins_text(n_bins: object, convention: str, *, adaptive: bool = False) -> str:
+    """``15 bins, (lo, hi] edges``: the bin count and the edge convention in words (``adaptive``: equal-mass)."""
+    edges = "equal-mass" if adaptive else CONVENTION_WORDS.get(convention, f"convention {convention}")
+    return f"{n_bins} bins, {edges}"
+
+
 CONVENTION_HELP = (
     "bin edges: default = (lo, hi] bins, confidence 0 in the first (Guo et al., scikit-learn); torchmetrics = "
     "[lo, hi) bins with an extra bin for confidence 1.0, as torchmetrics 1.x"

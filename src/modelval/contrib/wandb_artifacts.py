@@ -370,7 +370,11 @@ def write_seed_summary_csv(summary: SeedSummary, path: str | Path) -> Path:
 
 
 def write_summary_csv(summary: SummaryTable, path: str | Path) -> Path:
-    """CSV: one row per (event, label budget), a column per set and ``ece_mean``; then a ``mean`` row."""
+    """CSV: one row per (event, label budget), a column per set and ``ece_mean``; then a ``mean`` row.
+
+    With no (event, label budget) rows (no file named ``preds-<event>-lb<k>-set<j>-...``) there is nothing to
+    average: only the header is written, never a ``mean`` row of NaN.
+    """
     path = Path(path)
     columns = ["event", "label_budget", *[f"ece_set{s}" for s in summary.sets], "ece_mean"]
     with replacing(path, newline="") as handle:
@@ -378,6 +382,8 @@ def write_summary_csv(summary: SummaryTable, path: str | Path) -> Path:
         writer.writeheader()
         for row in summary.rows:
             writer.writerow({k: row.get(k, "") for k in columns})
+        if not summary.rows:
+            return path
         mean_row: dict[str, object] = {"event": "mean", "label_budget": ""}
         mean_row.update({f"ece_set{s}": summary.set_means[s] for s in summary.sets})
         mean_row["ece_mean"] = summary.mean_of_sets
