@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any, NoReturn
 
+from modelval.metrics.calibration import DEFAULT_N_BINS
 from modelval.runtime import (
     BATCH_SIZE,
     BOOTSTRAP,
@@ -110,7 +111,7 @@ def device_name(text: str) -> str:
 MAX_BINS = 10_000
 #: One default for every command: ``--bootstrap`` resamples and calibration ``--bins``.
 DEFAULT_BOOTSTRAP = 1000
-DEFAULT_BINS = 15
+DEFAULT_BINS = DEFAULT_N_BINS  # 15, the library's default too
 bootstrap_resamples = range_type(BOOTSTRAP)
 bin_count = bounded_int(1, MAX_BINS, f"the number of bins is 1 to {MAX_BINS}")
 
