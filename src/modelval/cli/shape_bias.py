@@ -147,7 +147,9 @@ def run(args: argparse.Namespace) -> int:
     else:
         out(format_text(report))
     if report.gate_failed:
-        print(f"modelval: {report.sanity.message()}", file=sys.stderr)
+        # The text output above already holds the whole message: stderr gets the verdict once, in short.
+        text = report.sanity.message() if args.json else f"{report.sanity.headline()} (the likely causes are above)"
+        print(f"modelval: {text}", file=sys.stderr)
         return 1
     return 0
 
