@@ -225,8 +225,8 @@ def shape_bias(
     if expected is not None and expected.value is None and expected.baseline and not unmapped:
         from modelval.judgement.baseline import committed_baseline
 
-        protocol = {key: str(getattr(options, key)) for key in ("normalization", "resize", "aggregation", "dataset")}
-        row.baseline = committed_baseline(expected.baseline, evaluation.decisions, protocol)
+        used = {key: str(getattr(options, key)) for key in ("normalization", "resize", "aggregation", "dataset")}
+        row.baseline = committed_baseline(expected.baseline, evaluation.decisions, used)
     sanity = sanity_of(evaluation.result, run.early_sanity)  # the sample's verdict when the run stopped there
     _gate(row, sanity, sanity_gate)
     label_map = model_options.label_map

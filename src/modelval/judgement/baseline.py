@@ -425,6 +425,6 @@ def committed_baseline(
         return CommittedBaseline(shown, False, why_not=f"it covers {len(baseline)} stimuli, this run "
                                                        f"{len(current)} others")  # fmt: skip
     flips = sum(current[name].response != baseline[name].response for name in current)
-    value = compute_shape_bias(list(baseline.values()), n_bootstrap=0).shape_bias
+    baseline_bias = compute_shape_bias(list(baseline.values()), n_bootstrap=0).shape_bias
     allowed = MAX_BASELINE_FLIPS if max_flips is None else max_flips
-    return CommittedBaseline(shown, True, value, flips, len(baseline), allowed)
+    return CommittedBaseline(shown, True, baseline_bias, flips, len(baseline), allowed)

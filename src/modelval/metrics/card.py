@@ -288,10 +288,10 @@ def _binary_card(
             stratify=stratify,
         )
         card.update(intervals_json(positive))
-        top = {"top_label_ece": top_label["ece"], "accuracy": top_label["accuracy"]}
-        card.update(intervals_json(top))
+        top_intervals = {"top_label_ece": top_label["ece"], "accuracy": top_label["accuracy"]}
+        card.update(intervals_json(top_intervals))
         card["bootstrap"] = bootstrap_json(positive)
-        _add_notes(card, {**interval_notes(positive), **interval_notes(top)})
+        _add_notes(card, {**interval_notes(positive), **interval_notes(top_intervals)})
     card["definitions"] = BINARY_DEFINITIONS
     return card
 
