@@ -82,7 +82,7 @@ BAD_VALUES = [
     (["accuracy"], "one of the arguments --model --decisions is required"),
     (["accuracy", "--decisions", "x.csv", "--decisions-out", "d.csv"], "it needs --model, not --decisions"),
     (["accuracy", "--decisions", "x.csv", "--dataset", "stripes"], "invalid choice: 'stripes'"),
-    (["compare", "a.csv"], "the following arguments are required: B"),
+    (["compare", "a.csv"], "the following arguments are required: [LABEL=]B"),
     (["compare", "a.csv", "b.csv", "--permutations", "-1"], "permutations are 0 (no test) to"),
     (["compare", "a.csv", "b.csv", "--seed", "x"], "'x' is not a whole number"),
     (["humans"], "give exactly one of --model or --decisions"),

@@ -107,12 +107,13 @@ def test_the_report_writer_refuses_a_model_id_that_is_a_path(model, tmp_path):
 
 def _lite0_row(decisions, protocol):
     from modelval.judgement.baseline import committed_baseline
+    from modelval.judgement.verdicts import MAX_BASELINE_FLIPS
 
     expected = expected_for("efficientnet_lite0")
     assert expected is not None and expected.value is None and expected.baseline
     result = compute_shape_bias(decisions, n_bootstrap=0)
     row = ReportRow("efficientnet_lite0", expected.label, "pypi", "model (half)", result, expected)
-    row.baseline = committed_baseline(expected.baseline, decisions, protocol)
+    row.baseline = committed_baseline(expected.baseline, decisions, protocol, max_flips=MAX_BASELINE_FLIPS)
     return row
 
 

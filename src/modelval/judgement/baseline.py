@@ -389,10 +389,11 @@ def committed_baseline(
     decisions: list[Any],
     protocol: dict[str, str],
     *,
-    max_flips: int | None = None,
+    max_flips: int = 3,
 ) -> CommittedBaseline:
     """Compare ``decisions`` with the committed baseline ``relpath`` (under the package's ``data/``) when the
-    run's ``protocol`` (``normalization``, ``resize``, ``aggregation``, ``dataset``) is the baseline's.
+    run's ``protocol`` (``normalization``, ``resize``, ``aggregation``, ``dataset``) is the baseline's; more than
+    ``max_flips`` flipped decisions fail (the validation suite's ``verdicts.MAX_BASELINE_FLIPS``).
 
     >>> from modelval.behaviour.decisions import read_decisions
     >>> from modelval.paths import package_data
@@ -405,7 +406,6 @@ def committed_baseline(
     """
     from modelval.behaviour.decisions import by_stimulus, read_decisions
     from modelval.behaviour.shape_bias import compute_shape_bias
-    from modelval.judgement.verdicts import MAX_BASELINE_FLIPS
     from modelval.paths import package_data
 
     shown = f"src/modelval/data/{relpath}"
@@ -426,5 +426,4 @@ def committed_baseline(
                                                        f"{len(current)} others")  # fmt: skip
     flips = sum(current[name].response != baseline[name].response for name in current)
     baseline_bias = compute_shape_bias(list(baseline.values()), n_bootstrap=0).shape_bias
-    allowed = MAX_BASELINE_FLIPS if max_flips is None else max_flips
-    return CommittedBaseline(shown, True, baseline_bias, flips, len(baseline), allowed)
+    return CommittedBaseline(shown, True, baseline_bias, flips, len(baseline), max_flips)
