@@ -180,3 +180,103 @@ def test_the_lite_normalization_is_stated_as_the_code_does_it():
         text = " ".join(path.read_text().split())
         assert not claim.search(text), f"{path.name} says (x - 127)/128 is mean = std = 0.5"
     assert "(x − 127.5) / 127.5" in (DOCS / "method.md").read_text()
+
+
+# --- the ```python blocks of the README and docs/python.md run as written (issue 32) ---------------------------
+
+PYTHON_FENCE = re.compile(r"^```python\n(.*?)^```", re.M | re.S)
+#: ``print(x)  # -> 0.2394``: what the line prints, exactly; a block's printed lines must be these, in order.
+OUTPUT_MARK = re.compile(r"#\s*->\s?(.*)$")
+#: ``# docs-test: skip <reason>`` in a block: not run (it needs the network or weights), and the reason is shown.
+SKIP_MARK = re.compile(r"#\s*docs-test:\s*skip\s+(.+)$", re.M)
+RUNNABLE = [README, DOCS / "python.md"]
+
+
+def python_blocks(text: str) -> list[str]:
+    return PYTHON_FENCE.findall(text)
+
+
+def expected_output(block: str) -> list[str]:
+    """The ``# -> ...`` outputs of a block, in order."""
+    return [match.group(1).rstrip() for line in block.splitlines() if (match := OUTPUT_MARK.search(line))]
+
+
+def run_blocks(blocks: list[str]) -> list[str]:
+    """Run the blocks in one namespace, in order (as a reader would in one session); the problems found."""
+    import contextlib
+    import io
+
+    namespace: dict[str, object] = {"__name__": "__docs__"}
+    problems = []
+    for number, block in enumerate(blocks, 1):
+        if SKIP_MARK.search(block):
+            continue
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(printed):
+            exec(compile(block, f"<block {number}>", "exec"), namespace)  # the docs' own code
+        lines = printed.getvalue().splitlines()
+        if lines != expected_output(block):
+            problems.append(f"block {number} printed {lines}, the doc shows {expected_output(block)}")
+    return problems
+
+
+def test_every_python_block_states_what_it_prints():
+    """A ``print`` whose output the doc does not show is a stale output waiting to happen."""
+    for document in RUNNABLE:
+        for block in python_blocks(document.read_text()):
+            prints = sum("print(" in line for line in block.splitlines())
+            assert prints == len(expected_output(block)), f"{document.name}: a print without '# -> output'"
+            assert "STIMULI" not in block or "STIMULI =" in document.read_text(), f"{document.name}: STIMULI"
+
+
+def test_the_block_runner_fails_on_a_stale_output_and_a_missing_name():
+    good = "x = 2\nprint(x * 3)   # -> 6\n"
+    assert run_blocks([good]) == []
+    assert run_blocks(["print(0.2394)  # -> 0.2393\n"]) == ["block 1 printed ['0.2394'], the doc shows ['0.2393']"]
+    with pytest.raises(NameError, match="STIMULI"):
+        run_blocks(["import modelval\nmodelval.shape_bias('efficientnet_lite0', data_root=STIMULI)\n"])
+    assert run_blocks(["# docs-test: skip needs the network\nraise SystemExit\n"]) == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("document", RUNNABLE, ids=lambda p: p.name)
+def test_python_blocks_run_as_written(document, modelval_data_root, modelval_reference_dir, monkeypatch, tmp_path):
+    """Every ```python block of the README and docs/python.md, as written, with the data located the way the docs
+    say ($MODELVAL_DATA_ROOT for the stimuli, $MODELVAL_DATA_HOME for the other sets, $MODELVAL_REFERENCE_DIR
+    for the human data); the outputs they show are compared with what they print."""
+    blocks = python_blocks(document.read_text())
+    assert blocks, f"{document.name} has no python block"
+    home = Path(modelval_data_root).parent
+    if 'dataset="edges"' in document.read_text() and not (home / "edges").is_dir():
+        pytest.skip(f"{document.name} evaluates the edges set, which is not beside the stimuli ({home})")
+    monkeypatch.setenv("MODELVAL_DATA_ROOT", str(modelval_data_root))
+    monkeypatch.setenv("MODELVAL_DATA_HOME", str(home))
+    monkeypatch.setenv("MODELVAL_REFERENCE_DIR", str(modelval_reference_dir))
+    # the output and decode caches in a folder of this test (never the user's): the page evaluates the model five times
+    monkeypatch.delenv("MODELVAL_NO_OUTPUT_CACHE", raising=False)
+    monkeypatch.delenv("MODELVAL_NO_STIMULUS_CACHE", raising=False)
+    monkeypatch.setenv("MODELVAL_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.chdir(tmp_path)
+    for block in blocks:
+        if (skipped := SKIP_MARK.search(block)) is not None:
+            print(f"{document.name}: block skipped: {skipped.group(1)}")
+    assert run_blocks(blocks) == []
+
+
+def test_the_docs_build_is_named_where_serving_is():
+    """mkdocs comes with the test extra: a page that says `mkdocs serve` names `make docs`, which installs it."""
+    assert "`make docs`" in README.read_text()
+    for document in documents():
+        text = document.read_text()
+        assert "mkdocs serve" not in text or "make docs" in text, document.name
+
+
+RUN_ID = re.compile(r"\bruns (?:diff|show) \d+")
+
+
+def test_a_run_id_in_an_example_comes_from_runs_list():
+    """`runs diff 42` works only where run 42 exists: a block that uses a literal id lists the runs first."""
+    for document in documents():
+        for block in FENCE.findall(document.read_text()):
+            for match in RUN_ID.finditer(block):
+                assert "runs list" in block[: match.start()], f"{document.name}: {match.group(0)} without runs list"

@@ -82,7 +82,7 @@ BAD_VALUES = [
     (["accuracy"], "one of the arguments --model --decisions is required"),
     (["accuracy", "--decisions", "x.csv", "--decisions-out", "d.csv"], "it needs --model, not --decisions"),
     (["accuracy", "--decisions", "x.csv", "--dataset", "stripes"], "invalid choice: 'stripes'"),
-    (["compare", "a.csv"], "the following arguments are required: B"),
+    (["compare", "a.csv"], "the following arguments are required: [LABEL=]B"),
     (["compare", "a.csv", "b.csv", "--permutations", "-1"], "permutations are 0 (no test) to"),
     (["compare", "a.csv", "b.csv", "--seed", "x"], "'x' is not a whole number"),
     (["humans"], "give exactly one of --model or --decisions"),
@@ -405,3 +405,29 @@ def test_the_library_refuses_what_the_command_line_refuses(modelval_reference_di
         compute_shape_bias(read_decisions(path), n_bootstrap=-5)
     with pytest.raises(InputValidationError, match="bootstrap=-5 is out of range"):
         modelval.shape_bias_of_decisions(path, bootstrap=-5)
+
+
+def test_a_factory_that_raises_is_bad_input_as_the_docs_say(capsys, stimulus_subset, tmp_path):
+    """Issue 32: docs/cli.md and docs/bad-inputs.md said exit 3 ("unexpected error"), the code and docs/zoo.md 2.
+    The contract: the user's own code failing is bad input (2), named with its exception; 3 is a defect of ours."""
+    nets = tmp_path / "nets.py"
+    nets.write_text('def build():\n    raise RuntimeError("the factory fell over")\n')
+    argv = [
+        "shape-bias",
+        "--model",
+        f"{nets}:build",
+        "--data-root",
+        str(stimulus_subset(1)),
+        "--allow-modified-stimuli",
+    ]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err == f"modelval: error: the model factory {nets}:build() raised RuntimeError: the factory fell over\n"
+    root = Path(__file__).resolve().parents[2]
+    bad_inputs = (root / "docs" / "bad-inputs.md").read_text()
+    (row,) = [line for line in bad_inputs.splitlines() if line.startswith("| a factory that raises")]
+    assert row.split("|")[2].strip() == "2" and "modelval: error: the model factory" in row
+    cli = (root / "docs" / "cli.md").read_text()
+    (three,) = [line for line in cli.splitlines() if line.startswith("| 3 |")]
+    (two,) = [line for line in cli.splitlines() if line.startswith("| 2 |")]
+    assert "own code" not in three and "a model's own code that fails" in two

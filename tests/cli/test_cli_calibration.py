@@ -51,7 +51,7 @@ def test_card_text_probs_and_auto_bins(tmp_path, capsys):
     assert main(["calibration", str(tmp_path / "p.npz"), "--bins", "auto"]) == 0
     text = capsys.readouterr().out
     assert "1000 predictions, 5 classes, from probs" in text
-    assert "10 bins (default), auto: ceil(n^(1/3)) for n = 1000" in text
+    assert "10 bins, (lo, hi] edges, auto: ceil(n^(1/3)) for n = 1000" in text
     for label in ("ECE", "smooth ECE", "debiased L2", "Brier", "NLL", "classwise ECE", "percentile bootstrap"):
         assert label in text
 
@@ -212,3 +212,19 @@ def test_calibration_help_renders(capsys):
     assert main(["calibration", "--help"]) == 0
     out = capsys.readouterr().out
     assert "--task {auto,binary,multiclass,multilabel}" in out and "multilabel" in out
+
+
+def test_the_card_prints_why_an_estimate_lies_outside_its_interval(tmp_path, capsys):
+    """Issue 32: the binary card's top-label ECE lay outside its own interval with no word why."""
+    rng = np.random.default_rng(3)  # calibrated scores: for this seed every resampled top-label ECE is larger
+    p = rng.uniform(size=2000)
+    y = (rng.uniform(size=2000) < p).astype(np.int64)
+    path = tmp_path / "binary.npz"
+    np.savez(path, probs=p, labels=y)
+    assert main(["calibration", str(path), "--bins", "15"]) == 0
+    text = capsys.readouterr().out
+    card = calibration_card(y, probs=p)
+    value, (low, high) = card["top_label_ece"], card["top_label_ece_ci95"]
+    assert value < low and f"top-label ECE   {value:.4f}  [{low:.4f}, {high:.4f}]" in text
+    assert f"  note: top_label_ece {value:.4f} lies below its interval [{low:.4f}, {high:.4f}]: the binned" in text
+    assert "(default)" not in text and "15 bins, (lo, hi] edges" in text

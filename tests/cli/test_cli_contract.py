@@ -167,7 +167,12 @@ def test_a_random_network_gets_no_shape_bias_and_is_rejected_early(nets, modelva
     assert early["sampled_conflict_stimuli"] < 1200 / 4 and early["conflict_stimuli"] == 1200
     assert early["p_value"] < 1e-6 and payload["images"] == early["sampled_conflict_stimuli"]
     assert main(argv) == 1
-    out = capsys.readouterr().out
+    out, err = capsys.readouterr()
+    # issue 32: the ~600-character gate message was printed twice (stdout, then stderr); now once, and stderr
+    # gets the verdict in one short line
+    assert (out + err).count("Likely causes") == 1 and len(err.strip().splitlines()) == 1
+    assert err.startswith("modelval: NOT A WORKING CLASSIFIER: cue-conflict accuracy ") and len(err) < 160
+    assert "on a random sample is below 30% (the likely causes are above)" in err
     assert out.startswith("NOT A WORKING CLASSIFIER: ")  # the verdict first, not in the last of 40 lines
     assert "decided after a random sample of" in out.splitlines()[0]
     row = out[out.index("SHAPE BIAS COMPARISON") :].splitlines()[3]

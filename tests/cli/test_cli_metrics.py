@@ -77,6 +77,23 @@ class TestEce:
         rows = list(csv.DictReader(out_csv.open()))
         assert rows[0]["event"] == "flood" and float(rows[0]["ece_set1"]) == pytest.approx(0.26)
 
+    def test_an_explicit_bin_count_is_not_called_the_default(self, tree, capsys):
+        """Issue 32: ``--bins 4`` printed ``bins=4 (default)``: the "(default)" was the edge convention's name."""
+        assert main(["ece", str(tree), "--bins", "4", "--bootstrap", "0"]) == 0
+        text = capsys.readouterr().out
+        assert "(default)" not in text and "4 bins, (lo, hi] edges" in text
+        assert main(["ece", str(tree), "--bins", "4", "--bootstrap", "0", "--convention", "torchmetrics"]) == 0
+        assert "4 bins, torchmetrics' [lo, hi) edges" in capsys.readouterr().out
+
+    def test_csv_of_one_plain_file_has_no_nan_mean_row(self, tmp_path, capsys):
+        """Issue 32: one file not named preds-<event>-lb<k>-set<j>-... wrote ``mean,,nan``."""
+        path = write_jsonl(tmp_path / "p.jsonl", good_rows())
+        out_csv = tmp_path / "ece.csv"
+        assert main(["ece", str(path), "--csv", str(out_csv), "--bootstrap", "0"]) == 0
+        assert out_csv.read_text().splitlines() == ["event,label_budget,ece_mean"]
+        assert "nan" not in out_csv.read_text()
+        assert "header only" in capsys.readouterr().err
+
     def test_strict_is_an_error_without_traceback(self, tree, capsys):
         assert main(["ece", str(tree), "--strict"]) == 2
         err = capsys.readouterr().err

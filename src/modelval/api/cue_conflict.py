@@ -224,6 +224,12 @@ def shape_bias(
         run.model, entry.display_name, entry.source, normalization, evaluation.result, expected, unmapped=unmapped,
         provenance=run.provenance(),
     )  # fmt: skip
+    if expected is not None and expected.value is None and expected.baseline and not unmapped:
+        from modelval.judgement.baseline import committed_baseline
+        from modelval.judgement.verdicts import MAX_BASELINE_FLIPS
+
+        used = {key: str(getattr(options, key)) for key in ("normalization", "resize", "aggregation", "dataset")}
+        row.baseline = committed_baseline(expected.baseline, evaluation.decisions, used, max_flips=MAX_BASELINE_FLIPS)
     sanity = sanity_of(evaluation.result, run.early_sanity)  # the sample's verdict when the run stopped there
     _gate(row, sanity, sanity_gate)
     label_map = model_options.label_map

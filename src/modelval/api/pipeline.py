@@ -409,11 +409,33 @@ def _outputs_stored(
     return key is not None and cache.contains(key)
 
 
+def decode_cache_entry(stimuli: StimulusSet) -> dict[str, str] | None:
+    """Which decode-cache entry a run read or wrote, and when it was stored (``None`` when the cache was off).
+
+    A hit on what feels like a first run is real: any earlier run that loaded these stimuli stored them, also one
+    that failed afterwards (weights not available offline, a factory that raised), since the stimuli are loaded
+    before the weights. The entry's time says when.
+    """
+    if stimuli.cache_status not in ("hit", "miss", "rebuilt") or stimuli.digests is None:
+        return None
+    from datetime import datetime
+
+    from modelval.datasets.cache import cache_key, default_cache_dir
+
+    path = default_cache_dir() / f"{cache_key(stimuli.root, stimuli.stimuli, stimuli.digests)}.npy"
+    try:
+        stored = datetime.fromtimestamp(path.stat().st_mtime).astimezone().isoformat(timespec="seconds")
+    except OSError:  # not written (a cache folder that cannot be written only costs the speed-up)
+        return {"path": str(path), "stored": "not stored"}
+    return {"path": str(path), "stored": stored}
+
+
 def _facts(stimuli: StimulusSet, threads: int | None, options: EvaluationOptions, cache: str) -> dict[str, Any]:
     return {
         "stimuli": stimuli.verification,
         "threads": threads if threads is not None else _current_threads(),
         "decode_cache": stimuli.cache_status,
+        "decode_cache_entry": decode_cache_entry(stimuli),
         "output_cache": cache,
         "precision": options.amp or "fp32",
     }

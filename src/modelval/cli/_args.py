@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any, NoReturn
 
+from modelval.metrics.calibration import DEFAULT_N_BINS
 from modelval.runtime import (
     BATCH_SIZE,
     BOOTSTRAP,
@@ -110,7 +111,7 @@ def device_name(text: str) -> str:
 MAX_BINS = 10_000
 #: One default for every command: ``--bootstrap`` resamples and calibration ``--bins``.
 DEFAULT_BOOTSTRAP = 1000
-DEFAULT_BINS = 15
+DEFAULT_BINS = DEFAULT_N_BINS  # 15, the library's default too
 bootstrap_resamples = range_type(BOOTSTRAP)
 bin_count = bounded_int(1, MAX_BINS, f"the number of bins is 1 to {MAX_BINS}")
 
@@ -145,6 +146,16 @@ def add_bootstrap_options(
 
 
 #: ``--convention`` means the same in every calibration command.
+#: How each bin-edge convention reads in an output line: never a bare "(default)" beside a bin count the user chose.
+CONVENTION_WORDS = {"default": "(lo, hi] edges", "torchmetrics": "torchmetrics' [lo, hi) edges"}
+
+
+def bins_text(n_bins: object, convention: str, *, adaptive: bool = False) -> str:
+    """``15 bins, (lo, hi] edges``: the bin count and the edge convention in words (``adaptive``: equal-mass)."""
+    edges = "equal-mass" if adaptive else CONVENTION_WORDS.get(convention, f"convention {convention}")
+    return f"{n_bins} bins, {edges}"
+
+
 CONVENTION_HELP = (
     "bin edges: default = (lo, hi] bins, confidence 0 in the first (Guo et al., scikit-learn); torchmetrics = "
     "[lo, hi) bins with an extra bin for confidence 1.0, as torchmetrics 1.x"

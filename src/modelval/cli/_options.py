@@ -287,8 +287,9 @@ def add_decision_specs(parser: argparse.ArgumentParser) -> None:
         default=[],
         type=decision_spec,
         metavar=DECISIONS_METAVAR,
-        help="decision CSV; DATASET names its experiment when the image and file names cannot (model-vs-human's "
-        "bare edge and silhouette names in a renamed file)",
+        help="one decision CSV per --decisions; repeat the option for each observer (--decisions VGG-16=vgg.csv "
+        "--decisions ResNet-50=r50.csv); DATASET names its experiment when the image and file names cannot "
+        "(model-vs-human's bare edge and silhouette names in a renamed file)",
     )
 
 

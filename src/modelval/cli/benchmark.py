@@ -62,7 +62,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         ),
     )
     add_decision_specs(parser)
-    parser.add_argument("--model", action="append", default=[], metavar="NAME|SPEC", help="registered name or spec")
+    parser.add_argument(
+        "--model",
+        action="append",
+        default=[],
+        metavar="NAME|SPEC",
+        help="registered name or spec, one per --model; repeat the option for each model",
+    )
     parser.add_argument(
         "--datasets",
         type=dataset_list,

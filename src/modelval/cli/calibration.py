@@ -19,6 +19,7 @@ from modelval.cli._args import (
     add_deprecated_alias,
     add_json_option,
     add_report_dir_option,
+    bins_text,
     output_folder,
 )
 from modelval.cli._output import out, out_json
@@ -195,7 +196,7 @@ def _head(card: dict[str, Any], what: str) -> str:
 
 
 def _bins_text(card: dict[str, Any]) -> str:
-    bins = f"{card['n_bins']} bins ({card['convention']})"
+    bins = bins_text(card["n_bins"], card["convention"])
     if "n_bins_rule" in card:
         bins += f", {card['n_bins_rule']}"
     return bins
@@ -210,6 +211,7 @@ def _tail(card: dict[str, Any]) -> list[str]:
         how = "stratified by class, " if b["stratified"] else ""
         scope = ", per label" if card["task"] == "multilabel" else ""
         lines.append(f"  intervals: percentile bootstrap{scope}, {how}{b['n_resamples']} resamples, seed {b['seed']}")
+    lines += [f"  note: {note}" for note in card.get("interval_notes", {}).values()]
     return lines
 
 

@@ -42,8 +42,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "names (models are evaluated on cue-conflict)."
         ),
     )
-    parser.add_argument("a", metavar="A", help="decision CSV or registered model name")
-    parser.add_argument("b", metavar="B", help="decision CSV or registered model name")
+    parser.add_argument(
+        "a",
+        metavar="[LABEL=]A",
+        type=labelled_observer,
+        help="decision CSV or registered model name; LABEL= names it in the output (default: the CSV's subj "
+        "column, or the model's label)",
+    )
+    parser.add_argument("b", metavar="[LABEL=]B", type=labelled_observer, help="the second observer, as A")
     parser.add_argument("--dataset", choices=DATASETS, help="experiment (default: read from the image names)")
     add_bootstrap_options(parser, permutations=True)
     add_resample_option(parser)
@@ -58,9 +64,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from modelval import api
 
+    (label_a, a), (label_b, b) = args.a, args.b
     report = api.compare(
-        args.a, args.b, dataset=args.dataset, options=evaluation_options(args), model_options=model_options(args)
-    )
+        a, b, dataset=args.dataset, names=(label_a, label_b), options=evaluation_options(args),
+        model_options=model_options(args),
+    )  # fmt: skip
     written = _figures(args, report.result)
     report.figures = [str(path) for path in written]
     payload = report.to_dict()
@@ -75,6 +83,17 @@ def run(args: argparse.Namespace) -> int:
         for path in written:
             out(f"wrote {path}")
     return 0
+
+
+def labelled_observer(text: str) -> tuple[str | None, str]:
+    """``[LABEL=]A`` -> ``(label or None, A)``, as ``--decisions LABEL=FILE`` elsewhere; an existing file whose
+    name holds ``=`` is taken whole."""
+    label, sep, source = text.partition("=")
+    if not sep or Path(text).exists():
+        return None, text
+    if not label.strip() or not source:
+        raise argparse.ArgumentTypeError(f"{text!r}: give LABEL=FILE (or LABEL=MODEL) with both parts, or FILE alone")
+    return label.strip(), source
 
 
 def format_conditions(rows: list[ConditionPair]) -> str:
@@ -119,18 +138,24 @@ def format_summary(result: PairedComparison) -> str:
         if result.dataset == ("cue-conflict")
         else "accuracy"
     )
+    over = RESAMPLED.get(result.resampling, result.resampling)
     lines = [
-        f"{a} vs {b} on {result.dataset} ({result.images} {unit})",
+        f"A = {a}, B = {b} on {result.dataset} ({result.images} {unit})",
         f"  {name}: A {result.value_a:.2%}   B {result.value_b:.2%}",
         f"  difference A - B   {_pp(result.difference)}   95% CI [{_pp(low, unit=False)}, {_pp(high)}]"
-        f"   (paired bootstrap, {result.n_bootstrap} resamples of {result.resampling})",
-        f"  paired permutation test of the {name} difference: {_test_p(test)} ({flips})",
+        f"   (paired bootstrap over {over}, {result.n_bootstrap} resamples: the difference on other {over})",
+        f"  paired permutation test of the {name} difference over these {result.images} {unit}: {_test_p(test)} "
+        f"({flips}; sign flips of the {test.discordant} discordant decisions: do A and B answer these {unit} "
+        "differently?)",
         f"  McNemar (exact) of the {rate}: A {mcnemar.rate_a:.2%} B {mcnemar.rate_b:.2%}, p = {_p(mcnemar.p)};"
         f" discordant: {mcnemar.a_only} only A, {mcnemar.b_only} only B"
         f" ({'shape hit vs not' if result.dataset == 'cue-conflict' else 'correct vs not'})",
         f"  per category (A, B, A - B in percentage points with 95% CI; exact permutation p, Holm-adjusted over "
         f"{sum(not math.isnan(r.p) for r in result.per_category.values())} categories):",
     ]
+    note = disagreement_note(result)
+    if note:
+        lines.insert(4, f"  note: {note}")
     for category, row in result.per_category.items():
         c_low, c_high = row.ci95
         lines.append(
@@ -139,6 +164,40 @@ def format_summary(result: PairedComparison) -> str:
             f"  p {_p(row.p):>7}  Holm {_p(row.p_holm):>7}"
         )
     return "\n".join(lines)
+
+
+#: What a resampling unit of the paired bootstrap is, in words (``--resample``).
+RESAMPLED = {
+    "texture": "texture images",
+    "shape": "shape images",
+    "stimuli": "stimuli",
+    "two-way": "shape and texture images",
+    "images": "images",
+}
+
+
+def disagreement_note(result: PairedComparison, level: float = 0.05) -> str | None:
+    """One line when the interval and the permutation p seem to disagree (the interval holds 0 and p < 0.05, or
+    the other way round): they answer two questions over two units, so both can be right."""
+    low, high = result.ci95
+    p = result.test.p
+    if any(math.isnan(v) for v in (low, high, p)) or result.n_bootstrap == 0:
+        return None
+    holds_zero = low <= 0 <= high
+    if holds_zero == (p < level):
+        over = RESAMPLED.get(result.resampling, result.resampling)
+        unit = "conflict images" if result.dataset == "cue-conflict" else "images"
+        if holds_zero:
+            return (
+                f"the interval holds 0 while p = {_p(p)}: not a contradiction; p says A and B differ on these "
+                f"{result.images} {unit}, the interval that the size of the difference is not pinned down over "
+                f"other {over} (docs/humans.md)"
+            )
+        return (
+            f"the interval excludes 0 while p = {_p(p)}: not a contradiction; the interval is over resampled {over}, "
+            f"p over sign flips of these {result.images} {unit} (docs/humans.md)"
+        )
+    return None
 
 
 def _pp(value: float, *, unit: bool = True) -> str:

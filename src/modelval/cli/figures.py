@@ -38,7 +38,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         ),
     )
     add_decision_specs(parser)
-    parser.add_argument("--model", action="append", default=[], metavar="NAME", help="registered model (cue-conflict)")
+    parser.add_argument(
+        "--model",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="registered model (cue-conflict), one per --model; repeat the option for each model",
+    )
     parser.add_argument("--reference-dir", metavar="DIR", help=REFERENCE_DIR_HELP)
     add_report_dir_option(parser, "the figures (PNG and PDF) and figures.json", required=True)
     add_bootstrap_options(parser)

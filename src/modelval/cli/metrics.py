@@ -19,6 +19,7 @@ from modelval.cli._args import (
     add_figure_option,
     add_json_option,
     add_report_dir_option,
+    bins_text,
     bounded_float,
     bounded_int,
     figure_file,
@@ -172,6 +173,9 @@ def _run_ece(args: argparse.Namespace) -> int:
     report = ece_of_artifacts(args.paths, bootstrap=args.bootstrap, seed=args.seed, **options)
     if args.csv is not None:
         write_summary_csv(report.summary, args.csv)
+        if not report.summary.rows:
+            warn(f"{args.csv}: header only; the (event, label budget) x set table needs files named "
+                 "preds-<event>-lb<k>-set<j>-seed<s>-vNNN (--json gives each file's ECE)")  # fmt: skip
     if args.seeds_csv is not None:
         # Every seed's newest version, not only the winning seed of each set (no intervals needed here).
         seeds = ece_of_artifacts(args.paths, bootstrap=0, per_seed=True, **options)
@@ -199,8 +203,8 @@ def _run_ece(args: argparse.Namespace) -> int:
         emit(f"mean ECE per set: {means}; mean of sets {summary.mean_of_sets:.4f}")
     evaluated = len(report.evaluated)
     emit(
-        f"{evaluated} file(s) evaluated, {len(report.records) - evaluated} skipped; bins={args.bins} "
-        f"({args.convention}{', adaptive' if args.adaptive else ''})"
+        f"{evaluated} file(s) evaluated, {len(report.records) - evaluated} skipped; "
+        f"{bins_text(args.bins, args.convention, adaptive=args.adaptive)}"
         + (f"; 95% intervals: percentile bootstrap, {args.bootstrap} resamples, seed {args.seed}" if ci else "")
     )
     if args.seeds_csv is not None:

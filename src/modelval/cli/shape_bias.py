@@ -147,7 +147,9 @@ def run(args: argparse.Namespace) -> int:
     else:
         out(format_text(report))
     if report.gate_failed:
-        print(f"modelval: {report.sanity.message()}", file=sys.stderr)
+        # The text output above already holds the whole message: stderr gets the verdict once, in short.
+        text = report.sanity.message() if args.json else f"{report.sanity.headline()} (the likely causes are above)"
+        print(f"modelval: {text}", file=sys.stderr)
         return 1
     return 0
 
@@ -242,7 +244,15 @@ def format_text(report) -> str:
             lines += [f"audit: {note}" for note in value]
         elif name == "written":
             lines += [f"wrote {path}" for path in value]
-        elif name not in ("preprocessing", "spec", "mapped_conflicts", "unmapped_categories") and value is not None:
+        elif name == "decode_cache":
+            lines.append(f"decode cache: {describe_decode_cache(value, report.details.get('decode_cache_entry'))}")
+        elif name not in (
+            "preprocessing",
+            "spec",
+            "mapped_conflicts",
+            "unmapped_categories",
+            "decode_cache_entry",
+        ) and (value is not None):
             lines.append(f"{name.replace('_', ' ')}: {value}")
     if report.sanity.passed:
         lines.append(report.sanity.message())
@@ -252,6 +262,17 @@ def format_text(report) -> str:
             f"{report.sanity.threshold:.0%}); the shape bias above is shown only because of --no-sanity-gate"
         )
     return "\n".join(lines)
+
+
+def describe_decode_cache(status: object, entry: object) -> str:
+    """``hit (stored <time> by an earlier run: <path>)`` / ``miss (the PNGs decoded now, stored in <path>)``."""
+    if not isinstance(entry, dict):
+        return str(status)
+    if status == "hit":
+        return (
+            f"hit (decoded and stored {entry['stored']} by an earlier run that loaded these stimuli: {entry['path']})"
+        )
+    return f"{status} (the PNGs decoded now, stored in {entry['path']})"
 
 
 def format_mapped(mapped: dict, unmapped: list[str], withheld: bool) -> str:

@@ -101,7 +101,7 @@ def ray_address(text: str) -> str:
 def run(args: argparse.Namespace) -> int:
     from modelval.datasets.fetch import ensure_stimuli
     from modelval.datasets.stimulus_set import StimulusSet
-    from modelval.judgement.rows import format_breakdown, format_comparison
+    from modelval.judgement.rows import format_breakdown, format_comparison, format_comparison_notes
     from modelval.records.run_store import default_run_store
     from modelval.runner.cases import build_user_cases
     from modelval.runner.executors import evaluate_models
@@ -176,6 +176,9 @@ def run(args: argparse.Namespace) -> int:
     else:
         out(f"models file: {path}")
         out(format_comparison(runner.rows))
+        notes = format_comparison_notes(runner.rows)  # why an Expected value is missing
+        if notes:
+            out(notes)
         out()
         out(format_breakdown(runner.rows))
         for line in format_notes(runner.rows):

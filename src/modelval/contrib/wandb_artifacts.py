@@ -22,7 +22,7 @@ import numpy as np
 
 from modelval.atomic import replacing
 from modelval.errors import DataError, DownloadError
-from modelval.metrics.calibration import Convention, reliability_bins
+from modelval.metrics.calibration import DEFAULT_N_BINS, Convention, reliability_bins
 from modelval.metrics.io import read_predictions
 
 ARTIFACT_DIR_RE = re.compile(
@@ -63,7 +63,7 @@ class EceRecord:
     mce: float | None = None
     rms: float | None = None
     accuracy: float | None = None
-    n_bins: int | str = 4  # "auto" only on a skipped record (no rows to count)
+    n_bins: int | str = DEFAULT_N_BINS  # "auto" only on a skipped record (no rows to count)
     effective_bins: int | None = None
     min_bin_count: int | None = None
     convention: str = "default"
@@ -143,7 +143,7 @@ def discover_prediction_files(paths: Iterable[str | Path]) -> list[Path]:
 def evaluate_file(
     path: str | Path,
     *,
-    n_bins: int | Literal["auto"] = 4,
+    n_bins: int | Literal["auto"] = DEFAULT_N_BINS,
     convention: Convention = "default",
     adaptive: bool = False,
     strict: bool = False,
@@ -151,7 +151,7 @@ def evaluate_file(
     n_bootstrap: int = 0,
     seed: int = 0,
 ) -> EceRecord:
-    """ECE, MCE and RMS of one prediction file (4 bins by default, as in seed 001).
+    """ECE, MCE and RMS of one prediction file (15 bins by default, as everywhere; seed 001 used ``n_bins=4``).
 
     ``n_bootstrap > 0`` adds their percentile bootstrap 95% intervals (:mod:`modelval.metrics.bootstrap`).
     ``n_bins="auto"`` uses the cube-root rule on the file's usable rows (``record.n_bins`` says how many).
@@ -194,7 +194,7 @@ def evaluate_file(
 def evaluate_paths(
     paths: Sequence[str | Path],
     *,
-    n_bins: int | Literal["auto"] = 4,
+    n_bins: int | Literal["auto"] = DEFAULT_N_BINS,
     convention: Convention = "default",
     adaptive: bool = False,
     strict: bool = False,
@@ -370,7 +370,11 @@ def write_seed_summary_csv(summary: SeedSummary, path: str | Path) -> Path:
 
 
 def write_summary_csv(summary: SummaryTable, path: str | Path) -> Path:
-    """CSV: one row per (event, label budget), a column per set and ``ece_mean``; then a ``mean`` row."""
+    """CSV: one row per (event, label budget), a column per set and ``ece_mean``; then a ``mean`` row.
+
+    With no (event, label budget) rows (no file named ``preds-<event>-lb<k>-set<j>-...``) there is nothing to
+    average: only the header is written, never a ``mean`` row of NaN.
+    """
     path = Path(path)
     columns = ["event", "label_budget", *[f"ece_set{s}" for s in summary.sets], "ece_mean"]
     with replacing(path, newline="") as handle:
@@ -378,6 +382,8 @@ def write_summary_csv(summary: SummaryTable, path: str | Path) -> Path:
         writer.writeheader()
         for row in summary.rows:
             writer.writerow({k: row.get(k, "") for k in columns})
+        if not summary.rows:
+            return path
         mean_row: dict[str, object] = {"event": "mean", "label_budget": ""}
         mean_row.update({f"ece_set{s}": summary.set_means[s] for s in summary.sets})
         mean_row["ece_mean"] = summary.mean_of_sets

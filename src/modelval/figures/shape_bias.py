@@ -32,7 +32,7 @@ def plot_per_category(
     results: Mapping[str, ShapeBiasResult],
     *,
     ax: Axes | None = None,
-    title: str = "Shape bias per shape category",
+    title: str | None = None,
     unmapped: Sequence[str] = (),
 ) -> Figure:
     """Draw the shape bias per category of one or more results, in model-vs-human's orientation.
@@ -49,7 +49,7 @@ def plot_per_category(
     ax
         Axes to draw into; ``None``: a new figure of 6.5 x 7 inches.
     title
-        The title.
+        The title; default "Shape bias per shape category" followed by the label of a single result (the model).
     unmapped
         Categories the model's head cannot answer: no point is drawn for them (not 0), and their label says
         "unmapped".
@@ -99,8 +99,14 @@ def plot_per_category(
     top = ax.secondary_xaxis("top", functions=(_complement, _complement))
     top.set_xlabel("fraction of 'shape' decisions")
     ax.grid(axis="x", alpha=0.3)
+    if title is None:
+        names = list(results)
+        title = "Shape bias per shape category" + (f"\n{names[0]}" if len(names) == 1 else "")
     ax.set_title(title, pad=30)
-    ax.legend(loc="lower right", fontsize=8, frameon=True)
+    # below the axes, never over a point (inside, at "lower right", it covered truck, the last category)
+    ax.legend(
+        loc="upper center", bbox_to_anchor=(0.5, -0.09), fontsize=8, frameon=False, ncol=min(2, max(1, len(results)))
+    )
     if own:
         fig.tight_layout()
     return fig

@@ -9,12 +9,19 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from modelval import jsonio
 from modelval.behaviour.shape_bias import ShapeBiasResult
 from modelval.errors import ModelvalError
 from modelval.judgement.expected import ExpectedShapeBias
 from modelval.judgement.sanity import VERDICT as SANITY_VERDICT
+
+if TYPE_CHECKING:
+    from modelval.judgement.baseline import CommittedBaseline
+
+#: What the Expected column says for a registered model of which no shape bias is published.
+NO_PUBLISHED_VALUE = "no published value"
 
 
 class ShapeBiasWithheld(ModelvalError):
@@ -55,6 +62,8 @@ class ReportRow:
     withheld_because: str | None = None
     #: The one-line reason a model could not be loaded or run (verdict ``ERROR``; no result).
     error: str | None = None
+    #: Where no shape bias is published: the model's committed baseline, compared when the protocol is its own.
+    baseline: CommittedBaseline | None = None
 
     @classmethod
     def for_error(cls, model: str, label: str, source: str, normalization: str, error: str) -> ReportRow:
@@ -89,9 +98,43 @@ class ReportRow:
         return self.result.shape_bias - self.expected.value
 
     @property
+    def unpublished(self) -> bool:
+        """A registered model of which no shape bias is published (its Expected column says so)."""
+        return self.expected is not None and self.expected.value is None
+
+    @property
+    def compared_baseline(self) -> CommittedBaseline | None:
+        """The committed baseline this row was compared with (``None`` when there is none or it does not apply)."""
+        gated = (self.verdict or "").startswith(SANITY_VERDICT)  # not self.withheld: that reads the verdict
+        if self.baseline is None or not self.baseline.applies or self.error or self.withheld_because or gated:
+            return None
+        return self.baseline
+
+    @property
+    def baseline_difference(self) -> float | None:
+        """This row's shape bias minus its committed baseline's, where that baseline applies."""
+        baseline = self.compared_baseline
+        if baseline is None or baseline.shape_bias is None:
+            return None
+        return self.result.shape_bias - baseline.shape_bias
+
+    def why_no_expected(self) -> str | None:
+        """One line on an ``n/a`` Expected value: nothing published, and what the row was compared with instead."""
+        if not self.unpublished or self.error is not None:
+            return None
+        text = f"{self.label}: {NO_PUBLISHED_VALUE} of its shape bias"
+        if self.baseline is not None:
+            return f"{text}; {self.baseline.describe()}"
+        if self.expected is not None and self.expected.baseline:
+            return f"{text}; its committed baseline is src/modelval/data/{self.expected.baseline}"
+        return text
+
+    @property
     def final_verdict(self) -> str:
         if self.verdict:
             return self.verdict
+        if self.compared_baseline is not None:
+            return self.compared_baseline.verdict()
         return self.expected.verdict(self.result.shape_bias) if self.expected else "n/a"
 
     def to_dict(self) -> dict[str, object]:
@@ -101,6 +144,9 @@ class ReportRow:
         for name in self.unmapped:
             per_category[name]["shape_bias"] = jsonio.Undefined(UNMAPPED_REASON.format(category=name))
         difference: object = self.difference
+        expected: object = None if self.expected is None else self.expected.value
+        if self.unpublished:
+            expected = difference = jsonio.Undefined(self.why_no_expected() or NO_PUBLISHED_VALUE)
         if self.withheld:
             withheld = jsonio.Undefined(self.withheld)
             result["shape_bias"] = withheld
@@ -120,15 +166,23 @@ class ReportRow:
             "source": self.source,
             "normalization": self.normalization,
             **result,
-            "expected": None if self.expected is None else self.expected.value,
+            "expected": expected,
             "tolerance": None if self.expected is None else self.expected.tolerance,
             "expected_source": None if self.expected is None else self.expected.source,
             "difference": difference,
             "verdict": self.final_verdict,
             "note": self.note,
             **({"error": self.error} if self.error is not None else {}),
+            **({"baseline": self._baseline_dict()} if self.baseline is not None and self.error is None else {}),
             **({"provenance": self.provenance} if self.provenance else {}),
         }
+
+    def _baseline_dict(self) -> dict[str, object]:
+        assert self.baseline is not None
+        found = self.baseline.to_dict()
+        if self.baseline.applies:
+            found["difference"] = jsonio.Undefined(self.withheld) if self.withheld else self.baseline_difference
+        return found
 
     def summary(self) -> dict[str, object]:
         """The row's headline numbers as the run store keeps them: withheld ones are null with their reason."""
@@ -168,15 +222,20 @@ BREAKDOWN_COLUMNS = ("Model", "Normalization", "Shape hits", "Texture hits", "Ot
 
 
 def _comparison_cells(row: ReportRow) -> list[str]:
-    expected = row.expected.value if row.expected else None
     shown = "error" if row.error is not None else WITHHELD
+    expected, difference = _pct(row.expected.value if row.expected else None), signed_pp(row.difference)
+    baseline = row.compared_baseline
+    if baseline is not None:  # nothing published: the committed baseline of the same protocol stands in
+        expected, difference = f"{_pct(baseline.shape_bias)} (baseline)", signed_pp(row.baseline_difference)
+    elif row.unpublished:
+        expected = NO_PUBLISHED_VALUE
     return [
         row.label,
         row.source,
         row.normalization,
         shown if row.withheld else _pct(row.result.shape_bias),
-        _pct(expected),
-        shown if row.withheld else signed_pp(row.difference),
+        expected,
+        shown if row.withheld else difference,
         f"{ERROR_VERDICT}: {row.error}" if row.error is not None else row.final_verdict,
     ]
 
@@ -245,7 +304,19 @@ def format_report(rows: Sequence[ReportRow], *, per_category: bool = True) -> st
     sources = {r.expected.source for r in rows if r.expected and r.expected.value is not None}
     if sources:
         parts += ["", "Expected values: " + "; ".join(sorted(sources))]
+    parts += _unpublished_notes(rows, blank=not sources)
     return "\n".join(parts)
+
+
+def _unpublished_notes(rows: Sequence[ReportRow], *, blank: bool = True) -> list[str]:
+    """One line per row whose Expected value is missing: nothing is published, and what it was compared with."""
+    notes = list(dict.fromkeys(note for row in rows if (note := row.why_no_expected())))
+    return ([""] if notes and blank else []) + notes
+
+
+def format_comparison_notes(rows: Sequence[ReportRow]) -> str:
+    """The lines under a comparison table that explain its ``no published value`` entries ("" when none)."""
+    return "\n".join(_unpublished_notes(rows, blank=False))
 
 
 def format_markdown(rows: Sequence[ReportRow]) -> str:
@@ -264,5 +335,3 @@ def format_markdown(rows: Sequence[ReportRow]) -> str:
         )
         + "\n"
     )
-
-

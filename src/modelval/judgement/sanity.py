@@ -177,6 +177,13 @@ class Sanity:
             "decided_early": None if self.early is None else self.early.to_dict(),
         }
 
+    def headline(self) -> str:
+        """The verdict in one short line (the reasons are in :meth:`message`)."""
+        if self.passed:
+            return f"sanity: passed (cue-conflict accuracy {self.cue_accuracy:.2%} >= {self.threshold:.0%})"
+        sample = " on a random sample" if self.early is not None and not self.early.passed else ""
+        return f"{VERDICT}: cue-conflict accuracy {self.cue_accuracy:.2%}{sample} is below {self.threshold:.0%}"
+
     def message(self) -> str:
         if self.passed:
             early = "" if self.early is None else f"; certain early: {self.early.describe()}"

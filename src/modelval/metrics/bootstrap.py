@@ -63,6 +63,7 @@ __all__ = [
     "accuracy_intervals",
     "bootstrap_json",
     "calibration_intervals",
+    "interval_notes",
     "intervals_json",
     "naive_bootstrap",
     "wilson_interval",
@@ -90,10 +91,38 @@ class BootstrapInterval:
     n_valid: int
     seed: int
     stratified: bool
+    #: The mean of the resampled values: ``resample_mean - estimate`` is the bootstrap's estimate of the bias.
+    resample_mean: float = math.nan
 
     @property
     def width(self) -> float:
         return self.high - self.low
+
+    @property
+    def contains_estimate(self) -> bool:
+        """Whether the point estimate lies inside its own interval (``True`` when either is undefined)."""
+        if any(math.isnan(v) for v in (self.estimate, self.low, self.high)):
+            return True
+        return self.low <= self.estimate <= self.high
+
+    def note(self, name: str) -> str | None:
+        """One line when the estimate lies outside its interval: why, and how to read the two (else ``None``).
+
+        A binned calibration error (ECE, MCE, RMS) sums ``|acc - conf|`` over bins, so sampling noise can only
+        add to it: it is biased upward, and a resample adds its own noise on top. For a well calibrated model
+        every resample can exceed the estimate, and the percentile interval (of the resampled estimator) then
+        lies above it. The interval is the estimator's spread under resampling, not a range the point must be in.
+        """
+        if self.contains_estimate:
+            return None
+        side = "below" if self.estimate < self.low else "above"
+        bias = self.resample_mean - self.estimate
+        return (
+            f"{name} {self.estimate:.4f} lies {side} its interval [{self.low:.4f}, {self.high:.4f}]: the binned "
+            f"estimator is biased upward (|acc - conf| per bin turns sampling noise into error) and the resamples "
+            f"average {bias:+.4f} above the estimate; the interval is the spread of the resampled estimator, and "
+            "a calibration error near 0 is not ruled out (see debiased L2)"
+        )
 
     def as_list(self) -> list[float]:
         """``[low, high]``: the ``*_ci95`` fields of the JSON outputs."""
@@ -118,7 +147,10 @@ def _interval(
     else:
         tail = (1 - level) / 2 * 100
         low, high = (float(v) for v in np.percentile(valid, [tail, 100 - tail]))
-    return BootstrapInterval(float(estimate), low, high, level, int(n_resamples), int(valid.size), seed, stratified)
+    mean = float(valid.mean()) if valid.size else math.nan
+    return BootstrapInterval(
+        float(estimate), low, high, level, int(n_resamples), int(valid.size), seed, stratified, mean
+    )
 
 
 def _multinomial_draws(rng: np.random.Generator, cell_counts: np.ndarray, n_resamples: int, stratified: bool) -> Any:
@@ -334,6 +366,13 @@ def intervals_json(intervals: Mapping[str, BootstrapInterval], prefix: str = "")
     """``{"<name>_ci95": [low, high]}`` for each interval (the JSON outputs' keys)."""
     suffix = f"_ci{round(next(iter(intervals.values())).level * 100)}" if intervals else "_ci95"
     return {f"{prefix}{name}{suffix}": iv.as_list() for name, iv in intervals.items()}
+
+
+def interval_notes(intervals: Mapping[str, BootstrapInterval], prefix: str = "") -> dict[str, str]:
+    """``{"<name>": note}`` for each interval whose point estimate lies outside it (see
+    :meth:`BootstrapInterval.note`); empty when every estimate is inside its interval."""
+    found = {f"{prefix}{name}": iv.note(f"{prefix}{name}") for name, iv in intervals.items()}
+    return {name: note for name, note in found.items() if note}
 
 
 def bootstrap_json(intervals: Mapping[str, BootstrapInterval]) -> dict[str, Any]:

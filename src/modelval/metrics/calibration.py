@@ -45,6 +45,9 @@ from modelval.metrics.intervals import wilson_interval
 Convention = Literal["default", "torchmetrics"]
 CONVENTIONS: tuple[str, ...] = ("default", "torchmetrics")
 
+#: The one default bin count of every ECE in the library and on the command line (``--bins``): 15, as Guo et al. 2017.
+DEFAULT_N_BINS = 15
+
 
 #: Largest accepted ``|sum(row) - 1|`` of a probability row (float32 softmax over 100k classes stays well inside).
 PROB_SUM_TOL = 1e-3
@@ -459,7 +462,8 @@ def expected_calibration_error(
     correct
         Whether each prediction was right: 0/1 or bool, the same length.
     n_bins
-        The number of bins (15, as Guo et al. 2017).
+        The number of bins; default 15 (:data:`DEFAULT_N_BINS`, as Guo et al. 2017), as every ECE of the library
+        and the commands' ``--bins``.
     adaptive
         Equal-mass (quantile) bins instead of uniform ones.
     convention

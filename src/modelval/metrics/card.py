@@ -77,7 +77,9 @@ DEFINITIONS: dict[str, str] = {
     "uncertainty-calibration get_calibration_error(debias=True)",
     "smece": "smooth ECE with the fixed-point bandwidth (Blasiok & Nakkiran 2023) = relplot.smECE",
     "ece_sweep": "ECE at the largest equal-mass bin count with monotone bin accuracies (Roelofs et al. 2022)",
-    "ci95": "percentile bootstrap 95% interval over multinomial cell counts (modelval.metrics.bootstrap)",
+    "ci95": "percentile bootstrap 95% interval of the resampled estimator over multinomial cell counts "
+    "(modelval.metrics.bootstrap); a binned ECE is biased upward, so for a well calibrated model the interval can "
+    "lie above the point estimate: interval_notes then says so",
 }
 
 BINARY_DEFINITIONS: dict[str, str] = {
@@ -98,7 +100,9 @@ BINARY_DEFINITIONS: dict[str, str] = {
     "smece": "smooth ECE of p (Blasiok & Nakkiran 2023) = relplot.smECE(p, y)",
     "ece_sweep": "positive-class ECE at the largest equal-mass bin count with monotone fractions of positives "
     "(Roelofs et al. 2022)",
-    "ci95": "percentile bootstrap 95% interval over multinomial cell counts (modelval.metrics.bootstrap)",
+    "ci95": "percentile bootstrap 95% interval of the resampled estimator over multinomial cell counts "
+    "(modelval.metrics.bootstrap); a binned ECE is biased upward, so for a well calibrated model the interval can "
+    "lie above the point estimate: interval_notes then says so",
 }
 
 MULTILABEL_DEFINITIONS: dict[str, str] = {
@@ -215,7 +219,7 @@ def _multiclass_card(
         **_how_binned(bins, sweep, ece_at_bin_counts(conf, correct), convention, bins_used, rule, from_logits),
     }
     if n_bootstrap:
-        from modelval.metrics.bootstrap import bootstrap_json, calibration_intervals, intervals_json
+        from modelval.metrics.bootstrap import bootstrap_json, calibration_intervals, interval_notes, intervals_json
 
         intervals = calibration_intervals(
             conf,
@@ -229,6 +233,7 @@ def _multiclass_card(
         )
         card.update(intervals_json(intervals))
         card["bootstrap"] = bootstrap_json(intervals)
+        _add_notes(card, interval_notes(intervals))
     card["definitions"] = DEFINITIONS
     return card
 
@@ -266,7 +271,7 @@ def _binary_card(
         **_how_binned(bins, sweep, ece_at_bin_counts(p, y), convention, bins_used, rule, from_logits),
     }
     if n_bootstrap:
-        from modelval.metrics.bootstrap import bootstrap_json, calibration_intervals, intervals_json
+        from modelval.metrics.bootstrap import bootstrap_json, calibration_intervals, interval_notes, intervals_json
 
         positive = binary_calibration_intervals(
             p, y, bins_used, convention=convention, n_resamples=n_bootstrap, seed=seed, stratify=stratify
@@ -283,10 +288,18 @@ def _binary_card(
             stratify=stratify,
         )
         card.update(intervals_json(positive))
-        card.update(intervals_json({"top_label_ece": top_label["ece"], "accuracy": top_label["accuracy"]}))
+        top_intervals = {"top_label_ece": top_label["ece"], "accuracy": top_label["accuracy"]}
+        card.update(intervals_json(top_intervals))
         card["bootstrap"] = bootstrap_json(positive)
+        _add_notes(card, {**interval_notes(positive), **interval_notes(top_intervals)})
     card["definitions"] = BINARY_DEFINITIONS
     return card
+
+
+def _add_notes(card: dict[str, Any], notes: dict[str, str]) -> None:
+    """``interval_notes``: why a point estimate lies outside its own bootstrap interval (only when one does)."""
+    if notes:
+        card["interval_notes"] = notes
 
 
 def _names(label_names: Any) -> list[str]:
