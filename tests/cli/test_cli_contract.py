@@ -74,7 +74,7 @@ def test_the_walk_covers_every_command():
     walked = {" ".join(path) for path in commands()}
     assert {"shape-bias", "baseline save", "baseline compare", "human-figures", "validate", "calibration"} <= walked
     # modelval itself, 24 commands, baseline's two actions, cache's and runs' actions
-    assert len(walked) == 32, sorted(walked)
+    assert len(walked) == 33, sorted(walked)  # runs verdict joined runs list/show/diff (issue 28)
 
 
 # --- exit status: 0 success, 1 a failed check, 2 bad input, 3 unexpected -----------------------------------
