@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import os
 import statistics
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 #: The real stimuli: $MODELVAL_DATA_ROOT, else ../shared/cue-conflict beside the checkout (never copied here).
@@ -35,3 +37,26 @@ def median(values: Sequence[float]) -> float:
 
 def load_average() -> str:
     return "/".join(f"{v:.2f}" for v in os.getloadavg())
+
+
+class Stopwatch:
+    """Adds up the seconds spent in one function of a module while installed (the function is looked up at
+    call time there, so replacing the module attribute times every call)."""
+
+    def __init__(self, module: Any, name: str) -> None:
+        self.module, self.name, self.seconds = module, name, 0.0
+        self.real: Callable[..., Any] = getattr(module, name)
+
+    def __enter__(self) -> Stopwatch:
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            start = time.perf_counter()
+            try:
+                return self.real(*args, **kwargs)
+            finally:
+                self.seconds += time.perf_counter() - start
+
+        setattr(self.module, self.name, timed)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        setattr(self.module, self.name, self.real)

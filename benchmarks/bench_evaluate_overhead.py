@@ -27,11 +27,10 @@ import argparse
 import dataclasses
 import platform
 import time
-from collections.abc import Callable
 from typing import Any
 
 import torch
-from _common import DATA_ROOT, load_average, print_table
+from _common import DATA_ROOT, Stopwatch, load_average, print_table
 
 MODELS = ("lite0", "resnet50", "vit_l16")
 TIMM = {"resnet50": "resnet50", "vit_l16": "vit_large_patch16_224"}
@@ -67,29 +66,6 @@ def bare_forward(model: torch.nn.Module, batches: list[torch.Tensor], device: to
             model(x)
         synchronize(device)
     return time.perf_counter() - start
-
-
-class Stopwatch:
-    """Adds up the seconds spent in one function of a module while installed (the function is looked up at
-    call time there, so replacing the module attribute times every call)."""
-
-    def __init__(self, module: Any, name: str) -> None:
-        self.module, self.name, self.seconds = module, name, 0.0
-        self.real: Callable[..., Any] = getattr(module, name)
-
-    def __enter__(self) -> Stopwatch:
-        def timed(*args: Any, **kwargs: Any) -> Any:
-            start = time.perf_counter()
-            try:
-                return self.real(*args, **kwargs)
-            finally:
-                self.seconds += time.perf_counter() - start
-
-        setattr(self.module, self.name, timed)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        setattr(self.module, self.name, self.real)
 
 
 def main() -> None:

@@ -27,40 +27,17 @@ import os
 import platform
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import torch
-from _common import DATA_ROOT, load_average, print_table
+from _common import DATA_ROOT, Stopwatch, load_average, print_table
 
 #: Small to large, convolutional and transformer: what a zoo holds.
 ARCHITECTURES = (
     "resnet18", "mobilenetv3_small_100", "efficientnet_b0", "convnext_atto", "vit_tiny_patch16_224",
     "regnety_002", "resnet50", "convnext_tiny", "deit_small_patch16_224", "vit_base_patch16_224",
 )  # fmt: skip
-
-
-class Stopwatch:
-    """Adds up the seconds spent in ``module.name`` while installed (looked up at call time there)."""
-
-    def __init__(self, module: Any, name: str) -> None:
-        self.module, self.name, self.seconds = module, name, 0.0
-        self.real: Callable[..., Any] = getattr(module, name)
-
-    def __enter__(self) -> Stopwatch:
-        def timed(*args: Any, **kwargs: Any) -> Any:
-            start = time.perf_counter()
-            try:
-                return self.real(*args, **kwargs)
-            finally:
-                self.seconds += time.perf_counter() - start
-
-        setattr(self.module, self.name, timed)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        setattr(self.module, self.name, self.real)
 
 
 def synchronize(device: torch.device) -> None:
