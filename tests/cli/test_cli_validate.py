@@ -45,8 +45,9 @@ def test_validate_reports_every_case_and_fails_on_a_broken_model(subset, tmp_pat
     payload = json.loads(capsys.readouterr().out)
     cases = {case["label"]: case for case in payload["cases"]}
     assert set(cases["EfficientNet-Lite0"]) == {
-        "label", "spec", "normalization", "shape_bias", "expected", "difference", "verdict",
+        "label", "spec", "normalization", "shape_bias", "expected", "difference", "verdict", "null_reasons",
     }  # fmt: skip
+    assert "no published value" in cases["EfficientNet-Lite0"]["null_reasons"]["expected"]  # why Expected is null
     assert cases["EfficientNet-Lite0"]["verdict"] == "FINDING (no expected value)"
     assert cases["an untrained network"]["verdict"] == "NOT A WORKING CLASSIFIER"
     assert cases["an untrained network"]["shape_bias"] is None  # no shape bias anywhere, with the reason

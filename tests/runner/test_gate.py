@@ -129,7 +129,7 @@ def test_every_case_is_gated_and_a_withheld_number_is_shown_nowhere(zoo, stimulu
     out = capsys.readouterr().out
     table = out.split("\n\n")[0]
     assert "ERROR: the model factory" in table and "factory exploded" in table
-    lines = [line for line in table.splitlines() if line.startswith(("alone", "untrained"))]
+    lines = [line for line in table.splitlines() if line.startswith(("alone ", "untrained "))]  # rows, not notes
     assert len(lines) == 3 and all("withheld" in line and "%" not in line for line in lines)
 
 
