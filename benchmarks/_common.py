@@ -60,3 +60,23 @@ class Stopwatch:
 
     def __exit__(self, *exc: object) -> None:
         setattr(self.module, self.name, self.real)
+
+
+def synchronize(device: Any) -> None:
+    import torch
+
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def bare_forward(model: Any, batches: list[Any], device: Any) -> float:
+    """Seconds of model(x) over the prepared batches, the device drained before and after."""
+    import torch
+
+    with torch.inference_mode():
+        synchronize(device)
+        start = time.perf_counter()
+        for x in batches:
+            model(x)
+        synchronize(device)
+    return time.perf_counter() - start

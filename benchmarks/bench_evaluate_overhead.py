@@ -30,7 +30,7 @@ import time
 from typing import Any
 
 import torch
-from _common import DATA_ROOT, Stopwatch, load_average, print_table
+from _common import DATA_ROOT, Stopwatch, bare_forward, load_average, print_table, synchronize
 
 MODELS = ("lite0", "resnet50", "vit_l16")
 TIMM = {"resnet50": "resnet50", "vit_l16": "vit_large_patch16_224"}
@@ -50,22 +50,6 @@ def build(name: str, device: torch.device) -> tuple[torch.nn.Module, Any, str]:
     cfg = model.pretrained_cfg
     config = PreprocessConfig(mean=tuple(cfg["mean"]), std=tuple(cfg["std"]), interpolation="bicubic")
     return model, config, f"{TIMM[name]} (timm, random init)"
-
-
-def synchronize(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
-def bare_forward(model: torch.nn.Module, batches: list[torch.Tensor], device: torch.device) -> float:
-    """Seconds of model(x) over the prepared batches, the device drained before and after."""
-    with torch.inference_mode():
-        synchronize(device)
-        start = time.perf_counter()
-        for x in batches:
-            model(x)
-        synchronize(device)
-    return time.perf_counter() - start
 
 
 def main() -> None:

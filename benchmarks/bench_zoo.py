@@ -31,18 +31,13 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from _common import DATA_ROOT, Stopwatch, load_average, print_table
+from _common import DATA_ROOT, Stopwatch, bare_forward, load_average, print_table, synchronize
 
 #: Small to large, convolutional and transformer: what a zoo holds.
 ARCHITECTURES = (
     "resnet18", "mobilenetv3_small_100", "efficientnet_b0", "convnext_atto", "vit_tiny_patch16_224",
     "regnety_002", "resnet50", "convnext_tiny", "deit_small_patch16_224", "vit_base_patch16_224",
 )  # fmt: skip
-
-
-def synchronize(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
 
 
 def make_zoo(folder: Path, architectures: list[str]) -> Path:
@@ -92,13 +87,7 @@ def floor(name: str, weights: Path, stimuli: Any, device: torch.device, batch_si
     for config in (own, wrong):
         batches = [prepare_batch(stimuli.images[i : i + batch_size], config, device)
                    for i in range(0, len(stimuli.images), batch_size)]  # fmt: skip
-        with torch.inference_mode():
-            synchronize(device)
-            start = time.perf_counter()
-            for x in batches:
-                model(x)
-            synchronize(device)
-        forward += time.perf_counter() - start
+        forward += bare_forward(model, batches, device)
     del model
     if device.type == "cuda":
         torch.cuda.empty_cache()
