@@ -56,16 +56,27 @@ def stimuli(modelval_data_root):
 
 @pytest.fixture(scope="module")
 def fp32_runs(stimuli):
-    """Each bundled model's fp32 decisions on the CPU and on CUDA (computed once for the module)."""
-    runs = {}
-    for name in BUNDLED:
+    """Each bundled model's fp32 decisions on the CPU and on CUDA, computed once for the module when a test first
+    asks; a model whose weights are not installed (Lite1/Lite2 without ``modelval[lite]``) skips with the reason."""
+    from modelval.models.registry import weights_status
+
+    runs: dict[tuple[str, str], object] = {}
+
+    def for_model(name: str) -> dict[tuple[str, str], object]:
+        available, message = weights_status(name)
+        if not available:
+            pytest.skip(message)
         for device in ("cpu", "cuda"):
-            loaded = modelval.load_model(name, device=device, progress=False)
-            config = loaded.entry.preprocess.for_stimuli(None)
-            runs[name, device] = evaluate(loaded.model, config, stimuli, device=device, progress=False, n_bootstrap=0)
-        del loaded
-        torch.cuda.empty_cache()
-    return runs
+            if (name, device) not in runs:
+                loaded = modelval.load_model(name, device=device, progress=False)
+                config = loaded.entry.preprocess.for_stimuli(None)
+                runs[name, device] = evaluate(loaded.model, config, stimuli, device=device, progress=False,
+                                              n_bootstrap=0)  # fmt: skip
+                del loaded
+                torch.cuda.empty_cache()
+        return runs
+
+    return for_model
 
 
 def _flips(reference, candidate) -> list[str]:
@@ -76,7 +87,8 @@ def _flips(reference, candidate) -> list[str]:
 
 @pytest.mark.parametrize("model", BUNDLED)
 def test_cuda_decides_as_the_cpu_within_the_budget(model, fp32_runs, stimuli):
-    cpu, cuda = fp32_runs[model, "cpu"], fp32_runs[model, "cuda"]
+    runs = fp32_runs(model)
+    cpu, cuda = runs[model, "cpu"], runs[model, "cuda"]
     assert cuda.provenance["device"]["type"] == "cuda" and cpu.provenance["device"]["type"] == "cpu"
     flipped = _flips(cpu, cuda)
     budget, entry = flip_budget(model, "cuda", "fp32")
@@ -89,12 +101,13 @@ def test_cuda_decides_as_the_cpu_within_the_budget(model, fp32_runs, stimuli):
 @pytest.mark.parametrize("amp", ["bf16", "fp16"])
 @pytest.mark.parametrize("model", BUNDLED)
 def test_autocast_decides_as_fp32_within_the_budget(model, amp, channels_last, fp32_runs, stimuli):
+    reference = fp32_runs(model)[model, "cpu"]  # first: skips a model whose weights are not installed
     loaded = modelval.load_model(model, device="cuda", progress=False)
     config = loaded.entry.preprocess.for_stimuli(None)
     run = evaluate(loaded.model, config, stimuli, device="cuda", amp=amp, channels_last=channels_last,
                    progress=False, n_bootstrap=0)  # fmt: skip
     assert run.provenance["precision"] == amp and run.provenance["channels_last"] is channels_last
-    flipped = _flips(fp32_runs[model, "cpu"], run)  # the budgets are against the fp32 CPU reference
+    flipped = _flips(reference, run)  # the budgets are against the fp32 CPU reference
     budget, entry = flip_budget(model, "cuda", amp)
     print(f"{model}: CUDA {amp}{' channels-last' if channels_last else ''} vs CPU fp32: {len(flipped)} of "
           f"{len(stimuli.stimuli)} flipped (budget {budget}, {entry})", file=sys.stderr)  # fmt: skip
