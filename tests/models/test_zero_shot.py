@@ -83,15 +83,11 @@ def test_the_head_equals_open_clips(rn50, space, templates):
     assert torch.allclose(ours.norm(dim=0), torch.ones(len(names)), atol=1e-6)
 
 
-@pytest.mark.slow  # 2 x 1,000 texts through the text tower: about a minute and a half on a CPU
-def test_the_imagenet_head_equals_open_clips_on_one_template(rn50):
-    model, tokenizer = rn50
-    settings = ZeroShotSettings(class_space="imagenet1k", templates="{}")
-    ours = open_clip_classifier(model, tokenizer, settings, source="test").head
-    theirs = open_clip.build_zero_shot_classifier(model, tokenizer, list(open_clip.IMAGENET_CLASSNAMES), ["{}"])
-    difference = float((ours - theirs).abs().max())
-    print(f"max |head - open_clip's| (imagenet1k, {{}}): {difference:.3g}")
-    assert ours.shape == (1024, 1000) and difference < 1e-6
+def test_the_imagenet_class_space_is_open_clips():
+    """The imagenet1k space's names are open_clip's ``IMAGENET_CLASSNAMES``, in order. With the head builder equal
+    to open_clip's on the spaces above (the same code for any list of names), the ImageNet head is open_clip's;
+    building both 1,000-class heads through the text tower took 77 s on a CPU to say the same."""
+    assert class_names("imagenet1k") == tuple(open_clip.IMAGENET_CLASSNAMES)
 
 
 def test_logits_are_open_clips_and_scale_is_recorded(rn50):
