@@ -120,6 +120,24 @@ def bundled_evaluations(bundled_model, modelval_runner):
     return run
 
 
+@pytest.fixture
+def session_caches(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The session's decode and output caches, on for this test (they are off for the others: see the root
+    conftest's ``_no_user_caches``).
+
+    For the tests whose subject is what a page, an example or a command prints, not the forward path: the
+    documentation's blocks, the docstring examples, the CLI against the front door. Each (model, preprocessing,
+    stimuli, precision, device) among them runs its forward once a session; a later run is served from the store
+    only after the model, run on the probe stimuli, answers as stored (modelval's own rule). The forward path's
+    own tests keep the caches off.
+    """
+    from modelval.datasets.cache import NO_CACHE_ENV
+    from modelval.records.output_cache import NO_OUTPUT_CACHE_ENV
+
+    monkeypatch.delenv(NO_CACHE_ENV, raising=False)
+    monkeypatch.delenv(NO_OUTPUT_CACHE_ENV, raising=False)
+
+
 @pytest.fixture(scope="session")
 def resnet50_reference_csv(modelval_reference_dir: Path) -> Path:
     """The published per-image decisions of ResNet-50 on the cue-conflict stimuli (texture-vs-shape raw-data)."""

@@ -240,7 +240,7 @@ def test_the_block_runner_fails_on_a_stale_output_and_a_missing_name():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("document", RUNNABLE, ids=lambda p: p.name)
-def test_python_blocks_run_as_written(document, modelval_data_root, monkeypatch, tmp_path):
+def test_python_blocks_run_as_written(document, modelval_data_root, monkeypatch, tmp_path, session_caches):
     """Every ```python block of the README and docs/python.md, as written, with the data located the way the docs
     say: one data home ($MODELVAL_DATA_HOME, docs/data.md) holding the stimuli, the other sets and the human
     data, and no other data setting; the outputs they show are compared with what they print."""
@@ -254,10 +254,8 @@ def test_python_blocks_run_as_written(document, modelval_data_root, monkeypatch,
     monkeypatch.delenv("MODELVAL_DATA_ROOT", raising=False)
     monkeypatch.delenv("MODELVAL_REFERENCE_DIR", raising=False)
     monkeypatch.setenv("MODELVAL_DATA_HOME", str(home))
-    # the output and decode caches in a folder of this test (never the user's): the page evaluates the model five times
-    monkeypatch.delenv("MODELVAL_NO_OUTPUT_CACHE", raising=False)
-    monkeypatch.delenv("MODELVAL_NO_STIMULUS_CACHE", raising=False)
-    monkeypatch.setenv("MODELVAL_CACHE_DIR", str(tmp_path / "cache"))
+    # the session's output and decode caches (never the user's): the pages evaluate the bundled model seven times, as
+    # the docstring examples and the front door's tests do (session_caches)
     monkeypatch.chdir(tmp_path)
     for block in blocks:
         if (skipped := SKIP_MARK.search(block)) is not None:

@@ -102,6 +102,8 @@ def test_examples_run_and_show_a_number(function, request):
     """The whole promise: the form (checked first, so an undocumented function fails fast) and examples that run."""
     check_numpydoc_form(function)
     doc = function.__doc__ or ""
+    if re.search(r"\bSTIMULI\b", doc):  # the whole set: the session's caches, shared with the docs' pages
+        request.getfixturevalue("session_caches")
     # Fresh globals: only the folders the examples name (a fixture that is not needed is not set up).
     globs: dict[str, Any] = {}
     for name, fixture in EXAMPLE_FOLDERS.items():

@@ -17,9 +17,9 @@ from modelval import api
 FRONT_DOOR = ("shape_bias", "accuracy", "compare_with_humans", "sensitivity", "calibration_card")
 
 
-@pytest.fixture(scope="module")
-def lite0_report(modelval_data_root):
-    """The bundled model through the front door, once for this module."""
+@pytest.fixture
+def lite0_report(modelval_data_root, session_caches):
+    """The bundled model through the front door (its forward run once a session: session_caches)."""
     return modelval.shape_bias("efficientnet_lite0", data_root=modelval_data_root, device="cpu", batch_size=48)
 
 

@@ -45,9 +45,9 @@ def _json(argv, capsys) -> dict:
     return json.loads(capsys.readouterr().out)
 
 
-@pytest.mark.slow  # three evaluations of the bundled model (800, 800 and 1280 images)
+@pytest.mark.slow  # three evaluations of the bundled model (800, 800 and 1280 images), two forwards (session_caches)
 def test_lite0_on_a_release_archive_reads_back_in_humans_and_benchmark(
-    bundled_model, sketch_from_real_images, tmp_path, capsys
+    bundled_model, sketch_from_real_images, tmp_path, capsys, session_caches
 ):
     assert main(["download-data", "--dataset", "sketch"]) == 0
     capsys.readouterr()
