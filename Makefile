@@ -65,11 +65,13 @@ stimuli: $(VENV)/.installed
 		$(BIN)/modelval download-data || echo "make: the stimuli were not fetched; tests that need them will skip" >&2; \
 	fi
 
-# Everything, in one process: CI's command. Not spread over the cores: the suite's long tests are torch forwards
-# that already use every core, and two xdist workers each running torch doubled the CPU time (issue 28: 72 min of
-# CPU, 35.5 min of pytest on 2 cores, against 33 min and 19.8 min serially the round before).
+# Everything: CI's command. Two tiers, each run the way that is fastest for it: the short tests spread over the
+# cores (each xdist worker with one torch thread, see conftest.py), then the `slow` ones (full 1280-image
+# evaluations, which already use every core through torch) in one process. The whole suite spread over the
+# cores doubled the CPU time (issue 28: 72 min of CPU against 33 min).
 test: $(VENV)/.installed-test lint stimuli
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -m "not slow" -n auto $(PYTEST_ARGS) || [ $$? -eq 5 ]  # 5: PYTEST_ARGS chose none here
+	$(BIN)/python -m pytest -m slow $(PYTEST_ARGS) || [ $$? -eq 5 ]
 
 # The edit loop: every test but the `slow` ones, i.e. no full 1280-image evaluation, no sensitivity
 # card, no wheel install, spread over the cores (these tests are short and mostly single-threaded, so

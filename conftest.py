@@ -53,6 +53,7 @@ def pytest_configure(config: pytest.Config) -> None:
     from modelval.paths import CACHE_DIR_ENV, user_cache_dir
 
     if os.environ.get(TEST_CACHE_ENV):  # an xdist worker: its controller did all this
+        one_thread_per_worker()
         return
     if os.environ.get(DATA_HOME_ENV):
         pass  # the caller's data home (MODELVAL_DATA_ROOT and the others still win for their folder)
@@ -116,3 +117,17 @@ def closed_port_url() -> str:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     return f"http://127.0.0.1:{port}/missing.pth"
+
+
+def one_thread_per_worker() -> None:
+    """An xdist worker's torch (and the commands its tests start) runs one thread, unless OMP_NUM_THREADS says
+    otherwise: the workers already fill the cores, and each worker's own thread pool on top of them made the
+    threads wait for each other. The fast tier on 2 cores with 2 workers (issue 28): 205 s wall and 378 s of CPU
+    with torch's default threads, 168 s and 291 s with one. A test that sets its thread count still sets it.
+    """
+    if "OMP_NUM_THREADS" in os.environ:
+        return
+    import torch
+
+    os.environ["OMP_NUM_THREADS"] = "1"
+    torch.set_num_threads(1)
