@@ -71,7 +71,7 @@ stimuli: $(VENV)/.installed
 # cores doubled the CPU time (issue 28: 72 min of CPU against 33 min).
 test: $(VENV)/.installed-test lint stimuli
 	$(BIN)/python -m pytest -m "not slow" -n auto $(PYTEST_ARGS) || [ $$? -eq 5 ]  # 5: PYTEST_ARGS chose none here
-	$(BIN)/python -m pytest -m slow $(PYTEST_ARGS) || [ $$? -eq 5 ]
+	$(BIN)/python -m pytest -m slow --durations=20 $(PYTEST_ARGS) || [ $$? -eq 5 ]  # CI shows where its time goes
 
 # The edit loop: every test but the `slow` ones, i.e. no full 1280-image evaluation, no sensitivity
 # card, no wheel install, spread over the cores (these tests are short and mostly single-threaded, so
