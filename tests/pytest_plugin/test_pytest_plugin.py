@@ -293,17 +293,23 @@ def test_missing_stimuli_fail_the_cases_unless_allowed(pytester, tmp_path, monke
     pytester.runpytest_subprocess(*absent, "--modelval-allow-missing-data").assert_outcomes(skipped=2)
 
 
-def test_the_data_home_setting_finds_the_stimuli_under_it(pytester, stimulus_subset, tmp_path_factory):
+def test_the_data_home_setting_finds_the_stimuli_under_it(pytester, stimulus_subset, tmp_path_factory, monkeypatch):
     home = tmp_path_factory.mktemp("home")
     stimulus_subset(1, home / "cue-conflict")
     pytester.path.joinpath("modelval.toml").write_text(ONE_MODEL)
     pytester.makepyfile(test_zoo=USER_TEST)
+    # Was: CI's MODELVAL_DATA_ROOT reached the subprocess and won over the data home (as it should), so the test
+    # evaluated the 1280 published stimuli and passed whatever the data home did.
+    monkeypatch.delenv("MODELVAL_DATA_ROOT", raising=False)
+    reports = tmp_path_factory.mktemp("reports")
     result = pytester.runpytest_subprocess(
         "-p", "no:cacheprovider", f"--modelval-data-home={home}", "--modelval-allow-modified-stimuli",
-        "--modelval-device", "cpu",
+        "--modelval-device", "cpu", f"--modelval-report-dir={reports}",
     )  # fmt: skip
     result.assert_outcomes(passed=1)
-    assert "stimuli: modified" in result.stdout.str() or "shape-bias validation" in result.stdout.str()
+    (row,) = json.loads((reports / "shape_bias.json").read_text())
+    stimuli = row["provenance"]["stimuli"]
+    assert stimuli["images"] == 16 and stimuli["root"] == str(home / "cue-conflict"), stimuli
 
 
 def test_a_test_asking_for_cases_without_a_models_file_fails(pytester):
