@@ -3,7 +3,10 @@ isolated caches, the bundled model and its evaluations, a few real stimuli, temp
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -112,12 +115,28 @@ def bundled_model(pytestconfig: pytest.Config):
 
 @pytest.fixture(scope="session")
 def bundled_evaluations(bundled_model, modelval_runner):
-    """``evaluate(normalization)`` of the bundled model on all 1280 stimuli, each evaluated once per session."""
+    """``evaluate(normalization)`` of the bundled model on all 1280 stimuli, each evaluated once per session,
+    through the session's output cache (as ``session_caches``): the front door's and the docs' runs of the same
+    model and normalization are then served from the one forward."""
 
     def run(normalization: str = "model"):
-        return modelval_runner.evaluate("efficientnet_lite0", normalization)
+        with caches_on():
+            return modelval_runner.evaluate("efficientnet_lite0", normalization)
 
     return run
+
+
+@contextlib.contextmanager
+def caches_on() -> Iterator[None]:
+    """The session's decode and output caches on, for the duration of the block (see ``session_caches``)."""
+    from modelval.datasets.cache import NO_CACHE_ENV
+    from modelval.records.output_cache import NO_OUTPUT_CACHE_ENV
+
+    saved = {name: os.environ.pop(name, None) for name in (NO_CACHE_ENV, NO_OUTPUT_CACHE_ENV)}
+    try:
+        yield
+    finally:
+        os.environ.update({name: value for name, value in saved.items() if value is not None})
 
 
 @pytest.fixture
