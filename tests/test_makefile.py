@@ -84,11 +84,11 @@ def test_make_test_runs_lint_before_pytest():
 
 
 def test_make_test_runs_every_test_in_its_two_tiers():
-    """The slow ones in one process, then the short tests over the cores: together, every test."""
+    """The short tests over the cores, then the slow ones in one process: together, every test."""
     result = make("-n", "test", "-o", ".venv/.installed-test", "-o", ".venv/.installed")
     runs = [line for line in result.stdout.splitlines() if "-m pytest" in line]
     assert len(runs) == 2, runs
-    assert "-m slow" in runs[0] and "-n " not in runs[0] and '-m "not slow" -n auto' in runs[1]
+    assert '-m "not slow" -n auto' in runs[0] and "-m slow" in runs[1] and "-n " not in runs[1]
 
 
 @pytest.mark.parametrize("beside", [True, False])
