@@ -140,7 +140,7 @@ def caches_on() -> Iterator[None]:
 
 
 @pytest.fixture
-def session_caches(monkeypatch: pytest.MonkeyPatch) -> None:
+def session_caches() -> Iterator[None]:
     """The session's decode and output caches, on for this test (they are off for the others: see the root
     conftest's ``_no_user_caches``).
 
@@ -150,11 +150,8 @@ def session_caches(monkeypatch: pytest.MonkeyPatch) -> None:
     only after the model, run on the probe stimuli, answers as stored (modelval's own rule). The forward path's
     own tests keep the caches off.
     """
-    from modelval.datasets.cache import NO_CACHE_ENV
-    from modelval.records.output_cache import NO_OUTPUT_CACHE_ENV
-
-    monkeypatch.delenv(NO_CACHE_ENV, raising=False)
-    monkeypatch.delenv(NO_OUTPUT_CACHE_ENV, raising=False)
+    with caches_on():
+        yield
 
 
 @pytest.fixture(scope="session")
