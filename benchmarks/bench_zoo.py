@@ -139,10 +139,10 @@ def main() -> None:
         # architecture's kernels (CUDA loads them lazily, cuDNN picks its algorithms), which the floor after it no
         # longer pays: it is printed, and the ratio is the second round's, both sides warm.
         rounds = [one_round(models, architectures, stimuli, device, batch_size, folder, r) for r in (1, 2)]
-        (cold_whole, _, _, _), (whole, total_load, total_forward, watches) = rounds
+        (cold_whole, cold_load, cold_forward, _), (whole, total_load, total_forward, watches) = rounds
         base = total_load + total_forward
         print(f"\nround 1 (first use of each architecture): whole run {cold_whole:.2f} s, "
-              f"ratio {cold_whole / (rounds[0][1] + rounds[0][2]):.3f}")  # fmt: skip
+              f"ratio {cold_whole / (cold_load + cold_forward):.3f}")  # fmt: skip
         print(f"round 2: whole run {whole:.2f} s; floor {base:.2f} s (loads {total_load:.2f} + forwards "
               f"{total_forward:.2f})")  # fmt: skip
         shares = [(what, f"{w.seconds:.2f}", f"{w.seconds / whole:.0%}") for what, w in watches.items()]
