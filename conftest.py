@@ -74,6 +74,19 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ[CACHE_DIR_ENV] = session_cache
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The files with slow tests first, so that xdist's workers start on the long ones and the short ones fill
+    the end.
+
+    ``make test`` runs the whole suite in one session over the cores with ``--dist loadfile
+    --no-loadscope-reorder``: xdist hands out whole test files in the order their first test has here, so a
+    module's fixtures (an evaluation, a built wheel) are computed once, on one worker. Serially, the order
+    changes nothing but the order.
+    """
+    slow_files = {item.path for item in items if item.get_closest_marker("slow") is not None}
+    items.sort(key=lambda item: item.path not in slow_files)  # stable: each file stays whole and in its order
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _no_user_caches(tmp_path_factory):
     """Tests never read or write the user's caches or run store (MODELVAL_CACHE_DIR is the session's, see

@@ -59,7 +59,7 @@ def test_bundled_model_end_to_end(
 ):
     """efficientnet_lite0 on 160 real images: accuracy, decisions written back, error consistency."""
     out = tmp_path / "decisions.csv"
-    common = ["--dataset", dataset, "--data-root", str(shape_only_roots[dataset]), "--threads", "2"]
+    common = ["--dataset", dataset, "--data-root", str(shape_only_roots[dataset])]
     report = run_json(capsys, "--model", "efficientnet_lite0", *common, "--decisions-out", str(out))
     assert (report["correct"], report["images"]) == (correct, 160)
     # The file reads back with the dataset recognised from the published-style names.

@@ -112,7 +112,7 @@ def test_model_on_edges_end_to_end(bundled_model, modelval_data_root, modelval_r
     """The bundled model evaluated on the 160 edge images, compared with the 10 observers."""
     edges = modelval_data_root.parent / "edges"
     argv = ["humans", "--model", "efficientnet_lite0", "--dataset", "edges", "--data-root", str(edges),
-            "--reference-dir", str(modelval_reference_dir), "--json", "--threads", "2"]  # fmt: skip
+            "--reference-dir", str(modelval_reference_dir), "--json"]  # fmt: skip
     assert main(argv) == 0
     result = json.loads(capsys.readouterr().out)
     assert (result["dataset"], result["images"]) == ("edges", 160)

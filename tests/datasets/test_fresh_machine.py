@@ -55,7 +55,7 @@ def test_first_shape_bias_run_fetches_the_stimuli(tmp_path, local_server, cue_co
     env = new_user(tmp_path / "home", MODELVAL_DATA_MIRROR=local_server.url + "/")
     decisions_out, plot = tmp_path / "decisions.csv", tmp_path / "plot.png"
     result = modelval(
-        "shape-bias", "--model", "efficientnet_lite0", "--json", "--threads", "2",
+        "shape-bias", "--model", "efficientnet_lite0", "--json",
         "--decisions-out", str(decisions_out), "--out", str(plot), env=env,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-2000:]
