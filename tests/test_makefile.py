@@ -83,12 +83,25 @@ def test_make_test_runs_lint_before_pytest():
     assert commands.index("ruff check") < commands.index("mypy") < commands.index("-m pytest")
 
 
-def test_make_test_runs_every_test_in_its_two_tiers():
-    """The short tests over the cores, then the slow ones in one process: together, every test."""
+def test_make_test_runs_every_test_in_one_session_over_the_cores():
+    """Every test (no ``-m``) in one pytest over the cores, each test file whole on one worker (its module
+    fixtures computed once), in the order of the root conftest (files with slow tests first)."""
     result = make("-n", "test", "-o", ".venv/.installed-test", "-o", ".venv/.installed")
     runs = [line for line in result.stdout.splitlines() if "-m pytest" in line]
-    assert len(runs) == 2, runs
-    assert '-m "not slow" -n auto' in runs[0] and "-m slow" in runs[1] and "-n " not in runs[1]
+    assert len(runs) == 1, runs
+    assert "-n auto --dist loadfile --no-loadscope-reorder" in runs[0] and '-m "' not in runs[0]
+
+
+def test_files_with_slow_tests_come_first_and_stay_whole(request):
+    """The order xdist hands the files out in (this session's own collection, as every worker has it): no file
+    is split, and no file without slow tests comes before one with them."""
+    items = request.session.items
+    files = [item.path for item in items]
+    runs = [path for index, path in enumerate(files) if index == 0 or files[index - 1] != path]
+    assert len(runs) == len(set(runs)), "a test file is split"
+    has_slow = {item.path for item in items if item.get_closest_marker("slow") is not None}
+    flags = [path in has_slow for path in runs]
+    assert flags == sorted(flags, reverse=True)
 
 
 @pytest.mark.parametrize("beside", [True, False])
