@@ -117,10 +117,18 @@ def bundled_model(pytestconfig: pytest.Config):
 def bundled_evaluations(bundled_model, modelval_runner):
     """``evaluate(normalization)`` of the bundled model on all 1280 stimuli, each evaluated once per session,
     through the session's output cache (as ``session_caches``): the front door's and the docs' runs of the same
-    model and normalization are then served from the one forward."""
+    model and normalization are then served from the one forward.
+
+    Under xdist the workers share that cache; a lock per normalization (bounded) makes a second worker wait for
+    the first one's forward and read it, instead of running the same forward at the same time.
+    """
+    from filelock import FileLock
+
+    from modelval.paths import user_cache_dir
 
     def run(normalization: str = "model"):
-        with caches_on():
+        lock = FileLock(user_cache_dir() / f"bundled-evaluation-{normalization}.lock", timeout=1800)
+        with caches_on(), lock:
             return modelval_runner.evaluate("efficientnet_lite0", normalization)
 
     return run
