@@ -74,11 +74,11 @@ stimuli: $(VENV)/.installed
 	fi
 
 # Everything: CI's command. One session spread over the cores: xdist's workers (one torch thread each, see
-# conftest.py) start on the `slow` tests and the short ones fill the end, while tests that share a forward or a
-# module-scoped fixture go to one worker together (conftest.py's pytest_collection_modifyitems). Measured for
-# issue 28 on 2 cores: the slow tests alone 702 s wall and 1053 s of CPU in one process (149% of a core: the
-# work between forwards is single-threaded), 645 s and 1224 s over two workers; the short tests then fill
-# the idle core instead of waiting for their own turn.
+# conftest.py) get whole test files (a module's fixtures are computed once), the files with `slow` tests first
+# (conftest.py's pytest_collection_modifyitems), so the short ones fill the end. Measured for issue 28 on 2 cores:
+# the slow tests alone took 702 s wall and 1053 s of CPU in one process (149% of a core: the work between forwards
+# is single-threaded), 645 s and 1224 s over two workers, and CI went from 21:07 to 16:32 with the oldest pair's
+# tier beside it. (An earlier whole-suite xdist run doubled the CPU time: its workers ran two torch threads each.)
 XDIST := -n auto --dist loadfile --no-loadscope-reorder
 test: $(VENV)/.installed-test lint stimuli
 	$(BIN)/python -m pytest $(XDIST) --durations=20 $(PYTEST_ARGS) || [ $$? -eq 5 ]  # 5: PYTEST_ARGS chose none here
