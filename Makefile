@@ -66,11 +66,11 @@ evaluate: $(VENV)/.installed
 	$(BIN)/modelval shape-bias --model $(MODEL)
 
 # The stimuli, fetched once (into the data home, else the per-user cache) when no copy is there
-# (with MODELVAL_DATA_ROOT set, as in CI, or ../shared beside the checkout, nothing is fetched). Offline,
+# (with ../shared beside the checkout, or a data home set as in CI, nothing is fetched). Offline,
 # the one-line error is printed and the data tests then skip (or fail in strict mode).
 stimuli: $(VENV)/.installed
-	@if [ -z "$$MODELVAL_DATA_ROOT" ] && [ ! -d "$${MODELVAL_DATA_HOME:-/nonexistent}/cue-conflict" ]; then \
-		$(BIN)/modelval download-data || echo "make: the stimuli were not fetched; tests that need them will skip" >&2; \
+	@if [ ! -d "$${MODELVAL_DATA_HOME:-/nonexistent}/cue-conflict" ]; then \
+		$(BIN)/modelval data download || echo "make: the stimuli were not fetched; tests that need them will skip" >&2; \
 	fi
 
 # Everything: CI's command. One session spread over the cores: xdist's workers (one torch thread each, see

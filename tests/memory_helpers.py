@@ -33,7 +33,7 @@ def does_not_fit(device: str, tmp_path: Path, stimulus_subset: Any, capsys: Any)
     argv = [
         "shape-bias", "--model", f"{tmp_path / 'nets.py'}:huge", "--data-root", str(stimulus_subset(1)),
         "--allow-modified-stimuli", "--device", device, "--mean", "0.5,0.5,0.5", "--std", "0.5,0.5,0.5",
-        "--no-output-cache",
+        "--no-cache",
     ]  # fmt: skip
     code = main(argv)
     err = capsys.readouterr().err

@@ -98,7 +98,7 @@ def test_shape_bias_from_an_empty_folder(installed):
 
 
 def test_verify_data_from_an_empty_folder(installed):
-    result = run(["modelval", "verify-data"], installed)
+    result = run(["modelval", "data", "verify"], installed)
     assert result.returncode == 0, result.stderr + result.stdout
 
 

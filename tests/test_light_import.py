@@ -40,7 +40,7 @@ def test_help_and_the_model_list_start_without_torch():
         "from modelval.cli import main\n"
         "with contextlib.redirect_stdout(io.StringIO()):\n"
         "    assert main(['--help']) == 0\n"
-        "    assert main(['models']) == 0\n"
+        "    assert main(['models', 'list']) == 0\n"
     )
     assert loaded_after(code) == []
 

@@ -62,7 +62,7 @@ def test_make_test_fetches_the_stimuli_only_when_none_are_configured(tmp_path, d
     assert result.returncode == 0, result.stderr
     assert calls.exists() is fetches
     if fetches:
-        assert calls.read_text().split() == ["download-data"]
+        assert calls.read_text().split() == ["data", "download"]
 
 
 def test_offline_fetch_failure_does_not_stop_make_test(tmp_path):

@@ -157,6 +157,8 @@ class Setting:
     config: bool = True
     #: A key of a models-file entry (``[models.<id>]``).
     models_file: bool = False
+    #: The help of a flag that turns an on-by-default setting off (``--no-cache``), where ``help`` says what it is.
+    flag_help: str = ""
 
     @property
     def is_flag(self) -> bool:
@@ -202,14 +204,15 @@ class Setting:
         # A MODELVAL_NO_X variable turns the setting x off.
         return (not value) if self.env.startswith("MODELVAL_NO_") else value
 
-    def describe(self) -> str:
-        """The help text with its variable and default, as ``--help`` and the docs show it."""
+    def describe(self, *, flag: bool = False) -> str:
+        """The help text with its variable and default, as ``--help`` (``flag``) and the docs show it."""
         notes = []
         if self.env:
             notes.append(f"${self.env}")
-        if self.default not in (None, False, True, ""):
+        if self.default not in (None, False, True, "") and not (flag and self.choices):
             notes.append(f"default {self.default}")
-        return self.help + (f" ({'; '.join(notes)})" if notes else "")
+        text = self.flag_help if flag and self.flag_help else self.help
+        return text + (f" ({'; '.join(notes)})" if notes else "")
 
 
 def _s(name: str, help: str, **fields: Any) -> Setting:
@@ -229,7 +232,7 @@ SETTINGS: dict[str, Setting] = {
         # --- where the data are (a machine's settings: variables, the config file, the plugin)
         _s("data_home", "the data home: one folder holding every stimulus set (cue-conflict/, edges/, ...) and the "
            "human data (reference/); default: the per-user cache", parse=path, env="MODELVAL_DATA_HOME",
-           metavar="DIR", group=_DATA, plugin=True, flag=None),
+           metavar="DIR", group=_DATA, plugin=True),
         _s("data_root", "the folder of the stimulus set itself (default: <data home>/<set>)", parse=path,
            metavar="DIR", group=_DATA, plugin=True),
         _s("reference_dir", "the published human raw-data folder (default: <data home>/reference/raw-data)",
@@ -257,7 +260,7 @@ SETTINGS: dict[str, Setting] = {
         _s("std", "the normalization std, e.g. 0.5,0.5,0.5 (default: the model's own)", parse=channels,
            metavar="R,G,B", group=_MODEL, models_file=True, config=False),
         _s("interpolation", "the resize interpolation (default: the model's own)",
-           choices=("nearest", "bilinear", "bicubic"), group=_MODEL, models_file=True, config=False),
+           choices=("nearest", "bilinear", "bicubic"), group=_MODEL, models_file=True, config=False, flag=None),
         _s("input_size", "resize the stimuli to this square size in pixels (default: as published, 224)",
            parse=whole(IntRange(16, 4096, "the input size is 16 to 4096 pixels")), metavar="PIXELS",
            group=_MODEL, models_file=True, config=False),
@@ -275,24 +278,26 @@ SETTINGS: dict[str, Setting] = {
         # --- the evaluation protocol
         _s("normalization", "model: the model's own mean/std; imagenet or half (mean = std = 0.5) forced on any "
            "model, to see what a wrong normalization does", default="model", choices=("model", "imagenet", "half"),
-           group=_PROTOCOL),
+           group=_PROTOCOL, config=False),
         _s("resize", "none: the 224 px stimuli as they are (the official protocol); 256: resize 256, crop 224",
-           default="none", choices=("none", "256"), group=_PROTOCOL),
+           default="none", choices=("none", "256"), group=_PROTOCOL, config=False),
         _s("aggregation", "how each category's ImageNet probabilities combine: mean (model-vs-human), sum or max",
-           default="mean", choices=("mean", "sum", "max"), group=_PROTOCOL),
+           default="mean", choices=("mean", "sum", "max"), group=_PROTOCOL, config=False),
         # --- how it runs
         _s("device", "auto (CUDA when available), cpu, cuda, cuda:N or mps", default="auto", parse=device,
            env="MODELVAL_DEVICE", plugin=True),
         _s("batch_size", "images per batch", default=32, parse=whole(BATCH_SIZE), metavar="N"),
         _s("workers", "decoding worker processes (0: decode in this process)", default=0, parse=whole(WORKERS),
            flag=None),
-        _s("threads", "torch CPU threads: a number, or auto = the CPUs not busy with other processes",
-           parse=threads, env="MODELVAL_THREADS", flag=None),
+        _s("threads", "torch CPU threads: a number, or auto = the CPUs not busy with other processes (the command "
+           "line's default; a library call leaves torch's setting alone)", default="auto", parse=threads,
+           env="MODELVAL_THREADS", flag=None),
         _s("amp", "bf16 (also on CPU) or fp16 autocast; reports the decisions flipped against an fp32 run",
            choices=("bf16", "fp16")),
         _s("channels_last", "NHWC memory layout (faster on recent GPUs)", default=False, parse=boolean),
-        _s("cache", "reuse the decoded stimuli and a model's stored outputs (`modelval cache info`); --no-cache "
-           "decodes and runs everything", default=True, parse=boolean, env="MODELVAL_NO_CACHE"),
+        _s("cache", "reuse the decoded stimuli and a model's stored outputs (`modelval cache info`)", default=True,
+           parse=boolean, env="MODELVAL_NO_CACHE", flag_help="decode the stimuli and run the model even when they "
+           "are stored (every cache off: decoded stimuli, outputs, answers)"),
         _s("cache_dir", "the folder of every cache (decoded stimuli, outputs, answers, downloads)", parse=path,
            env="MODELVAL_CACHE_DIR", flag=None),
         _s("cache_size", "the size each cache keeps itself under (e.g. 2G)", default=2 * 1024**3, parse=size,
@@ -350,9 +355,9 @@ def setting(name: str) -> Setting:
         raise KeyError(f"no setting {name!r}" + (f"; did you mean {', '.join(close)}?" if close else "")) from None
 
 
-def value(name: str, given: Any = None, config: Mapping[str, Any] | None = None) -> Any:
+def value(name: str, given: Any = None, config: Mapping[str, Any] | None = None, default: Any = None) -> Any:
     """The setting's value by the one precedence: ``given`` (a flag, a Python argument), the variable, the config
-    file's value in ``config``, the default."""
+    file's value in ``config``, then ``default`` (a command's own), else the declared default."""
     if given is not None:
         return given
     declared = setting(name)
@@ -361,7 +366,7 @@ def value(name: str, given: Any = None, config: Mapping[str, Any] | None = None)
         return from_env
     if config is not None and name in config:
         return config[name]
-    return declared.default
+    return declared.default if default is None else default
 
 
 def variables() -> dict[str, Setting]:
@@ -430,6 +435,8 @@ def checked(declared: Setting, raw: Any, where: str, *, base: Path | None = None
         if declared.parse is not boolean:
             raise DataError(f"{where}: expected {declared.metavar or 'a value'}, got {raw!r}")
         return raw
+    if declared.parse is str and (not isinstance(raw, str) or not raw):
+        raise DataError(f"{where} must be a non-empty string, got {raw!r}")
     if isinstance(raw, int | float | str) and not isinstance(raw, bool):
         if declared.parse is boolean and not isinstance(raw, str):
             raise DataError(f"{where}: expected true or false, got {raw!r}")

@@ -119,7 +119,7 @@ def test_a_source_that_crops_another_size_is_flagged_not_a_crash(group, size, im
 def test_audit_preprocessing_of_every_model_runs(modelval_data_root, capsys):
     from modelval.cli import main
 
-    assert main(["audit-preprocessing", "--images", "2", "--data-root", str(modelval_data_root), "--json"]) == 0
+    assert main(["models", "audit", "--images", "2", "--data-root", str(modelval_data_root), "--json"]) == 0
     import json
 
     groups = {report["group"] for report in json.loads(capsys.readouterr().out)}

@@ -59,7 +59,7 @@ def test_a_category_subset_decides_among_those_categories_only(saved):
 
 @pytest.mark.slow
 def test_the_cli_rescores_with_ranks(saved, capsys):
-    assert main(["rescore", str(saved), "--rank", "--json", "--bootstrap", "0"]) == 0
+    assert main(["shape-bias", "--outputs", str(saved), "--rank", "--json", "--bootstrap", "0"]) == 0
     payload = json.loads(capsys.readouterr().out)
     ranks = payload["rank_sensitivity"]
     assert 0 < ranks["shape_mrr"] <= 1 and 0 < ranks["texture_mrr"] <= 1 and ranks["conflict_images"] == 59  # of 64
@@ -146,6 +146,6 @@ def test_a_saved_label_map_of_the_wrong_type_is_one_line(label_map, saved, tmp_p
     record = json.loads((copy / "run.json").read_text())
     record["label_map"] = label_map
     (copy / "run.json").write_text(json.dumps(record))
-    assert main(["rescore", str(copy), "--bootstrap", "0"]) == 2
+    assert main(["shape-bias", "--outputs", str(copy), "--bootstrap", "0"]) == 2
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert "label" in line and "run.json" in line

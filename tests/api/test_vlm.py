@@ -69,7 +69,7 @@ def test_a_file_vlm_runs_a_prompt_sweep(stub, stimulus_subset, tmp_path, monkeyp
 
 def test_the_table_names_the_abstention_rule(stub, stimulus_subset, capsys):
     args = ["shape-bias", "--vlm", f"{stub}:answer", "--data-root", str(stimulus_subset(1)), "--allow-modified-stimuli",
-            "--bootstrap", "0", "--prompt", "vqa16", "--prompt", "shape16", "--no-output-cache"]  # fmt: skip
+            "--bootstrap", "0", "--prompt", "vqa16", "--prompt", "shape16", "--no-cache"]  # fmt: skip
     assert main(args) == 0
     out = capsys.readouterr().out
     assert out.splitlines()[0].split()[:3] == ["prompt", "shape", "bias"]
@@ -81,7 +81,7 @@ def test_a_vlm_that_returns_no_string_is_one_line(tmp_path, stimulus_subset, cap
     path = tmp_path / "bad.py"
     path.write_text("def answer(image, prompt):\n    return 3\n")
     args = ["shape-bias", "--vlm", f"{path}:answer", "--data-root", str(stimulus_subset(1)),
-            "--allow-modified-stimuli", "--no-output-cache"]  # fmt: skip
+            "--allow-modified-stimuli", "--no-cache"]  # fmt: skip
     assert main(args) == 2
     err = capsys.readouterr().err
     assert "returned int" in err and "Traceback" not in err

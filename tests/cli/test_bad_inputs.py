@@ -55,21 +55,16 @@ def run(argv: list[str]) -> int:
 BAD_VALUES = [
     (["shape-bias", "--model", "efficientnet_lite0", "--batch-size", "0"], "batch size is 1 to"),
     (["shape-bias", "--model", "efficientnet_lite0", "--batch-size", "-1"], "batch size is 1 to"),
-    (["shape-bias", "--model", "efficientnet_lite0", "--threads", "0"], "threads are 'auto' or 1 to"),
-    (["shape-bias", "--model", "efficientnet_lite0", "--threads", "two"], "not a whole number"),
     (["shape-bias", "--model", "efficientnet_lite0", "--device", "tpu"], "unknown device 'tpu'"),
-    (["shape-bias", "--model", "efficientnet_lite0", "--workers", "-3", "--no-cache"], "decoding workers are 0"),
-    (["shape-bias", "--model", "efficientnet_lite0", "--workers", "-3"], "decoding workers are 0"),
     (["shape-bias", "--model", "efficientnet_lite0", "--bootstrap", "-5"], "bootstrap resamples are 0"),
     (["shape-bias", "--model", "no_such_model"], "no_such_model"),
     (["baseline", "save", "--model", "efficientnet_lite0", "--batch-size", "0", "--out", "x.json"], "batch size"),
-    (["audit-preprocessing", "--batch-size", "0"], "batch size is 1 to"),
+    (["models", "audit", "--batch-size", "0"], "batch size is 1 to"),
     (["accuracy", "--model", "efficientnet_lite0", "--device", "tpu"], "unknown device"),
-    (["sensitivity", "--model", "efficientnet_lite0", "--threads", "0"], "threads are"),
     (["humans", "--model", "efficientnet_lite0", "--bootstrap", "-1"], "bootstrap resamples"),
     (["ece", "x.jsonl", "--bins", "1000000000"], "number of bins is 1 to"),
     (["reliability", "x.jsonl", "--out", "x.png", "--bins", "0"], "number of bins is 1 to"),
-    (["download-data", "--dataset", "stripes"], "invalid choice: 'stripes'"),
+    (["data", "download", "--dataset", "stripes"], "invalid choice: 'stripes'"),
     (["no-such-command"], "invalid choice"),
     (["--debug"], "the following arguments are required: COMMAND"),
     # every command, each of its kinds of values (issue 23): refused before anything is read or loaded
@@ -85,11 +80,11 @@ BAD_VALUES = [
     (["compare", "a.csv"], "the following arguments are required: [LABEL=]B"),
     (["compare", "a.csv", "b.csv", "--permutations", "-1"], "permutations are 0 (no test) to"),
     (["compare", "a.csv", "b.csv", "--seed", "x"], "'x' is not a whole number"),
-    (["humans"], "give exactly one of --model or --decisions"),
-    (["humans", "--decisions", "x.csv", "--na", "skip"], "invalid choice: 'skip'"),
-    (["human-figures", "--model", "efficientnet_lite0"], "the following arguments are required: --report-dir"),
-    (["human-figures", "--decisions", "x.csv", "--report-dir", "figures"], "decision file not found: x.csv"),
-    (["human-figures", "--report-dir", "figures"], "give at least one --decisions or --model"),
+    (["humans"], "give a --model or a --decisions file"),
+    (["humans", "--na", "skip", "--decisions", "x.csv"], "invalid choice: 'skip'"),
+    (["humans", "--model", "a", "--model", "b"], "several observers are drawn into a folder: give --report-dir"),
+    (["humans", "--decisions", "x.csv", "--report-dir", "figures"], "decision file not found: x.csv"),
+    (["humans", "--report-dir", "figures"], "give a --model or a --decisions file"),
     (["baseline"], "the following arguments are required: ACTION"),
     (["baseline", "save", "--model", "efficientnet_lite0"], "the following arguments are required: --out"),
     (["baseline", "compare", "b.json", "--max-flips", "-1"], "flipped decisions allowed are 0 or more"),
@@ -97,13 +92,13 @@ BAD_VALUES = [
     (["baseline", "compare", "b.json", "--max-probability-shift", "2"], "a probability change is 0 to 1"),
     (["validate", "--batch-size", "0"], "the batch size is 1 to"),
     (["validate", "--device", "gpu"], "unknown device 'gpu'"),
-    (["download-data", "--timeout", "-1"], "the timeout is more than 0 and at most 3600 seconds"),
-    (["download-data", "--retries", "0"], "downloads are tried 1 to 20 times"),
-    (["verify-data", "--dataset", "stripes"], "invalid choice: 'stripes'"),
-    (["datasets", "--json"], "unrecognized arguments: --json"),
-    (["models", "--bogus"], "unrecognized arguments: --bogus"),
-    (["fetch"], "name one or more models, or pass --all"),
-    (["audit-preprocessing", "--images", "-1"], "the stimuli compared are 1 to 1280"),
+    (["data", "download", "--timeout", "-1"], "the timeout is more than 0 and at most 3600 seconds"),
+    (["data", "download", "--retries", "0"], "downloads are tried 1 to 20 times"),
+    (["data", "verify", "--dataset", "stripes"], "invalid choice: 'stripes'"),
+    (["data", "list", "--json"], "unrecognized arguments: --json"),
+    (["models", "list", "--bogus"], "unrecognized arguments: --bogus"),
+    (["models", "fetch"], "name one or more models, or pass --all"),
+    (["models", "audit", "--images", "-1"], "the stimuli compared are 1 to 1280"),
     (["calibration", "x.npz", "--task", "regression"], "invalid choice: 'regression'"),
     (["calibration", "x.npz", "--bins", "many"], "'many' is not a whole number"),
     (["ece", "x.jsonl", "--convention", "sklearn"], "invalid choice: 'sklearn'"),
@@ -130,9 +125,9 @@ BAD_VALUES = [
     (["validate", "--executor", "ray", "--ray-address", "bogus"], "'bogus' is not a Ray address; use auto"),
     (["validate", "--executor", "ray", "--ray-address", "ray://head:99999"], "is not a Ray address"),
     # issue 31: more bad inputs tried as a new user would
-    (["models", "--family", "vit"], "--family 'vit' is not one of the registry's: deit, efficientnet, resnet50"),
-    (["models", "--source", "hub"], "--source 'hub' is not one of the registry's"),
-    (["download-data", "--url", "notaurl", "--data-root", "nowhere"], "'notaurl' is not an http:// or https://"),
+    (["models", "list", "--family", "vit"], "--family 'vit' is not one of the registry's: deit, efficientnet, resnet50"),
+    (["models", "list", "--source", "hub"], "--source 'hub' is not one of the registry's"),
+    (["data", "download", "--url", "notaurl", "--data-root", "nowhere"], "'notaurl' is not an http:// or https://"),
 ]
 
 
@@ -168,7 +163,8 @@ CSV_READERS = {
     "compare A": lambda f, tmp: ["compare", str(f), str(tmp / "b.csv")],
     "compare B": lambda f, tmp: ["compare", str(tmp / "a.csv"), str(f)],
     "humans": lambda f, tmp: ["humans", "--decisions", str(f)],
-    "human-figures": lambda f, tmp: ["human-figures", "--decisions", str(f), "--report-dir", str(tmp / "figs")],
+    "humans (figures)": lambda f, tmp: ["humans", "--decisions", str(f), "--decisions", str(f), "--report-dir",
+                                        str(tmp / "figs")],
 }
 
 
@@ -256,8 +252,8 @@ def test_every_json_output_is_strict(capsys, bad_files, modelval_reference_dir, 
         ["compare", str(bad_files["all_na"]), str(modelval_reference_dir / RESNET)],
         ["metrics", str(predictions), "--train-counts", str(counts), "--num-classes", "2"],
         ["ece", str(predictions)],
-        ["models"],
-        ["audit-preprocessing", "--model", "efficientnet_lite0", "--images", "2"],
+        ["models", "list"],
+        ["models", "audit", "--model", "efficientnet_lite0", "--images", "2"],
     ]
     for argv in commands:
         assert run([*argv, "--json"]) == 0, capsys.readouterr().err
@@ -290,18 +286,47 @@ def test_folder_in_place_of_a_png_in_verify_data(capsys, modelval_data_root, tmp
     victim = sorted((root / "bear").iterdir())[0]
     victim.unlink()
     victim.mkdir()
-    code = run(["verify-data", "--data-root", str(root)])
+    code = run(["data", "verify", "--data-root", str(root)])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and "a folder stands where an image file should be" in err
 
 
-def test_truncated_png_with_workers_is_one_line(capfd, modelval_data_root, tmp_path):
+#: Settings without a flag, from their variable or the config file's [settings]: checked as a flag would be.
+BAD_SETTINGS = [
+    ({"MODELVAL_THREADS": "0"}, "", "$MODELVAL_THREADS: 0 is out of range; threads are 'auto' or 1 to"),
+    ({"MODELVAL_THREADS": "two"}, "", "$MODELVAL_THREADS: 'two' is not a whole number"),
+    ({}, "workers = -3", "[settings] workers: -3 is out of range; decoding workers are 0"),
+    ({}, "threads = 0", "[settings] threads: 0 is out of range; threads are 'auto' or 1 to"),
+    ({}, "normalization = 'half'", "[settings]: 'normalization' is not a setting"),
+    ({}, "device = 'tpu'", "[settings] device: unknown device 'tpu'"),
+    ({"MODELVAL_NO_CACHE": "maybe"}, "", "$MODELVAL_NO_CACHE: 'maybe' is not true or false"),
+]
+
+
+@pytest.mark.parametrize(("env", "config", "message"), BAD_SETTINGS)
+@pytest.mark.parametrize("command", ["shape-bias", "sensitivity"])
+def test_bad_settings_from_a_variable_or_the_config_file_are_one_line(
+    env, config, message, command, tmp_path, monkeypatch, capsys
+):
+    monkeypatch.chdir(tmp_path)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    (tmp_path / "modelval.toml").write_text(f"[settings]\n{config}\n")
+    assert run([command, "--model", "efficientnet_lite0"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert message in err
+
+
+def test_truncated_png_with_workers_is_one_line(capfd, modelval_data_root, tmp_path, monkeypatch):
     root = tmp_path / "cue-conflict"
     shutil.copytree(modelval_data_root, root)
     victim = sorted((root / "bear").iterdir())[0]
     victim.write_bytes(victim.read_bytes()[:3000])
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "modelval.toml").write_text("[settings]\nworkers = 2\n")
     code = run([
-        "shape-bias", "--model", "efficientnet_lite0", "--data-root", str(root), "--workers", "2", "--no-cache",
+        "shape-bias", "--model", "efficientnet_lite0", "--data-root", str(root), "--no-cache",
         "--allow-modified-stimuli",
     ])  # fmt: skip
     err = capfd.readouterr().err
@@ -368,9 +393,9 @@ def test_reliability_reports_the_file_it_wrote(tmp_path, capsys, out, written):
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["download-data", "--data-root", "{file}"], "is a file; the cue-conflict stimuli go into a folder"),
-        (["download-data", "--humans", "--data-root", "{file}"], "is a file; the human raw data go into a folder"),
-        (["verify-data", "--data-root", "{file}"], "is a file, not the cue-conflict folder"),
+        (["data", "download", "--data-root", "{file}"], "is a file; the cue-conflict stimuli go into a folder"),
+        (["data", "download", "--humans", "--data-root", "{file}"], "is a file; the human raw data go into a folder"),
+        (["data", "verify", "--data-root", "{file}"], "is a file, not the cue-conflict folder"),
     ],
 )
 def test_a_file_where_the_data_folder_goes_is_named_as_such(capsys, tmp_path, argv, message):

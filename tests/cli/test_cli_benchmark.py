@@ -268,7 +268,7 @@ def test_compare_gains_the_conditions(human_data, capsys):
 def test_human_figures_with_conditions(human_data, modelval_reference_dir, tmp_path, capsys):
     out = tmp_path / "figures"
     argv = [
-        "human-figures",
+        "humans",
         "--report-dir",
         str(out),
         "--bootstrap",

@@ -74,7 +74,7 @@ def test_a_run_against_itself_reads_without_a_note():
     assert len(read_decisions(LITE0)) == 1280
 
 
-@pytest.mark.parametrize("command", ["human-figures", "benchmark"])
+@pytest.mark.parametrize("command", ["humans", "benchmark"])
 def test_the_multi_observer_commands_take_one_file_per_flag_and_say_so(command, capsys):
     """The usage once read ``--decisions [LABEL[:DATASET]=]FILE ...``; each flag takes one file, repeated."""
     from modelval.cli import build_parser

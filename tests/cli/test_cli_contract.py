@@ -53,14 +53,14 @@ def walk_commands(parser, path: tuple[str, ...] = ()):
                 yield from walk_commands(sub, (*path, name))
 
 
-def commands() -> list[tuple[str, ...]]:
-    return [path for path, _ in walk_commands(build_parser())]
+def commands() -> list:
+    return list(walk_commands(build_parser()))
 
 
 # --- every --help renders ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("path", commands(), ids=lambda path: " ".join(path) or "modelval")
+@pytest.mark.parametrize("path", [path for path, _ in commands()], ids=lambda path: " ".join(path) or "modelval")
 def test_every_help_renders(path, capsys):
     """argparse %-formats help texts (never descriptions): a bare % crashes, a doubled one shows as "%%"."""
     assert main([*path, "--help"]) == 0
@@ -71,10 +71,30 @@ def test_every_help_renders(path, capsys):
 
 
 def test_the_walk_covers_every_command():
-    walked = {" ".join(path) for path in commands()}
-    assert {"shape-bias", "baseline save", "baseline compare", "human-figures", "validate", "calibration"} <= walked
-    # modelval itself, 24 commands, baseline's two actions, cache's and runs' actions
-    assert len(walked) == 33, sorted(walked)  # runs verdict joined runs list/show/diff (issue 28)
+    walked = {" ".join(path) for path, _ in commands()}
+    assert {"shape-bias", "baseline save", "baseline compare", "humans", "validate", "calibration card"} <= walked
+    top = {path[0] for path, _ in commands() if len(path) == 1}
+    assert top == {
+        "shape-bias", "accuracy", "humans", "compare", "benchmark", "plan-trials", "sensitivity", "baseline",
+        "validate", "runs", "calibration", "metrics", "data", "models", "cache",
+    }  # fmt: skip  (issue 39: at most 15; human-figures joined humans, rescore shape-bias --outputs)
+
+
+def test_the_help_lists_the_commands_in_groups_and_a_moved_command_says_where_it_went(capsys):
+    assert main(["--help"]) == 0
+    out = capsys.readouterr().out
+    for title in ("shape bias and the humans:", "preprocessing and regressions:", "calibration and metrics:"):
+        assert title in out
+    assert out.index("shape-bias") < out.index("sensitivity") < out.index("calibration") < out.index("cache")
+    assert main(["download-data"]) == 2
+    assert "`modelval download-data` is now `modelval data download`" in capsys.readouterr().err
+
+
+def test_options_over_all_commands_stay_few():
+    """Issue 39: at most 300 options over every command, each setting declared once (modelval.settings)."""
+    leaves = [parser for path, parser in commands() if path and not parser._subparsers]
+    options = [a for parser in leaves for a in parser._actions if a.option_strings and a.dest not in ("help", "debug")]
+    assert len(options) <= 300, len(options)
 
 
 # --- exit status: 0 success, 1 a failed check, 2 bad input, 3 unexpected -----------------------------------
@@ -265,17 +285,22 @@ def commands_with_parsers():
     return list(walk_commands(build_parser()))
 
 
-def test_bootstrap_and_bins_mean_the_same_everywhere():
-    bootstrap = _options("--bootstrap")
-    assert {name for name, _ in bootstrap} == {
-        "shape-bias", "humans", "compare", "human-figures", "sensitivity",
-        "calibration", "ece", "reliability", "metrics", "rescore", "benchmark",
-    }  # fmt: skip
-    assert {(a.default, a.metavar, a.help) for _, a in bootstrap} == {
-        (1000, "N", "bootstrap resamples of the 95%% percentile intervals (default 1000; 0 turns them off)")
-    }
+def test_a_setting_means_the_same_in_every_command():
+    """Each setting's flag comes from its one declaration (modelval.settings): the same checks, choices and
+    destination wherever a command takes it, and the default of the one precedence (flag, variable, config file,
+    default) applied after parsing."""
+    from modelval.settings import SETTINGS
+
+    seen: dict[str, set] = {}
+    for _, parser in commands_with_parsers():
+        for action in parser._actions:
+            for name, declared in SETTINGS.items():
+                if declared.option in action.option_strings:
+                    seen.setdefault(name, set()).add((action.dest, action.metavar, tuple(action.choices or ())))
+                    assert action.default is None  # resolved after parsing, by the one precedence
+    assert {"device", "batch_size", "bootstrap", "seed", "cache", "normalization"} <= set(seen)
+    assert all(len(forms) == 1 for forms in seen.values()), {k: v for k, v in seen.items() if len(v) > 1}
     bins = _options("--bins")
-    assert {name for name, _ in bins} == {"ece", "reliability", "temperature", "metrics", "calibration"}
     assert {a.default for _, a in bins} == {15} and all("(default 15" in a.help for _, a in bins)
 
 
@@ -285,27 +310,8 @@ def test_outputs_follow_one_convention():
         help_text = parser.format_help()
         assert "--plot" not in help_text and "--config" not in help_text, path
     figure_commands = {name for name, _ in _options("--out")}
-    assert {"shape-bias", "compare", "humans", "sensitivity", "temperature", "reliability"} <= figure_commands
+    assert {"shape-bias", "compare", "humans", "sensitivity", "calibration temperature"} <= figure_commands
     assert {name for name, _ in _options("--models-file")} == {"validate"}
-
-
-@pytest.mark.parametrize(
-    ("old", "argv", "dest", "new"),
-    [
-        ("--plot", ["shape-bias", "--decisions", "x.csv", "--plot", "f.png"], "out", "--out"),
-        ("--plot", ["compare", "a.csv", "b.csv", "--plot", "f.pdf"], "out", "--out"),
-        ("--plot", ["humans", "--decisions", "x.csv", "--plot", "f.png"], "out", "--out"),
-        ("--plot", ["sensitivity", "--model", "m", "--plot", "f.png"], "out", "--out"),
-        ("--plot", ["temperature", "--val", "v", "--test", "t", "--plot", "f.png"], "out", "--out"),
-        ("--plot", ["calibration", "p.npz", "--plot", "figs"], "report_dir", "--report-dir"),
-        ("--config", ["validate", "--config", "m.toml"], "models_file", "--models-file"),
-    ],
-)
-def test_old_spellings_still_work_for_one_release(capsys, old, argv, dest, new):
-    args = build_parser().parse_args(argv)
-    assert str(getattr(args, dest)) == argv[-1]
-    warning = f"modelval: warning: {old} is deprecated and goes in the next release; use {new}\n"
-    assert capsys.readouterr().err == warning
 
 
 def test_differences_are_in_percentage_points_without_a_negative_zero():
@@ -320,4 +326,4 @@ def test_help_texts_speak_the_users_words():
     text = " ".join(" ".join(parser.format_help().split()) for _, parser in commands_with_parsers())
     assert "seed 001" not in text
     assert "half: mean = std = 0.5" in text  # a choice named "half" says what it is
-    assert "the data home (--data-home, $MODELVAL_DATA_HOME) being the parent folder of all sets" in text
+    assert "the data home: one folder holding every stimulus set" in text and "$MODELVAL_DATA_HOME" in text

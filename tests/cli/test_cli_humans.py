@@ -211,7 +211,7 @@ def test_compare_across_experiments_is_an_error(modelval_reference_dir, capsys):
 
 def test_human_figures_from_published_decisions(modelval_reference_dir, tmp_path):
     argv = [
-        "human-figures",
+        "humans",
         "--reference-dir",
         str(modelval_reference_dir),
         "--report-dir",

@@ -21,11 +21,11 @@ def run(capsys, *argv: str) -> tuple[int, str, str]:
 
 
 def test_models_lists_every_entry_with_its_source(capsys, isolated_caches):
-    code, out, _ = run(capsys, "models")
+    code, out, _ = run(capsys, "models", "list")
     assert code == 0
     for entry in list_models():
         assert any(line.startswith(entry.name) and entry.source in line for line in out.splitlines())
-    code, out, _ = run(capsys, "models", "--json")
+    code, out, _ = run(capsys, "models", "list", "--json")
     rows = {row["name"]: row for row in json.loads(out)}
     assert rows["efficientnet_lite0"]["weights_present"] is True
     assert rows["resnet50_in"]["weights_present"] is False
@@ -59,7 +59,7 @@ def test_fetch_failure_is_one_clear_message_without_traceback(capsys, isolated_c
 
 
 def test_fetch_needs_a_name(capsys):
-    assert main(["fetch"]) == 2
+    assert main(["models", "fetch"]) == 2
     assert "name one or more models, or pass --all" in capsys.readouterr().err
 
 
@@ -80,7 +80,7 @@ def test_shape_bias_offline_without_weights_names_the_fetch_command(
 def test_audit_json_and_measure_without_weights(capsys, isolated_caches, modelval_data_root):
     code, out, _ = run(
         capsys,
-        "audit-preprocessing",
+        "models", "audit",
         "--model",
         "deit_small",
         "--images",
@@ -128,7 +128,7 @@ def test_models_names_the_extra_each_entry_needs_and_whether_it_is_installed(cap
     """Was: efficientnet_lite1/lite2 "present" without the lite extra, and no word of the extra hf/timm entries need."""
     from modelval.extras import EXTRAS
 
-    _, out, _ = run(capsys, "models", "--json")
+    _, out, _ = run(capsys, "models", "list", "--json")
     rows = {row["name"]: row for row in json.loads(out)}
     assert rows["efficientnet_lite0"]["extra"] is None  # core: `make evaluate` runs it
     assert rows["efficientnet_lite1"]["extra"] == rows["efficientnet_lite2"]["extra"] == "lite"
@@ -136,12 +136,12 @@ def test_models_names_the_extra_each_entry_needs_and_whether_it_is_installed(cap
     assert rows["deit_small_hub"]["extra"] is None and rows["resnet50_in"]["extra"] is None
     for module in EXTRAS["lite"]:  # as if `pip install modelval` without [lite]: the modules cannot be found
         monkeypatch.setitem(sys.modules, module, None)
-    _, out, _ = run(capsys, "models", "--json")
+    _, out, _ = run(capsys, "models", "list", "--json")
     rows = {row["name"]: row for row in json.loads(out)}
     for name in ("efficientnet_lite1", "efficientnet_lite2"):
         assert rows[name]["extra_installed"] is False and rows[name]["weights_present"] is False
     assert rows["efficientnet_lite0"]["weights_present"] is True
-    _, out, _ = run(capsys, "models")
+    _, out, _ = run(capsys, "models", "list")
     line = next(line for line in out.splitlines() if line.startswith("efficientnet_lite1 "))
     assert "lite (not installed)" in line and "missing" in line and "present" not in line
     assert "pip install 'modelval[lite]'" in out.splitlines()[-1]
@@ -167,7 +167,7 @@ def test_an_unreachable_hub_is_named_as_the_network_at_once(spec, tmp_path):
     code = (
         "import sys, time; slept = []; sleep = time.sleep\n"
         "time.sleep = lambda seconds: (slept.append(seconds), sleep(seconds))[1]\n"
-        f"from modelval.cli import main; code = main(['fetch', {spec!r}]); print(sum(slept)); sys.exit(code)"
+        f"from modelval.cli import main; code = main(['models', 'fetch', {spec!r}]); print(sum(slept)); sys.exit(code)"
     )
     started = time.monotonic()
     result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)

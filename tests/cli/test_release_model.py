@@ -49,7 +49,7 @@ def _json(argv, capsys) -> dict:
 def test_lite0_on_a_release_archive_reads_back_in_humans_and_benchmark(
     bundled_model, sketch_from_real_images, tmp_path, capsys, session_caches
 ):
-    assert main(["download-data", "--dataset", "sketch"]) == 0
+    assert main(["data", "download", "--dataset", "sketch"]) == 0
     capsys.readouterr()
     out = tmp_path / "sketch_efficientnet-lite0_session_1.csv"
     accuracy = _json(
@@ -62,7 +62,6 @@ def test_lite0_on_a_release_archive_reads_back_in_humans_and_benchmark(
             "--decisions-out",
             str(out),
             "--json",
-            "--no-progress",
         ],
         capsys,
     )
@@ -93,7 +92,6 @@ def test_lite0_on_a_release_archive_reads_back_in_humans_and_benchmark(
             "--datasets",
             "sketch,cue-conflict",
             "--json",
-            "--no-progress",
         ],
         capsys,
     )
@@ -135,7 +133,6 @@ def test_lite0_on_a_subset_writes_every_condition_and_reads_back(
             "--decisions-out",
             str(out),
             "--json",
-            "--no-progress",
         ],
         capsys,
     )

@@ -229,6 +229,6 @@ def test_a_corrupt_release_record_is_one_line_exit_2(monkeypatch, tmp_path, loca
     path = record_path("colour")
     path.parent.mkdir(parents=True)
     path.write_text(content)
-    assert main(["download-data", "--dataset", "colour", "--data-root", str(tmp_path / "colour")]) == 2
+    assert main(["data", "download", "--dataset", "colour", "--data-root", str(tmp_path / "colour")]) == 2
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert err.startswith("modelval: error: ") and why in err and "--force" in err

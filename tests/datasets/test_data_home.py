@@ -91,18 +91,18 @@ def test_the_data_home_given_as_the_data_root_says_what_to_do(no_data_settings, 
     message = str(error.value)
     assert "unknown category folder" not in message
     assert f"--data-home {SHARED}" in message and str(SHARED / "cue-conflict") in message
-    code = main(["verify-data", "--data-root", str(SHARED)])
+    code = main(["data", "verify", "--data-root", str(SHARED)])
     err = capsys.readouterr().err
     assert code == 2 and "it is a data home" in err and err.count("\n") == 1
 
 
 @needs_shared
 def test_data_home_option_holds_for_one_command(no_data_settings, capsys):
-    assert main(["verify-data", "--data-home", str(SHARED)]) == 0
+    assert main(["data", "verify", "--data-home", str(SHARED)]) == 0
     assert str(SHARED / "cue-conflict") in capsys.readouterr().out
     assert "MODELVAL_DATA_HOME" not in os.environ  # restored after the command
-    assert main(["verify-data", "--data-home", str(SHARED), "--dataset", "edges"]) == 0
-    assert main(["verify-data"]) == 2  # without it: the empty per-user cache
+    assert main(["data", "verify", "--data-home", str(SHARED), "--dataset", "edges"]) == 0
+    assert main(["data", "verify"]) == 2  # without it: the empty per-user cache
     err = capsys.readouterr().err
     assert str(no_data_settings / "cue-conflict") in err and "--data-home DIR" in err
 

@@ -105,7 +105,7 @@ def test_offline_flag_fails_in_one_line(tmp_path, local_server):
 def test_failed_download_names_the_cause(tmp_path, local_server):
     local_server.add("/cue-conflict.tar.gz", b"", mode="error500")
     env = new_user(tmp_path / "home", MODELVAL_DATA_MIRROR=local_server.url)
-    result = modelval("audit-preprocessing", "--model", "efficientnet_lite0", env=env)
+    result = modelval("models", "audit", "--model", "efficientnet_lite0", env=env)
     assert result.returncode == 2 and "Traceback" not in result.stderr
     error = result.stderr.strip().splitlines()[-1]
     assert error.startswith("modelval: error: cue-conflict folder not found") and "500" in error

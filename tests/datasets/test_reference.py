@@ -72,7 +72,7 @@ def test_an_extra_observer_file_is_a_difference(reference_copy):
 
 def test_human_figures_check_the_reference_too(reference_copy, tmp_path, capsys):
     _alter_every_answer(reference_copy / SUBJECT.format(4))
-    argv = ["human-figures", "--decisions", str(reference_copy / RESNET), "--reference-dir", str(reference_copy)]
+    argv = ["humans", "--decisions", str(reference_copy / RESNET), "--reference-dir", str(reference_copy)]
     argv += ["--report-dir", str(tmp_path / "figures"), "--bootstrap", "0"]
     assert main(argv) == 2
     assert "does not hold the published human observers" in capsys.readouterr().err

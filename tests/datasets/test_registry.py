@@ -120,9 +120,9 @@ def test_download_data_cli_for_a_dataset(shape_only_root, tmp_path, local_server
     for path in sorted(root.rglob("*.png")):
         local_server.add(f"/{folder}/{path.relative_to(root).as_posix()}", path.read_bytes())
     monkeypatch.setenv("MODELVAL_DATA_MIRROR", local_server.url)
-    assert main(["download-data", "--dataset", dataset, "--data-root", str(tmp_path / folder)]) == 0
+    assert main(["data", "download", "--dataset", dataset, "--data-root", str(tmp_path / folder)]) == 0
     assert f"{dataset} stimuli ready and verified" in capsys.readouterr().out
-    assert main(["verify-data", "--dataset", dataset, "--data-root", str(tmp_path / folder)]) == 0
+    assert main(["data", "verify", "--dataset", dataset, "--data-root", str(tmp_path / folder)]) == 0
 
 
 def test_a_missing_set_says_how_to_get_it(tmp_path):

@@ -43,7 +43,7 @@ def colour_archive(tmp_path, model_vs_human_raw_data) -> Path:
 
 def test_download_checks_structure_records_the_archive_and_shows_the_licence_once(mirror, colour_archive, capsys):
     mirror.add("/colour.tar.gz", colour_archive.read_bytes())
-    assert main(["download-data", "--dataset", "colour"]) == 0
+    assert main(["data", "download", "--dataset", "colour"]) == 0
     out, err = capsys.readouterr()
     assert "ImageNet terms of access" in err and "shown once" in err
     assert "stimuli ready at" in out and "verified: every file matches the first fetch" in out
@@ -55,10 +55,10 @@ def test_download_checks_structure_records_the_archive_and_shows_the_licence_onc
     assert len(stimuli) == 1280 and all(s.relpath.startswith("dnn/session-1/") for s in stimuli)
     assert {s.shape for s in stimuli} == {s.texture for s in stimuli}  # no cue conflict: shape = category
     # again, forced: the same archive is accepted, and the licence is named in one line, not repeated in full
-    assert main(["download-data", "--dataset", "colour", "--force"]) == 0
+    assert main(["data", "download", "--dataset", "colour", "--force"]) == 0
     err = capsys.readouterr().err
     assert "shown in full at the first fetch" in err and "shown once" not in err
-    assert main(["verify-data", "--dataset", "colour"]) == 0
+    assert main(["data", "verify", "--dataset", "colour"]) == 0
     assert "verified" in capsys.readouterr().out
 
 
@@ -66,26 +66,26 @@ def test_a_later_copy_that_differs_is_refused_and_the_first_stays(
     mirror, colour_archive, tmp_path, capsys, model_vs_human_raw_data
 ):
     mirror.add("/colour.tar.gz", colour_archive.read_bytes())
-    assert main(["download-data", "--dataset", "colour"]) == 0
+    assert main(["data", "download", "--dataset", "colour"]) == 0
     capsys.readouterr()
     names = release_names(model_vs_human_raw_data, "colour")
     other = build_release_archive(tmp_path / "other.tar.gz", "colour", names, lambda i, c: plain_png((i % 251, 61, 90)))
     mirror.add("/colour.tar.gz", other.read_bytes())
-    assert main(["download-data", "--dataset", "colour", "--force"]) == 2
+    assert main(["data", "download", "--dataset", "colour", "--force"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err[0].endswith("(shown in full at the first fetch)") and len(err) == 2
     assert err[1].startswith("modelval: error: the colour archive from") and "refuses a different one" in err[1]
     assert str(record_path("colour")) in err[1]
-    assert main(["verify-data", "--dataset", "colour"]) == 0  # the first copy is untouched
+    assert main(["data", "verify", "--dataset", "colour"]) == 0  # the first copy is untouched
 
 
 def test_an_edited_image_is_caught_against_the_first_fetch(mirror, colour_archive, capsys):
     mirror.add("/colour.tar.gz", colour_archive.read_bytes())
-    assert main(["download-data", "--dataset", "colour"]) == 0
+    assert main(["data", "download", "--dataset", "colour"]) == 0
     root = Path(capsys.readouterr().out.split(" at ", 1)[1].split(":", 1)[0])
     victim = sorted((root / "dnn" / "session-1").iterdir())[5]
     victim.write_bytes(plain_png((1, 2, 3)))
-    assert main(["verify-data", "--dataset", "colour"]) == 2
+    assert main(["data", "verify", "--dataset", "colour"]) == 2
     err = capsys.readouterr().err
     assert "differs from the colour set first fetched" in err and victim.name in err
 
@@ -121,7 +121,7 @@ def test_wrong_structure_or_counts_are_refused(mirror, tmp_path, model_vs_human_
     names = change(release_names(model_vs_human_raw_data, "colour"))
     archive = build_release_archive(tmp_path / "bad.tar.gz", "colour", names, lambda i, c: plain_png())
     mirror.add("/colour.tar.gz", archive.read_bytes())
-    assert main(["download-data", "--dataset", "colour"]) == 2
+    assert main(["data", "download", "--dataset", "colour"]) == 2
     err = capsys.readouterr().err
     assert why in err and len(err.strip().splitlines()) == 2  # the licence notice, then the one-line error
     assert read_record("colour") is None  # nothing recorded from a copy that failed its checks
@@ -171,7 +171,7 @@ def test_hostile_archives_are_refused_before_anything_is_written(tmp_path, membe
 def test_hostile_archive_through_the_command_is_one_line(mirror, tmp_path, capsys):
     archive = _hostile(tmp_path / "evil.tar.gz", _member("colour/../../escaped.png"))
     mirror.add("/colour.tar.gz", archive.read_bytes())
-    assert main(["download-data", "--dataset", "colour"]) == 2
+    assert main(["data", "download", "--dataset", "colour"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].startswith("modelval: error: ") and "refused: member 'colour/../../escaped.png'" in err[-1]
     assert not list(tmp_path.rglob("escaped.png"))

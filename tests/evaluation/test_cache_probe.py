@@ -94,7 +94,7 @@ def test_two_factories_differing_only_outside_the_state_dict_get_their_own_outpu
     truth = {}
     for name in ("plain", "switched", "shifted"):
         spec = f"{tmp_path / 'factories.py'}:{name}"
-        truth[name] = _run(["shape-bias", "--model", spec, *common, "--no-output-cache"], capsys)
+        truth[name] = _run(["shape-bias", "--model", spec, *common, "--no-cache"], capsys)
     cached = {}
     for name in ("plain", "switched", "shifted"):
         cached[name] = _run(["shape-bias", "--model", f"{tmp_path / 'factories.py'}:{name}", *common], capsys)

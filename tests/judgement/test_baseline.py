@@ -55,7 +55,7 @@ def test_cli_save_then_compare_with_a_changed_normalization(stimulus_subset, tmp
     # full-set evaluations give each of these images' decisions (they do not depend on the batch).
     subset = stimulus_subset(4)
     out = tmp_path / "lite0.json"
-    common = ["--data-root", str(subset), "--device", "cpu", "--no-progress", "--allow-modified-stimuli"]
+    common = ["--data-root", str(subset), "--device", "cpu", "--allow-modified-stimuli"]
     assert main(["baseline", "save", "--model", "efficientnet_lite0", "--out", str(out), *common]) == 0
     saved = load_baseline(out)
     assert len(saved["images"]) == 64
@@ -97,7 +97,7 @@ def test_baseline_of_a_spec_with_a_label_map(stimulus_subset, ten_way_head, tmp_
     from modelval.behaviour.categories import CATEGORIES
 
     spec = ["--label-map", str(ten_way_head.label_map), "--mean", "0.5,0.5,0.5", "--std", "0.5,0.5,0.5"]
-    common = ["--data-root", str(stimulus_subset(2)), "--device", "cpu", "--no-progress", "--allow-modified-stimuli"]
+    common = ["--data-root", str(stimulus_subset(2)), "--device", "cpu", "--allow-modified-stimuli"]
     out = tmp_path / "ten.json"
     argv = ["baseline", "save", "--model", ten_way_head.spec, "--out", str(out), *spec, *common]
     assert main(argv) == 0

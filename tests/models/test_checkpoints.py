@@ -149,7 +149,7 @@ def test_fetch_offline_checks_the_cache_and_never_connects(how, geirhos, isolate
     _, served_file = geirhos
     with serve(served_file.parent) as server:
         entry = temporary_entry(local_entry(f"{server.url}/{served_file.name}"))
-        argv = ["fetch", entry.name, *(["--offline"] if how == "flag" else [])]
+        argv = ["models", "fetch", entry.name, *(["--offline"] if how == "flag" else [])]
         with pytest.MonkeyPatch.context() as patch:
             if how == "environment":
                 patch.setenv("MODELVAL_OFFLINE", "1")

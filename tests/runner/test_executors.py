@@ -174,8 +174,8 @@ def test_submitit_and_serial_reports_are_identical(tmp_path, stimulus_subset, ca
     ]  # fmt: skip
     assert main([*common, "--report-dir", str(tmp_path / "serial")]) == 0
     jobs = tmp_path / "jobs"
-    argv = ["--executor", "submitit", "--submitit-cluster", "local", "--submitit-folder", str(jobs), "--slurm",
-            "timeout_min=20", "--report-dir", str(tmp_path / "submitit")]  # fmt: skip
+    argv = ["--executor", "submitit", "--slurm", f"cluster=local,folder={jobs},timeout_min=20",
+            "--report-dir", str(tmp_path / "submitit")]  # fmt: skip
     assert main([*common, *argv]) == 0
     capsys.readouterr()
     serial, submitted = _reports(tmp_path / "serial"), _reports(tmp_path / "submitit")
@@ -270,19 +270,20 @@ def test_submitit_settings_become_slurm_parameters_and_bad_ones_are_one_line(tmp
     from modelval.errors import InputValidationError
     from modelval.runner.executors import SubmititSettings
 
-    settings = SubmititSettings.parse(tmp_path, "slurm", ["partition=gpu,array_parallelism=4", "timeout_min=120"])
+    settings = SubmititSettings.parse(f"folder={tmp_path},cluster=slurm,partition=gpu,array_parallelism=4,timeout_min=120")
+    assert settings.folder == tmp_path and settings.cluster == "slurm"
     parameters = settings.executor_parameters(jobs=3)
     assert parameters == {
         "timeout_min": 120, "slurm_array_parallelism": 4, "gpus_per_node": 1, "slurm_partition": "gpu",
     }  # fmt: skip
-    assert SubmititSettings.parse(None, None, []).executor_parameters(jobs=5) == {
+    assert SubmititSettings.parse(None).executor_parameters(jobs=5) == {
         "timeout_min": 60, "slurm_array_parallelism": 5, "gpus_per_node": 1,
     }  # fmt: skip
     for bad in ("partition", "=gpu", "partition=", "Partition=gpu"):
         with pytest.raises(InputValidationError, match=r"--slurm .*: write KEY=VALUE, e\.g\. partition=gpu"):
-            SubmititSettings.parse(None, None, [bad])
+            SubmititSettings.parse(bad)
     with pytest.raises(InputValidationError, match="unknown submitit cluster 'pbs'; choose one of: auto, slurm"):
-        SubmititSettings.parse(None, "pbs", [])
+        SubmititSettings.parse("cluster=pbs")
 
     submitit = pytest.importorskip("submitit", reason="pip install 'modelval[slurm]'")
     # What submitit writes for SLURM from them: the batch script of a 3-job array (submitit wants an `srun` on

@@ -87,7 +87,7 @@ def test_every_case_is_gated_and_a_withheld_number_is_shown_nowhere(zoo, stimulu
 
     reports = tmp_path / "reports"
     argv = ["validate", "--models-file", str(zoo), "--data-root", str(stimulus_subset(4)), "--allow-modified-stimuli",
-            "--device", "cpu", "--no-output-cache", "--report-dir", str(reports)]  # fmt: skip
+            "--device", "cpu", "--no-cache", "--report-dir", str(reports)]  # fmt: skip
     assert main([*argv, "--json"]) == 1
     cases = json.loads(capsys.readouterr().out)["cases"]
     by_case = {(case["label"], case["normalization"].split()[0]): case for case in cases}

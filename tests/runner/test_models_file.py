@@ -19,9 +19,9 @@ from modelval.runner.models_file import read_models_file
         ('checkpoint = "~/weights/best.pt"', r"'checkpoint' '~/weights/best.pt' is outside"),
         ('label_map = "../maps/ten.json"', r"'label_map' '\.\./maps/ten.json' is outside"),
         ('baseline = "/tmp/decisions.csv"', r"'baseline' '/tmp/decisions.csv' is outside"),
-        ("input_size = 1000000000", r"'input_size' must be a whole number of pixels from 16 to 4096, got 1000000000"),
+        ("input_size = 1000000000", r"'input_size': 1000000000 is out of range; the input size is 16 to 4096"),
         ("std = [0, 0, 0]", r"\[models\.a\]: std must be positive"),
-        ("mean = [nan, 0.5, 0.5]", r"\[models\.a\]: mean must be finite numbers"),
+        ("mean = [nan, 0.5, 0.5]", r"\[models\.a\]: 'mean': 'nan,0.5,0.5': expected three finite"),
         ("checkpoint_key = 3", r"'checkpoint_key' must be a non-empty string, got 3"),
         ('strip_prefix = ""', r"'strip_prefix' must be a non-empty string"),
     ],
@@ -49,7 +49,7 @@ def test_paths_inside_the_folder_and_checkpoint_layout_keys_are_read(tmp_path):
 def test_a_binary_file_is_no_models_file(tmp_path):
     path = tmp_path / "modelval.toml"
     path.write_bytes(bytes(range(256)))
-    with pytest.raises(DataError, match=r"not a text \(UTF-8\) file; a models file is TOML"):
+    with pytest.raises(DataError, match=r"not a text \(UTF-8\) file; a config file is TOML"):
         read_models_file(path)
 
 

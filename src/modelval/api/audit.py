@@ -9,7 +9,7 @@ cue-conflict protocol: no resize, no crop). Mismatches are flagged in words.
 
 ``measure_normalizations`` adds the measured effect: shape bias and cue-conflict accuracy of the
 real model under its own and the forced normalizations. :func:`audit_preprocessing` is the front door
-(``modelval audit-preprocessing``).
+(``modelval models audit``).
 """
 
 from __future__ import annotations
@@ -480,7 +480,7 @@ def audit_preprocessing(
             for name in names:
                 status = weights_status(name, checkpoint_dir)
                 if not status.available:
-                    # Measuring never downloads: weights are fetched explicitly (`modelval fetch`).
+                    # Measuring never downloads: weights are fetched explicitly (`modelval models fetch`).
                     report.measurement_notes.append(f"not measured: {status.message}")
                     continue
                 report.measurements += measure_normalizations(

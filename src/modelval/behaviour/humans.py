@@ -159,7 +159,7 @@ def load_human_panel(reference_dir: str | os.PathLike[str], dataset: str) -> Hum
     files = human_files(reference_dir, dataset)
     if len(files) < 2:
         humans = experiment(dataset).humans
-        fetch = "modelval download-data --humans" + ("" if humans == TEXTURE_VS_SHAPE else f" --dataset {dataset}")
+        fetch = "modelval data download --humans" + ("" if humans == TEXTURE_VS_SHAPE else f" --dataset {dataset}")
         raise DataError(
             f"found {len(files)} human observer(s) of {dataset} ({FILE_PREFIXES[dataset]}_subject-NN_*.csv) "
             f"in {reference_dir}; need the published raw data: run `{fetch}`, or name the folder that holds "

@@ -26,25 +26,23 @@ from modelval import __version__
 from modelval.cli._args import OneLineParser
 from modelval.errors import ModelvalError
 
-#: Modules under ``modelval.cli`` that add sub-commands.
-COMMAND_MODULES: tuple[str, ...] = (
-    "shape_bias",
-    "baseline",
-    "data",
-    "models",
-    "metrics",
-    "calibration",
-    "accuracy",
-    "humans",
-    "sensitivity",
-    "compare",
-    "figures",
-    "benchmark",
-    "validate",
-    "cache",
-    "rescore",
-    "runs",
+#: The commands in ``modelval --help``'s groups: (group title, modules under ``modelval.cli`` that add them).
+COMMAND_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("shape bias and the humans", ("shape_bias", "accuracy", "humans", "compare", "benchmark")),
+    ("preprocessing and regressions", ("sensitivity", "baseline")),
+    ("validation", ("validate", "runs")),
+    ("calibration and metrics", ("calibration", "metrics")),
+    ("data, models and caches", ("data", "models", "cache")),
 )
+COMMAND_MODULES: tuple[str, ...] = tuple(module for _, modules in COMMAND_GROUPS for module in modules)
+
+#: Commands that moved (issue 39: at most 15 top-level commands), and where they are now.
+MOVED = {
+    "download-data": "data download", "verify-data": "data verify", "datasets": "data list",
+    "fetch": "models fetch", "audit-preprocessing": "models audit", "ece": "calibration ece",
+    "reliability": "calibration reliability", "temperature": "calibration temperature",
+    "human-figures": "humans (several observers, with --report-dir)", "rescore": "shape-bias --outputs DIR",
+}  # fmt: skip
 
 EXIT_OK = 0
 EXIT_CHECK_FAILED = 1
@@ -59,14 +57,24 @@ def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(
         prog="modelval",
         description="Validate image classifiers: cue-conflict shape bias, calibration, imbalance-aware metrics.",
-        epilog="Exit status: 0 success; 1 a check failed (validation, baseline, not a working classifier); "
-        "2 bad usage, input or missing data; 3 an unexpected error (--debug prints its traceback).",
+        epilog="Settings: a flag, else its variable, else the [settings] table of ./modelval.toml, else the default "
+        "(docs/settings.md). Exit status: 0 success; 1 a check failed (validation, baseline, not a working "
+        "classifier); 2 bad usage, input or missing data; 3 an unexpected error (--debug prints its traceback).",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        moved=MOVED,
     )
     parser.add_argument("--version", action="version", version=f"modelval {__version__}")
     parser.add_argument("--debug", action="store_true", help=DEBUG_HELP)
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name in COMMAND_MODULES:
-        importlib.import_module(f"modelval.cli.{name}").register(subparsers)
+    listing = [parser.description or ""]
+    for title, modules in COMMAND_GROUPS:
+        listing.append(f"\n{title}:")
+        for name in modules:
+            importlib.import_module(f"modelval.cli.{name}").register(subparsers)
+        for action in subparsers._choices_actions:
+            listing.append(f"  {action.dest:<13} {action.help}")
+        subparsers._choices_actions.clear()  # listed above, in groups, instead of argparse's flat list
+    parser.description = "\n".join(listing)
     for _, command in walk_commands(parser):
         if command is not parser:
             # `--debug` also after the command (where a user adds it when told to); SUPPRESS keeps a
@@ -100,7 +108,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exit_:  # a usage error (one line, see OneLineParser), or --help / --version
         return _code(exit_)
     threads = _torch_threads()
-    from modelval.cli._options import data_home_setting
+    from modelval.cli._options import resolve_settings, settings_environment
     from modelval.cli._output import results_to_stdout
     from modelval.download import sigterm_exits_cleanly
     from modelval.runtime import tune_allocator
@@ -110,8 +118,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("MPLBACKEND", "Agg")  # figures go to files; a library call never picks a backend
     debug = bool(getattr(args, "debug", False))
     try:
-        # a killed download still removes its temporary file; --data-home holds while the command runs
-        with results_to_stdout(), sigterm_exits_cleanly(), data_home_setting(getattr(args, "data_home", None)):
+        config = resolve_settings(args)  # each setting by the one precedence: flag, variable, config file, default
+        # a killed download still removes its temporary file; what a flag or the config file set holds while the
+        # command runs
+        with results_to_stdout(), sigterm_exits_cleanly(), settings_environment(args, config):
             return int(args.handler(args) or 0)
     except SystemExit as exit_:  # a usage error found by a command (one line), or SIGTERM
         return _code(exit_)

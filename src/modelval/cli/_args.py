@@ -13,34 +13,26 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from modelval.metrics.calibration import DEFAULT_N_BINS
-from modelval.runtime import (
-    BATCH_SIZE,
-    BOOTSTRAP,
-    MAX_BATCH_SIZE,
-    MAX_BOOTSTRAP,
-    MAX_PERMUTATIONS,
-    MAX_THREADS,
-    MAX_WORKERS,
-    PERMUTATIONS,
-    THREADS,
-    WORKERS,
-    IntRange,
-    device_problem,
-)
-
-__all__ = ["MAX_BATCH_SIZE", "MAX_BOOTSTRAP", "MAX_PERMUTATIONS", "MAX_THREADS", "MAX_WORKERS"]
+from modelval.runtime import IntRange
 
 
 class OneLineParser(argparse.ArgumentParser):
     """An ArgumentParser whose errors are one line, ``modelval: error: ...``, exit status 2.
 
     argparse prints the usage block before the message; the README promises one line, and the
-    usage is one ``--help`` away.
+    usage is one ``--help`` away. ``moved`` maps a command that moved to where it is now (named in the error).
     """
+
+    def __init__(self, *args: Any, moved: dict[str, str] | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.moved = moved or {}
 
     def error(self, message: str) -> NoReturn:
         command = self.prog.removeprefix("modelval").strip()
         where = f" {command}:" if command else ""
+        for old, new in self.moved.items():
+            if f"invalid choice: '{old}'" in message:
+                message = f"`modelval {old}` is now `modelval {new}`"
         print(f"modelval: error:{where} {message} (see `{self.prog} --help`)", file=sys.stderr)
         raise SystemExit(2)
 
@@ -87,32 +79,8 @@ def bounded_float(low: float, high: float, what: str, *, low_open: bool = False)
     return parse
 
 
-MAX_SEED = 2**32 - 1
-seed_value = bounded_int(0, MAX_SEED, f"a seed is a whole number from 0 to {MAX_SEED}")
-batch_size = range_type(BATCH_SIZE)
-workers = range_type(WORKERS)
-
-
-def thread_count(text: str) -> str:
-    """``auto`` or a thread count from 1 to MAX_THREADS (kept as text: the runtime resolves ``auto``)."""
-    if text == "auto":
-        return text
-    return str(range_type(THREADS)(text))
-
-
-def device_name(text: str) -> str:
-    """``auto``, ``cpu``, ``cuda``, ``cuda:N`` or ``mps``."""
-    problem = device_problem(text)
-    if problem is not None:
-        raise argparse.ArgumentTypeError(problem)
-    return text
-
-
 MAX_BINS = 10_000
-#: One default for every command: ``--bootstrap`` resamples and calibration ``--bins``.
-DEFAULT_BOOTSTRAP = 1000
 DEFAULT_BINS = DEFAULT_N_BINS  # 15, the library's default too
-bootstrap_resamples = range_type(BOOTSTRAP)
 bin_count = bounded_int(1, MAX_BINS, f"the number of bins is 1 to {MAX_BINS}")
 
 
@@ -121,24 +89,11 @@ def bin_count_or_auto(text: str) -> int | str:
     return "auto" if text == "auto" else bin_count(text)
 
 
-def add_bootstrap_options(
-    parser: argparse.ArgumentParser, *, stratify: bool = False, permutations: bool = False
-) -> None:
-    """``--bootstrap N`` and ``--seed S`` (and ``--stratify`` where classes are known): the same in every command."""
-    parser.add_argument(
-        "--bootstrap",
-        type=bootstrap_resamples,
-        default=DEFAULT_BOOTSTRAP,
-        metavar="N",
-        help=f"bootstrap resamples of the 95%% percentile intervals (default {DEFAULT_BOOTSTRAP}; 0 turns them off)",
-    )
-    parser.add_argument(
-        "--seed",
-        type=seed_value,
-        default=0,
-        metavar="S",
-        help="seed of the bootstrap" + (" and of the permutation test" if permutations else "") + " (default 0)",
-    )
+def add_bootstrap_options(parser: argparse.ArgumentParser, *, stratify: bool = False) -> None:
+    """``--bootstrap N`` and ``--seed S`` (:mod:`modelval.settings`), and ``--stratify`` where classes are known."""
+    from modelval.cli._options import add_settings
+
+    add_settings(parser, "bootstrap", "seed")
     if stratify:
         parser.add_argument(
             "--stratify", action="store_true", help="resample within each class (class counts stay fixed)"
@@ -295,54 +250,6 @@ def add_deprecated_alias(parser: argparse.ArgumentParser, old: str, new: str, *,
     """Accept ``old`` (hidden from ``--help``) as ``new`` for one release, with a note on stderr."""
     parser.add_argument(
         old, dest=dest, action=_DeprecatedAlias, new=new, help=argparse.SUPPRESS, default=argparse.SUPPRESS, **kwargs
-    )
-
-
-def channel_values(text: str) -> tuple[float, float, float]:
-    """``--mean`` / ``--std``: three comma-separated numbers."""
-    from modelval.preprocessing import parse_channel_values
-
-    try:
-        return parse_channel_values(text, "value")
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
-
-
-input_size = bounded_int(16, 4096, "the input size is 16 to 4096 pixels")
-
-
-#: ``--checkpoint-dir`` means the same in every command that loads weights.
-CHECKPOINT_DIR_HELP = "weight cache (default: $MODELVAL_CHECKPOINT_DIR, else <user cache>/checkpoints)"
-
-
-permutation_count = range_type(PERMUTATIONS)
-
-
-def add_resample_option(parser: argparse.ArgumentParser) -> None:
-    """``--resample UNIT``: what the bootstrap resamples (cue-conflict source images; see docs/uncertainty.md)."""
-    from modelval.behaviour.resampling import RESAMPLING_UNITS
-
-    parser.add_argument(
-        "--resample",
-        choices=RESAMPLING_UNITS,
-        default=None,
-        help="what the bootstrap resamples: texture images (default on cue-conflict: stimuli sharing a texture "
-        "image are not independent), shape images, both (two-way), or stimuli as if independent (the only "
-        "choice on edges and silhouettes, and their default)",
-    )
-
-
-def add_permutation_option(parser: argparse.ArgumentParser) -> None:
-    """``--permutations N``: random sign-flip sets of the paired permutation test."""
-    from modelval.behaviour.permutation import DEFAULT_PERMUTATIONS
-
-    parser.add_argument(
-        "--permutations",
-        type=permutation_count,
-        default=DEFAULT_PERMUTATIONS,
-        metavar="N",
-        help=f"random sign-flip sets of the paired permutation test, seeded with --seed (default "
-        f"{DEFAULT_PERMUTATIONS}; exact when 2^discordant <= N)",
     )
 
 

@@ -1,8 +1,10 @@
-"""The option groups commands share, and how parsed options become the front door's typed options.
+"""How a command takes the settings of :mod:`modelval.settings`, and how they become the front door's options.
 
-One place for every option that more than one command has (the model spec, the evaluation protocol and
-machinery, an observer that is a decision file or a model, the human reference data), so a flag means the
-same everywhere and commands never import each other. Argument *types* (bounded numbers, file names) are in
+A command names the settings it takes (:func:`add_settings`); their flags, help, checks and defaults come from
+the one declaration in :mod:`modelval.settings`. After parsing, :func:`resolve_settings` gives each the value
+of the one precedence (the flag, the variable, the config file's ``[settings]``, the default), and
+:func:`settings_environment` hands the lower layers, which read variables, what the flag or the config file
+said. Argument *types* of a command's own arguments (output files, decision specs) are in
 :mod:`modelval.cli._args`.
 """
 
@@ -10,152 +12,151 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from modelval.api.options import EvaluationOptions, ModelOptions
-from modelval.behaviour.categories import AGGREGATIONS
-from modelval.behaviour.consistency import NA_HANDLING
-from modelval.cli._args import (
-    CHECKPOINT_DIR_HELP,
-    DECISIONS_METAVAR,
-    batch_size,
-    channel_values,
-    decision_spec,
-    device_name,
-    input_size,
-    thread_count,
-    workers,
-)
-from modelval.datasets.cache import NO_CACHE_ENV
-from modelval.datasets.fetch import REFERENCE_DIR_ENV
-from modelval.datasets.registry import list_datasets
-from modelval.preprocessing import NORMALIZATION_CHOICES
-from modelval.records.output_cache import NO_OUTPUT_CACHE_ENV
-from modelval.runtime import DEFAULT_BATCH_SIZE
+from modelval.cli._args import DECISIONS_METAVAR, decision_spec
+from modelval.settings import SETTINGS, Setting, config_settings, find_config_file, value
 
 if TYPE_CHECKING:
     from modelval.models.zero_shot import ZeroShotSettings
 
-DATASET_NAMES = tuple(entry.name for entry in list_datasets())
+#: How ``--help`` titles each group of settings.
+GROUP_TITLES = {
+    "model": "the model (a spec's weights, label map and preprocessing; docs/models.md)",
+    "protocol": "the evaluation protocol",
+    "data": "the stimuli and data (docs/data.md)",
+    "run": "how it runs",
+    "statistics": "statistics",
+    "validation": "validation",
+}
+
+#: How a spec is loaded (flags of the commands that evaluate one model); the zero-shot head's settings apart.
+LOADING = ("checkpoint", "label_map", "mean", "std", "interpolation", "input_size", "trust_repo")
+ZERO_SHOT = ("class_space", "templates", "logit_scale")
+PROTOCOL = ("normalization", "resize", "aggregation")
+#: Where the stimuli are and how a model runs on them.
+RUNNING = ("device", "offline", "data_root", "allow_modified_stimuli", "batch_size", "cache")
+#: Settings of a model command without a flag here: a variable or the config file sets them.
+UNFLAGGED = ("threads", "workers", "progress", "channels_last", "checkpoint_dir", "data_home")
+STATISTICS = ("bootstrap", "seed", "resample")
+#: The flags of a command that evaluates one model (it takes :data:`UNFLAGGED` too, with ``quiet=``).
+ONE_MODEL = (*LOADING, *ZERO_SHOT, *PROTOCOL, *RUNNING)
+#: A command that evaluates several models: one loading for all of them makes no sense (a models file describes
+#: each model).
+MANY_MODELS = (*PROTOCOL, *RUNNING)
 
 
-DATA_ROOT_HELP = (
-    "the folder of the stimulus set itself (default: $MODELVAL_DATA_ROOT for cue-conflict; else "
-    "<data home>/<set>, the data home (--data-home, $MODELVAL_DATA_HOME) being the parent folder of all sets; "
-    "else the user cache)"
-)
-DATA_HOME_HELP = (
-    "the data home: one folder holding every stimulus set (cue-conflict/, edges/, ...) and the human data "
-    "(reference/raw-data/, reference/model-vs-human/raw-data/); sets $MODELVAL_DATA_HOME for this command. "
-    "--data-root, --reference-dir and their variables still name one folder each (docs/data.md)"
-)
+def _argparse_type(declared: Setting):
+    def parse(text: str) -> Any:
+        try:
+            return declared.parse(text)
+        except ValueError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+
+    parse.__name__ = getattr(declared.parse, "__name__", "value")
+    return parse
 
 
-def add_data_home_option(parser: argparse._ActionsContainer) -> None:
-    """``--data-home DIR``, once per parser (several option groups of one command may ask for it)."""
-    if "--data-home" not in parser._option_string_actions:
-        parser.add_argument("--data-home", metavar="DIR", help=DATA_HOME_HELP)
+def add_settings(
+    parser: argparse.ArgumentParser,
+    *names: str,
+    quiet: tuple[str, ...] = (),
+    help: Mapping[str, str] | None = None,
+    **defaults: Any,
+) -> None:
+    """Offer ``names`` on ``parser``, in ``--help``'s groups; a setting without a flag, and each of ``quiet``, is
+    taken without one (a variable or the config file sets it).
+
+    ``help`` replaces a setting's help text in this command; ``defaults`` its default (``bootstrap=0``).
+    """
+    groups: dict[str, argparse._ArgumentGroup] = {}
+    for name in names:
+        declared = SETTINGS[name]
+        if declared.option is None:
+            continue
+        if declared.group not in groups:
+            groups[declared.group] = parser.add_argument_group(GROUP_TITLES[declared.group])
+        text = (help or {}).get(name) or declared.describe(flag=True)
+        if name in defaults:
+            text = f"{text.split(' (default')[0]} (default {defaults[name]})"
+        kwargs: dict[str, Any] = {"dest": name, "default": None, "help": text.replace("%", "%%")}
+        if declared.is_flag:
+            kwargs.update(action="store_const", const=declared.default is not True)
+        else:
+            kwargs.update(type=_argparse_type(declared), choices=declared.choices, metavar=declared.metavar)
+        groups[declared.group].add_argument(declared.option, **kwargs)
+    taken = parser.get_default("_settings") or {}
+    parser.set_defaults(_settings={**taken, **{name: defaults.get(name) for name in (*names, *quiet)}})
+
+
+def resolve_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """Each setting the command takes, by the one precedence; returns the config file's ``[settings]``."""
+    taken: dict[str, Any] = getattr(args, "_settings", None) or {}
+    config = config_settings(find_config_file()) if taken else {}
+    given = {}
+    for name, default in taken.items():
+        flag = getattr(args, name, None)
+        given[name] = flag
+        setattr(args, name, value(name, flag, config, default))
+    args._given = given
+    return config
 
 
 @contextlib.contextmanager
-def data_home_setting(data_home: str | None) -> Iterator[None]:
-    """``$MODELVAL_DATA_HOME`` set to ``--data-home`` while a command runs (and restored after: a command run
-    in-process, by a test or a notebook, leaves the caller's environment as it was)."""
-    if not data_home:
-        yield
-        return
-    from modelval.datasets.stimuli import DATA_HOME_ENV
+def settings_environment(args: argparse.Namespace, config: Mapping[str, Any]) -> Iterator[None]:
+    """The variables of the settings a flag or the config file set, while the command runs (and restored after:
+    a command run in-process, by a test or a notebook, leaves the caller's environment as it was).
 
-    previous = os.environ.get(DATA_HOME_ENV)
-    os.environ[DATA_HOME_ENV] = str(Path(data_home).expanduser().absolute())
+    Lower layers read a machine's settings (the data home, the weights' folder, the caches) from their variables;
+    a flag or the config file sets them this way for the command, with the flag first and a variable already set
+    winning over the config file.
+    """
+    given: Mapping[str, Any] = getattr(args, "_given", {})
+    wanted: dict[str, str] = {}
+    for name, declared in SETTINGS.items():
+        if declared.env is None:
+            continue
+        if given.get(name) is not None:
+            wanted[declared.env] = _env_text(declared, given[name])
+        elif name in config and not os.environ.get(declared.env):
+            wanted[declared.env] = _env_text(declared, config[name])
+    saved = {env: os.environ.get(env) for env in wanted}
+    os.environ.update(wanted)
     try:
         yield
     finally:
-        if previous is None:
-            os.environ.pop(DATA_HOME_ENV, None)
-        else:
-            os.environ[DATA_HOME_ENV] = previous
+        for env, previous in saved.items():
+            if previous is None:
+                os.environ.pop(env, None)
+            else:
+                os.environ[env] = previous
 
 
-def add_dataset_option(parser: argparse.ArgumentParser, default: str | None = "cue-conflict") -> None:
-    parser.add_argument("--dataset", choices=DATASET_NAMES, default=default, help=f"stimulus set (default: {default})")
+def _env_text(declared: Setting, setting_value: Any) -> str:
+    if declared.is_flag:
+        on = bool(setting_value) != declared.env.startswith("MODELVAL_NO_")  # type: ignore[union-attr]
+        return "1" if on else "0"
+    if isinstance(setting_value, Path):
+        return str(setting_value.expanduser().absolute())
+    return str(setting_value)
 
 
-def add_model_options(parser: argparse._ActionsContainer) -> None:
-    """Options shared by every command that loads a registered model."""
-    parser.add_argument("--checkpoint-dir", help=CHECKPOINT_DIR_HELP)
-    parser.add_argument(
-        "--offline",
-        action="store_true",
-        default=None,
-        help="never download; fail with the fetch command if weights are not cached",
-    )
-    parser.add_argument("--device", type=device_name, default="auto", help="auto|cpu|cuda[:N]|mps (default: auto)")
+# --- the settings as the front door's options ----------------------------------------------------------------
 
-
-def add_spec_options(parser: argparse.ArgumentParser) -> None:
-    """Options of ``--model SPEC``: weights, label map, preprocessing overrides, trust."""
-    from modelval.preprocessing import INTERPOLATIONS
-
-    group = parser.add_argument_group("model spec (see docs/models.md)")
-    group.add_argument("--checkpoint", type=Path, help="state dict to load into the model (weights_only, strict)")
-    group.add_argument(
-        "--checkpoint-key",
-        metavar="KEY",
-        help="the checkpoint's state dict under this key, e.g. state_dict_ema (default: the file itself, else "
-        "'state_dict' or 'model')",
-    )
-    group.add_argument(
-        "--strip-prefix", metavar="PREFIX", help="remove this prefix from the checkpoint's keys (Lightning: model.)"
-    )
-    group.add_argument(
-        "--label-map", type=Path, help="JSON: each of the 16 categories -> output indices (heads not ImageNet-1k)"
-    )
-    group.add_argument("--mean", type=channel_values, help="override the normalization mean, e.g. 0.5,0.5,0.5")
-    group.add_argument("--std", type=channel_values, help="override the normalization std, e.g. 0.5,0.5,0.5")
-    group.add_argument("--interpolation", choices=INTERPOLATIONS, help="override the resize interpolation")
-    group.add_argument("--input-size", type=input_size, help="resize the stimuli to this square size (pixels)")
-    group.add_argument(
-        "--trust-repo", action="store_true", help="allow hub: specs to run the repository's code in this process"
-    )
-    zero_shot = parser.add_argument_group("zero-shot (open_clip: and hf: CLIP/SigLIP specs; see docs/zero-shot.md)")
-    zero_shot.add_argument(
-        "--class-space",
-        choices=("imagenet1k", "16"),
-        help="imagenet1k: the 1000 ImageNet names, then 1000 -> 16 (model-vs-human; default); 16: the 16 category "
-        "names directly (Gavrikov et al.)",
-    )
-    zero_shot.add_argument(
-        "--templates",
-        metavar="SET",
-        help="openai80 (default), simple7, one template with {} ('a photo of a {}.'), or a file of templates",
-    )
-    zero_shot.add_argument(
-        "--logit-scale", metavar="SCALE", help="model (the learned scale; default) or a number such as 100"
-    )
+_EVALUATION_FIELDS = {field.name for field in dataclasses.fields(EvaluationOptions)}
+_MODEL_FIELDS = {field.name for field in dataclasses.fields(ModelOptions)}
 
 
 def model_options(args: argparse.Namespace) -> ModelOptions:
-    """The :class:`ModelOptions` of the model and spec options (absent ones: defaults)."""
-    return ModelOptions(
-        checkpoint=getattr(args, "checkpoint", None),
-        checkpoint_key=getattr(args, "checkpoint_key", None),
-        strip_prefix=getattr(args, "strip_prefix", None),
-        label_map=getattr(args, "label_map", None),
-        mean=getattr(args, "mean", None),
-        std=getattr(args, "std", None),
-        interpolation=getattr(args, "interpolation", None),
-        input_size=getattr(args, "input_size", None),
-        trust_repo=getattr(args, "trust_repo", False),
-        device=getattr(args, "device", "auto"),
-        checkpoint_dir=getattr(args, "checkpoint_dir", None),
-        offline=getattr(args, "offline", None),
-        zero_shot=zero_shot_settings(args),
-    )
+    """The :class:`ModelOptions` of the settings the command took (the others: their defaults)."""
+    values = {name: getattr(args, name) for name in _MODEL_FIELDS if getattr(args, name, None) is not None}
+    return ModelOptions(**values, zero_shot=zero_shot_settings(args))
 
 
 def zero_shot_settings(args: argparse.Namespace) -> ZeroShotSettings | None:
@@ -172,111 +173,32 @@ def zero_shot_settings(args: argparse.Namespace) -> ZeroShotSettings | None:
     return ZeroShotSettings(**given)
 
 
-def evaluation_options(args: argparse.Namespace, **protocol: str) -> EvaluationOptions:
-    """The :class:`EvaluationOptions` of the evaluation options; ``protocol`` overrides the parsed
-    normalization/resize/aggregation/dataset (e.g. a baseline's own)."""
-    values: dict[str, object] = dict(
-        dataset=getattr(args, "dataset", None) or "cue-conflict",
-        normalization=getattr(args, "normalization", "model"),
-        resize=getattr(args, "resize", "none"),
-        aggregation=getattr(args, "aggregation", "mean"),
-        data_root=args.data_root,
-        batch_size=args.batch_size,
-        workers=args.workers,
-        decode_cache=not args.no_cache,
-        threads=args.threads,
-        amp=getattr(args, "amp", None),
-        channels_last=getattr(args, "channels_last", False),
-        allow_modified_stimuli=args.allow_modified_stimuli,
-        progress=not args.no_progress and sys.stderr.isatty(),
-        bootstrap=getattr(args, "bootstrap", 1000),
-        seed=getattr(args, "seed", 0),
-        resample=getattr(args, "resample", None),
-        permutations=getattr(args, "permutations", 10_000),
-        output_cache=False if getattr(args, "no_output_cache", False) else None,
-    )
+def evaluation_options(args: argparse.Namespace, **protocol: Any) -> EvaluationOptions:
+    """The :class:`EvaluationOptions` of the settings the command took; ``protocol`` overrides single fields
+    (a baseline's own normalization, ...)."""
+    values: dict[str, Any] = {
+        name: getattr(args, name) for name in _EVALUATION_FIELDS if getattr(args, name, None) is not None
+    }
+    values["dataset"] = getattr(args, "dataset", None) or "cue-conflict"
+    cache = getattr(args, "cache", None)
+    if cache is not None:
+        values.update(decode_cache=bool(cache), output_cache=bool(cache))
+    values["progress"] = bool(getattr(args, "progress", False)) and sys.stderr.isatty()
     values.update(protocol)
-    return EvaluationOptions(**values)  # type: ignore[arg-type]
+    return EvaluationOptions(**values)
 
 
-NORMALIZATION_HELP = (
-    "model: the model's own mean/std (default); imagenet: ImageNet's mean/std; half: mean = std = 0.5 per "
-    "channel (the last two forced on any model, to see what a wrong normalization does)"
-)
+# --- a command's own arguments that several commands share -------------------------------------------------------
 
 
-RESIZE_HELP = "none: feed the 224 px stimuli as they are (default, the official protocol); 256: resize 256, crop 224"
-
-
-AGGREGATION_HELP = "how each category's ImageNet probabilities combine: mean (default, model-vs-human), sum or max"
-
-
-def add_protocol_options(parser: argparse._ActionsContainer) -> None:
-    """``--normalization``, ``--resize``, ``--aggregation``: the evaluation protocol."""
-    parser.add_argument("--normalization", choices=NORMALIZATION_CHOICES, default="model", help=NORMALIZATION_HELP)
-    parser.add_argument("--resize", choices=("none", "256"), default="none", help=RESIZE_HELP)
-    parser.add_argument("--aggregation", choices=AGGREGATIONS, default="mean", help=AGGREGATION_HELP)
-
-
-def add_evaluation_options(parser: argparse._ActionsContainer) -> None:
-    add_data_home_option(parser)
-    parser.add_argument("--data-root", metavar="DIR", help=DATA_ROOT_HELP)
-    parser.add_argument(
-        "--batch-size",
-        type=batch_size,
-        default=DEFAULT_BATCH_SIZE,
-        help=f"images per batch (default {DEFAULT_BATCH_SIZE})",
-    )
-    parser.add_argument("--workers", type=workers, default=0, help="decoding worker processes (default: 0)")
-    parser.add_argument("--no-progress", action="store_true", help="hide progress bars")
-    parser.add_argument(
-        "--no-cache",
-        action="store_true",
-        help=f"decode the PNGs instead of using the per-user decode cache (or set {NO_CACHE_ENV}=1)",
-    )
-    parser.add_argument(
-        "--threads",
-        type=thread_count,
-        default="auto",
-        help="torch CPU threads: a number, or auto = CPUs not busy with other processes (default: auto)",
-    )
-    parser.add_argument(
-        "--amp",
-        choices=("bf16", "fp16"),
-        default=None,
-        help="bfloat16 (also on CPU) or float16 autocast for the forward; reports decisions flipped against an "
-        "fp32 run",
-    )
-    parser.add_argument("--channels-last", action="store_true", help="NHWC memory layout (faster on recent GPUs)")
-    parser.add_argument(
-        "--no-output-cache",
-        action="store_true",
-        help=f"run the model even when its outputs on these stimuli are stored (or set {NO_OUTPUT_CACHE_ENV}=1; "
-        "`modelval cache info` shows the cache)",
-    )
-    parser.add_argument(
-        "--allow-modified-stimuli",
-        action="store_true",
-        help="evaluate a stimulus folder that differs from the published manifest, or a subset of it "
-        "(the output says what differs)",
-    )
-
-
-#: ``--reference-dir`` means the same wherever human data are read.
-REFERENCE_DIR_HELP = (
-    f"the published raw-data folder (default: ${REFERENCE_DIR_ENV}, else <data home>/reference/raw-data, else the "
-    "user cache; `modelval download-data --humans` fills it)"
-)
-
-
-def add_observer_options(parser: argparse.ArgumentParser) -> None:
-    """Options for commands that may evaluate a registered model first (same pipeline as shape-bias)."""
-
-    group = parser.add_argument_group("evaluating a model (--model), as shape-bias does")
-    add_protocol_options(group)
-    add_evaluation_options(group)
-    add_model_options(group)
-    add_spec_options(parser)
+def add_model_argument(parser: argparse.ArgumentParser, *, required: bool = False, many: bool = False) -> None:
+    """``--model NAME|SPEC`` (``many``: repeatable, one model each)."""
+    what = "registry name (`modelval models list`) or spec: timm:, hf:, open_clip:, torchvision:, hub:, file.py:fn"
+    if many:
+        parser.add_argument("--model", action="append", default=[], metavar="NAME|SPEC",
+                            help=f"{what}; one per --model; repeat the option for each model")  # fmt: skip
+    else:
+        parser.add_argument("--model", required=required, metavar="NAME|SPEC", help=what)
 
 
 def add_decision_specs(parser: argparse.ArgumentParser) -> None:
@@ -295,6 +217,8 @@ def add_decision_specs(parser: argparse.ArgumentParser) -> None:
 
 def add_human_options(parser: argparse.ArgumentParser) -> None:
     """``--resample-observers`` and ``--na``: how the human panel enters the statistics."""
+    from modelval.behaviour.consistency import NA_HANDLING
+
     parser.add_argument(
         "--resample-observers",
         action="store_true",
@@ -307,14 +231,4 @@ def add_human_options(parser: argparse.ArgumentParser) -> None:
         default="wrong",
         help="a human trial without an answer ('na', a timeout): wrong (default, as model-vs-human), or exclude: "
         "left out of every pair it occurs in",
-    )
-
-
-def add_reference_option(parser: argparse.ArgumentParser) -> None:
-    """``--allow-modified-reference``: compare against human files that differ from the published ones."""
-    parser.add_argument(
-        "--allow-modified-reference",
-        action="store_true",
-        help="use a reference folder whose human observer files differ from the published manifest (changed, "
-        "missing or extra files); the output says what differs",
     )

@@ -11,8 +11,15 @@ from modelval.behaviour.accuracy import AccuracyResult
 from modelval.behaviour.conditions import ConditionAccuracy
 from modelval.behaviour.trials import NAME_CODES
 from modelval.cli._args import add_json_option, output_file
-from modelval.cli._options import DATASET_NAMES, add_observer_options, evaluation_options, model_options
+from modelval.cli._options import (
+    ONE_MODEL,
+    UNFLAGGED,
+    add_settings,
+    evaluation_options,
+    model_options,
+)
 from modelval.cli._output import out, out_json
+from modelval.datasets.registry import DATASET_NAMES
 from modelval.records.run_store import default_run_store
 
 #: experiment -> the image-name code texture-vs-shape writes (``edg`` for edges, ...)
@@ -34,7 +41,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--dataset", choices=DATASET_NAMES, default=None, help="default: cue-conflict, or read from the file's names"
     )
-    add_observer_options(parser)
+    add_settings(parser, *ONE_MODEL, quiet=UNFLAGGED)
     parser.add_argument(
         "--decisions-out", type=output_file, metavar="FILE", help="write the model's decisions (raw-data CSV format)"
     )

@@ -8,17 +8,18 @@ from pathlib import Path
 from modelval.api.pipeline import run_model
 from modelval.cli._args import add_json_option, bounded_float, bounded_int, output_file
 from modelval.cli._options import (
-    NORMALIZATION_HELP,
-    RESIZE_HELP,
-    add_evaluation_options,
-    add_model_options,
-    add_protocol_options,
-    add_spec_options,
+    LOADING,
+    PROTOCOL,
+    RUNNING,
+    UNFLAGGED,
+    ZERO_SHOT,
+    add_model_argument,
+    add_settings,
     evaluation_options,
     model_options,
 )
 from modelval.cli._output import out, out_json
-from modelval.preprocessing import NORMALIZATION_CHOICES
+from modelval.settings import SETTINGS
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -30,12 +31,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     actions = parser.add_subparsers(dest="baseline_action", required=True, metavar="ACTION")
 
     save = actions.add_parser("save", help="evaluate a model and store its per-image decisions")
-    save.add_argument("--model", required=True, metavar="NAME|SPEC", help="registered name or model spec")
-    add_protocol_options(save)
+    add_model_argument(save, required=True)
     save.add_argument("--out", type=output_file, required=True, metavar="FILE.json", help="the baseline file to write")
-    add_evaluation_options(save)
-    add_model_options(save)
-    add_spec_options(save)
+    add_settings(save, *LOADING, *ZERO_SHOT, *PROTOCOL, *RUNNING, quiet=UNFLAGGED)
     save.set_defaults(handler=run_save)
 
     compare = actions.add_parser(
@@ -52,10 +50,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="the model to run (default: the baseline's own; a baseline whose model runs code, file.py:fn, "
         "module:fn or hub:, needs it given here again or --trust-repo)",
     )
-    compare.add_argument(
-        "--normalization", choices=NORMALIZATION_CHOICES, help="override the baseline's; " + NORMALIZATION_HELP
-    )
-    compare.add_argument("--resize", choices=("none", "256"), help="override the baseline's; " + RESIZE_HELP)
     compare.add_argument(
         "--max-flips",
         type=bounded_int(0, 10**9, "flipped decisions allowed are 0 or more"),
@@ -74,9 +68,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="allowed largest change of a category probability (0 to 1)",
     )
     add_json_option(compare, "the comparison")
-    add_evaluation_options(compare)
-    add_model_options(compare)
-    add_spec_options(compare)  # a spec's --checkpoint / --label-map / overrides are not stored: give them again
+    overriding = "override the baseline's: "
+    add_settings(compare, *LOADING, *PROTOCOL, *RUNNING, quiet=UNFLAGGED, help={
+        name: overriding + SETTINGS[name].help for name in ("normalization", "resize", "aggregation")
+    })  # fmt: skip
     compare.set_defaults(handler=run_compare)
 
 
@@ -100,11 +95,12 @@ def run_compare(args: argparse.Namespace) -> int:
 
     baseline = load_baseline(args.baseline)
     model = baseline_model(baseline, args.baseline, model=args.model, trust_code=args.trust_repo)
+    given = args._given  # the protocol of the baseline unless a flag overrides it
     options = evaluation_options(
         args,
-        normalization=args.normalization or str(baseline["normalization"]),
-        resize=args.resize or str(baseline.get("resize", "none")),
-        aggregation=str(baseline.get("aggregation", "mean")),
+        normalization=given["normalization"] or str(baseline["normalization"]),
+        resize=given["resize"] or str(baseline.get("resize", "none")),
+        aggregation=given["aggregation"] or str(baseline.get("aggregation", "mean")),
     )
     run = run_model(model, options=options, model_options=model_options(args))
     comparison = compare_to_baseline(

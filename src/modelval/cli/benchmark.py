@@ -17,11 +17,12 @@ from modelval.atomic import write_text
 from modelval.behaviour.benchmark_cells import DEGENERATE_KAPPA
 from modelval.behaviour.consistency import NA_HANDLING
 from modelval.behaviour.experiments import BENCHMARK_DATASETS, experiment
-from modelval.cli._args import add_bootstrap_options, permutation_count
 from modelval.cli._options import (
+    MANY_MODELS,
+    UNFLAGGED,
     add_decision_specs,
-    add_observer_options,
-    add_reference_option,
+    add_model_argument,
+    add_settings,
     evaluation_options,
     model_options,
 )
@@ -58,28 +59,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "Each --decisions [LABEL[:DATASET]=]FILE is one observer on one dataset (read from the image names "
             "or the file name unless DATASET says); each --model is evaluated "
             "on --datasets (default: all 17; the 14 ImageNet-derived sets must have been fetched with "
-            "`modelval download-data --dataset NAME`)."
+            "`modelval data download --dataset NAME`)."
         ),
     )
     add_decision_specs(parser)
-    parser.add_argument(
-        "--model",
-        action="append",
-        default=[],
-        metavar="NAME|SPEC",
-        help="registered name or spec, one per --model; repeat the option for each model",
-    )
+    add_model_argument(parser, many=True)
     parser.add_argument(
         "--datasets",
         type=dataset_list,
         default=None,
         metavar="NAME[,NAME...]",
         help=f"the datasets a --model is evaluated on (default: all {len(BENCHMARK_DATASETS)})",
-    )
-    parser.add_argument(
-        "--reference-dir",
-        help="published human raw data (default: $MODELVAL_REFERENCE_DIR, $MODELVAL_MODEL_VS_HUMAN_DIR, the data "
-        "home's reference/raw-data and reference/model-vs-human/raw-data, then the user cache)",
     )
     parser.add_argument(
         "--all-conditions",
@@ -111,16 +101,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "with a label column and those fields (each optional; an evaluated model's parameters are counted, and a "
         "registry entry's or timm tag's training data is used where the file says nothing)",
     )
-    add_reference_option(parser)
-    add_bootstrap_options(parser, permutations=True)
-    parser.add_argument(
-        "--permutations",
-        type=permutation_count,
-        default=BENCHMARK_PERMUTATIONS,
-        metavar="N",
-        help=f"random sign-flip sets of the paired test of each pair of observers (default {BENCHMARK_PERMUTATIONS};"
-        " 0 turns the tests off)",
-    )
     parser.add_argument(
         "--no-sanity-gate",
         action="store_true",
@@ -133,7 +113,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--report-dir", type=Path, help="write benchmark.json, .md, .csv and the per-condition line plots here"
     )
-    add_observer_options(parser)
+    permutations = "random sign-flip sets of the paired test of each pair of observers (0: no tests)"
+    add_settings(
+        parser, "reference_dir", "allow_modified_reference", *MANY_MODELS, "bootstrap", "seed", "permutations",
+        quiet=UNFLAGGED, help={"permutations": permutations}, permutations=BENCHMARK_PERMUTATIONS,
+    )  # fmt: skip
     parser.set_defaults(handler=run, _parser=parser)
     register_plan_trials(subparsers)
 

@@ -16,15 +16,15 @@ from modelval.behaviour.conditions import ConditionPair
 from modelval.behaviour.paired import PairedComparison
 from modelval.behaviour.permutation import PermutationTest
 from modelval.behaviour.trials import DATASETS
-from modelval.cli._args import (
-    add_bootstrap_options,
-    add_figure_option,
-    add_json_option,
-    add_permutation_option,
-    add_report_dir_option,
-    add_resample_option,
+from modelval.cli._args import add_figure_option, add_json_option, add_report_dir_option
+from modelval.cli._options import (
+    MANY_MODELS,
+    STATISTICS,
+    UNFLAGGED,
+    add_settings,
+    evaluation_options,
+    model_options,
 )
-from modelval.cli._options import add_observer_options, evaluation_options, model_options
 from modelval.cli._output import out, out_json
 
 
@@ -51,13 +51,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("b", metavar="[LABEL=]B", type=labelled_observer, help="the second observer, as A")
     parser.add_argument("--dataset", choices=DATASETS, help="experiment (default: read from the image names)")
-    add_bootstrap_options(parser, permutations=True)
-    add_resample_option(parser)
-    add_permutation_option(parser)
-    add_figure_option(parser, "the per-category figure of A and B")
+    # Two models take no loading flags (one checkpoint or label map for both makes no sense).
+    add_settings(parser, *MANY_MODELS, *STATISTICS, "permutations", quiet=UNFLAGGED)
+    add_figure_option(parser, "the per-category figure of A and B", old=None)
     add_report_dir_option(parser, "compare.json and the figure (PNG and PDF)")
     add_json_option(parser)
-    add_observer_options(parser)
     parser.set_defaults(handler=run, _parser=parser)
 
 

@@ -1,4 +1,4 @@
-"""``modelval download-data``, ``verify-data`` and ``datasets``: the public stimuli and human raw data."""
+"""``modelval data download|verify|list``: the public stimuli and human raw data."""
 
 from __future__ import annotations
 
@@ -7,17 +7,28 @@ import sys
 from pathlib import Path
 
 from modelval.cli._args import bounded_float, bounded_int
-from modelval.cli._options import DATA_ROOT_HELP, add_data_home_option, add_dataset_option
+from modelval.cli._options import add_settings
 from modelval.cli._output import out
 from modelval.datasets.fetch import SOURCES, download_raw_data, download_stimuli
 from modelval.datasets.manifest import verify_stimuli
-from modelval.datasets.registry import get_dataset, list_datasets
+from modelval.datasets.registry import DATASET_NAMES, get_dataset, list_datasets
 from modelval.datasets.stimuli import discover_stimuli, resolve_data_root, summarize
 
 
+def _add_dataset_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--dataset", choices=DATASET_NAMES, default="cue-conflict",
+                        help="stimulus set (default: cue-conflict)")  # fmt: skip
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
-    fetch = subparsers.add_parser(
-        "download-data",
+    group = subparsers.add_parser(
+        "data",
+        help="download, verify and list the stimulus sets and the human raw data",
+        description="The public stimuli and the published human raw data, in the data home (docs/data.md).",
+    )
+    actions = group.add_subparsers(dest="action", required=True, metavar="ACTION")
+    fetch = actions.add_parser(
+        "download",
         help="download and verify a stimulus set (default: the 1280 cue-conflict images), or the human raw data",
         description="Fetch the public stimuli, verify every file against the committed SHA-256 manifest, "
         "and move them into place only when complete. model-vs-human's 14 further sets (colour, contrast, ..., "
@@ -25,25 +36,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "first fetch, the structure and counts are checked and the archive's SHA-256 recorded (none is "
         "published); a later copy that differs is refused. --humans fetches the published per-image decisions "
         "of the human observers (texture-vs-shape's, with VGG-16 and ResNet-50; with --dataset one of the 14, "
-        "model-vs-human's) instead. All honour MODELVAL_DATA_MIRROR.",
+        "model-vs-human's) instead. All honour $MODELVAL_MIRROR.",
     )
-    add_dataset_option(fetch)
+    _add_dataset_option(fetch)
     fetch.add_argument(
         "--humans",
         action="store_true",
         help="fetch the published human raw data (CSV files) of the three texture-vs-shape sets, or with --dataset "
         "NAME of one of model-vs-human's further sets",
     )
-    fetch.add_argument(
-        "--data-root",
-        type=Path,
-        metavar="DIR",
-        help="the folder to fill (default: $MODELVAL_DATA_ROOT for cue-conflict; else <data home>/<set>, "
-        "the data home (--data-home, $MODELVAL_DATA_HOME) being the parent folder of all sets; else the user "
-        "cache). With --humans: the raw-data folder (default: <data home>/reference/raw-data, or "
-        "reference/model-vs-human/raw-data with --dataset NAME; else the user cache)",
-    )
-    add_data_home_option(fetch)
     fetch.add_argument("--source", choices=SOURCES, default=None, help="default: the release archive when one exists")
     fetch.add_argument("--url", help="override the archive URL (or the texture-vs-shape base URL)")
     fetch.add_argument("--force", action="store_true", help="download again even if the folder exists")
@@ -59,21 +60,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=3,
         help="times a download is tried (default 3)",
     )
-    fetch.add_argument(
-        "--offline",
-        action="store_true",
-        default=None,
-        help="download nothing: verify what is there (also MODELVAL_OFFLINE=1)",
-    )
+    add_settings(fetch, "data_home", "data_root", "offline", help={
+        "data_root": "the folder to fill (default: <data home>/<set>). With --humans: the raw-data folder "
+        "(default: <data home>/reference/raw-data, or reference/model-vs-human/raw-data with --dataset NAME)",
+        "offline": "download nothing: verify what is there",
+    })  # fmt: skip
     fetch.set_defaults(handler=run_download)
 
-    verify = subparsers.add_parser("verify-data", help="check a stimulus set against its SHA-256 manifest")
-    add_dataset_option(verify)
-    verify.add_argument("--data-root", type=Path, metavar="DIR", help=DATA_ROOT_HELP)
-    add_data_home_option(verify)
+    verify = actions.add_parser("verify", help="check a stimulus set against its SHA-256 manifest")
+    _add_dataset_option(verify)
+    add_settings(verify, "data_home", "data_root")
     verify.set_defaults(handler=run_verify)
 
-    listing = subparsers.add_parser("datasets", help="list the registered stimulus sets")
+    listing = actions.add_parser("list", help="list the registered stimulus sets")
     listing.set_defaults(handler=run_list)
 
 

@@ -17,67 +17,74 @@ from modelval import api, jsonio
 from modelval.atomic import write_text
 from modelval.behaviour.humans import HumanComparison
 from modelval.behaviour.trials import DATASETS, Trial
-from modelval.cli._args import (
-    add_bootstrap_options,
-    add_figure_option,
-    add_json_option,
-    add_report_dir_option,
-    add_resample_option,
-)
+from modelval.cli._args import add_figure_option, add_json_option, add_report_dir_option
 from modelval.cli._options import (
-    REFERENCE_DIR_HELP,
+    ONE_MODEL,
+    STATISTICS,
+    UNFLAGGED,
+    add_decision_specs,
     add_human_options,
-    add_observer_options,
-    add_reference_option,
+    add_model_argument,
+    add_settings,
     evaluation_options,
     model_options,
 )
 from modelval.cli._output import out, out_json
-from modelval.errors import DataError
+from modelval.figures.style import HUMAN_MODES
 from modelval.records.run_store import default_run_store
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "humans",
-        help="accuracy and error consistency of a model or decision CSV with the published human observers",
+        help="accuracy and error consistency with the published human observers; figures of several observers",
         description=(
-            "Compare one observer with the human observers of the same experiment (the 17 datasets of Geirhos et "
-            "al., ICLR 2019 and NeurIPS 2021): accuracy, error consistency (Cohen's kappa on trial-wise "
-            "correctness, Geirhos, Meding & Wichmann 2020) with a bootstrap 95% interval, kappa_max (the most "
-            "kappa the two accuracies allow), the humans' mutual kappa (not a ceiling for models), observed "
-            "consistency and the accuracy difference, over all trials and per condition (distortion level), "
-            "and model-vs-human's benchmark values of the dataset."
+            "One observer (a --model or a --decisions file) against the human observers of the same experiment "
+            "(the 17 datasets of Geirhos et al., ICLR 2019 and NeurIPS 2021): accuracy, error consistency (Cohen's "
+            "kappa on trial-wise correctness, Geirhos, Meding & Wichmann 2020) with a bootstrap 95% interval, "
+            "kappa_max (the most kappa the two accuracies allow), the humans' mutual kappa (not a ceiling for "
+            "models), observed consistency and the accuracy difference, over all trials and per condition "
+            "(distortion level), and model-vs-human's benchmark values of the dataset. Several observers (repeat "
+            "--decisions [LABEL[:DATASET]=]FILE and --model) are drawn into --report-dir as model-vs-human draws "
+            "them: the shape-bias matrix and box plots, accuracy by dataset, error consistency with kappa_max, the "
+            "human-likeness views and the error-consistency matrix per experiment, and figures.json."
         ),
     )
-    parser.add_argument("--decisions", type=Path, help="per-image decision CSV (published raw-data format)")
-    parser.add_argument("--model", metavar="NAME|SPEC", help="registered name or model spec: evaluate it first")
+    add_decision_specs(parser)
+    add_model_argument(parser, many=True)
     parser.add_argument("--dataset", choices=DATASETS, help="experiment (default: read from the image names)")
-    parser.add_argument("--reference-dir", metavar="DIR", help=REFERENCE_DIR_HELP)
-    add_bootstrap_options(parser)
-    add_resample_option(parser)
     add_human_options(parser)
-    add_reference_option(parser)
-    add_figure_option(parser, "the error-consistency figure")
+    parser.add_argument(
+        "--humans",
+        choices=HUMAN_MODES,
+        default="pooled",
+        help="several observers' figures: the humans' shape bias and accuracy over all their trials pooled "
+        "(default, as model-vs-human) or as the mean over observers",
+    )
+    add_figure_option(parser, "one observer's error-consistency figure", old=None)
     add_report_dir_option(
-        parser, "humans.json and the figures (PNG and PDF), with the per-condition line plot on datasets with "
-        "distortion levels"
+        parser, "humans.json and the figures (PNG and PDF; with several observers figures.json and all of "
+        "model-vs-human's figures)"
     )  # fmt: skip
     add_json_option(parser)
-    add_observer_options(parser)
+    add_settings(parser, "reference_dir", "allow_modified_reference", *ONE_MODEL, *STATISTICS, quiet=UNFLAGGED)
     parser.set_defaults(handler=run, _parser=parser)
 
 
 def run(args: argparse.Namespace) -> int:
-
-    if (args.decisions is None) == (not args.model):
-        args._parser.error("give exactly one of --model or --decisions")
-    if args.decisions is not None and not args.decisions.exists():
-        raise DataError(f"decision file not found: {args.decisions}")
-    source = args.decisions if args.decisions is not None else args.model
+    observers = len(args.decisions) + len(args.model)
+    if observers == 0:
+        args._parser.error("give a --model or a --decisions file (repeat them for several observers' figures)")
+    if observers > 1:
+        return run_figures(args)
+    if args.decisions:
+        _, dataset, source = args.decisions[0]  # LABEL= names an observer among several (its figures)
+        dataset = dataset or args.dataset
+    else:
+        source, dataset = args.model[0], args.dataset
     report = api.compare_with_humans(
         source,
-        dataset=args.dataset,
+        dataset=dataset,
         reference_dir=args.reference_dir,
         options=evaluation_options(args),
         model_options=model_options(args),
@@ -106,6 +113,29 @@ def run(args: argparse.Namespace) -> int:
         out(format_summary(report.comparison, report.observer, payload))
         for path in written:
             out(f"wrote {path}")
+    return 0
+
+
+def run_figures(args: argparse.Namespace) -> int:
+    """Several observers: model-vs-human's figures of them against the humans, into ``--report-dir``."""
+    if not args.report_dir:
+        args._parser.error("several observers are drawn into a folder: give --report-dir")
+    if args.out or args.json:
+        args._parser.error("several observers' figures go to --report-dir; --out and --json take one observer")
+    report = api.human_figures(
+        args.report_dir,
+        decisions=[(label, file, dataset) for label, dataset, file in args.decisions],
+        models=args.model,
+        reference_dir=args.reference_dir,
+        humans_mode=args.humans,
+        resample_observers=args.resample_observers,
+        na_handling=args.na,
+        allow_modified_reference=args.allow_modified_reference,
+        options=evaluation_options(args),
+        model_options=model_options(args),
+    )
+    for path in report.written:
+        out(f"wrote {path}")
     return 0
 
 

@@ -1,50 +1,48 @@
-"""``modelval models``, ``modelval fetch`` and ``modelval audit-preprocessing``."""
+"""``modelval models list|fetch|audit``: the registry, weights ahead of time, and the preprocessing audit."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from modelval.cli._args import CHECKPOINT_DIR_HELP, add_json_option, batch_size, bounded_int
-from modelval.cli._options import DATA_ROOT_HELP, add_data_home_option, add_model_options
+from modelval.cli._args import add_json_option, bounded_int
+from modelval.cli._options import add_settings
 from modelval.cli._output import out, out_json
 from modelval.errors import ModelvalError
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    listing = subparsers.add_parser("models", help="list registered models, their sources and whether weights are here")
+    group = subparsers.add_parser(
+        "models",
+        help="list registered models, download their weights, audit each source's preprocessing",
+        description="The model registry (docs/models.md): its entries, their weights and their preprocessing.",
+    )
+    actions = group.add_subparsers(dest="action", required=True, metavar="ACTION")
+    listing = actions.add_parser("list", help="registered models, their sources and whether weights are here")
     listing.add_argument("--family", help="only this family (resnet50, deit, efficientnet)")
     listing.add_argument("--source", help="only this source (torchvision, torch.hub, huggingface, timm, ...)")
-    listing.add_argument("--checkpoint-dir", help=CHECKPOINT_DIR_HELP)
     add_json_option(listing, "the models (a list)")
+    add_settings(listing, "checkpoint_dir")
     listing.set_defaults(handler=run_models)
 
-    fetch = subparsers.add_parser(
+    fetch = actions.add_parser(
         "fetch",
         help="download model weights ahead of time (verified; replaces corrupt cached files)",
         description="Download what a model needs: checkpoint files into the checkpoint cache (verified against "
         "the SHA-256 prefix in their names), torch.hub code into $TORCH_HOME/hub, HF files into $HF_HOME.",
     )
     fetch.add_argument("names", nargs="*", metavar="NAME", help="registered model names or specs (timm:..., hf:...)")
-    fetch.add_argument("--trust-repo", action="store_true", help="allow hub: specs to run the repository's code")
     fetch.add_argument("--all", action="store_true", help="every registered model")
     fetch.add_argument("--force", action="store_true", help="download again even when cached")
-    fetch.add_argument("--checkpoint-dir", help=CHECKPOINT_DIR_HELP)
-    fetch.add_argument(
-        "--offline",
-        action="store_true",
-        default=None,
-        help="download nothing: check that the weights are cached and verify them (also MODELVAL_OFFLINE=1)",
-    )
+    add_settings(fetch, "trust_repo", "offline", "checkpoint_dir", help={
+        "offline": "download nothing: check that the weights are cached and verify them",
+    })  # fmt: skip
     fetch.set_defaults(handler=run_fetch, _parser=fetch)
 
-    audit = subparsers.add_parser(
-        "audit-preprocessing",
-        help="compare each source's preprocessing of a model with its training config on real stimuli",
+    audit = actions.add_parser(
+        "audit", help="compare each source's preprocessing of a model with its training config on real stimuli"
     )
     audit.add_argument("--model", help="entry (deit_small_hf) or model (deit_small); default: every model")
-    audit.add_argument("--data-root", metavar="DIR", help=DATA_ROOT_HELP)
-    add_data_home_option(audit)
     audit.add_argument(
         "--images",
         type=bounded_int(1, 1280, "the stimuli compared are 1 to 1280"),
@@ -56,9 +54,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help="also evaluate the model on all stimuli under each normalization (needs its weights)",
     )
-    audit.add_argument("--batch-size", type=batch_size, default=32, help="images per batch (default 32)")
     add_json_option(audit, "the audit")
-    add_model_options(audit)
+    add_settings(audit, "data_root", "batch_size", "device", "offline", quiet=("checkpoint_dir", "data_home"))
     audit.set_defaults(handler=run_audit)
 
 
@@ -105,7 +102,7 @@ def run_models(args: argparse.Namespace) -> int:
         out(f"{row['name']:<20} {row['source']:<17} {extra:<21} {present:<8} {row['weights_url']}")
     absent = sorted({row["extra"] for row in rows if row["extra"] is not None and not row["extra_installed"]})
     hint = f"; first {', '.join(map(install_hint, absent))} for the entries that need it" if absent else ""
-    out(f"{len(rows)} models. `modelval fetch NAME` downloads missing weights{hint}.")
+    out(f"{len(rows)} models. `modelval models fetch NAME` downloads missing weights{hint}.")
     return 0
 
 

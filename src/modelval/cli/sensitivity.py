@@ -4,17 +4,14 @@ from __future__ import annotations
 
 import argparse
 
-from modelval.cli._args import (
-    add_bootstrap_options,
-    add_figure_option,
-    add_json_option,
-    add_permutation_option,
-    add_resample_option,
-)
+from modelval.cli._args import add_figure_option, add_json_option
 from modelval.cli._options import (
-    add_evaluation_options,
-    add_model_options,
-    add_spec_options,
+    LOADING,
+    RUNNING,
+    STATISTICS,
+    UNFLAGGED,
+    add_model_argument,
+    add_settings,
     evaluation_options,
     model_options,
 )
@@ -32,16 +29,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "permutation p-value. Factors are ranked only where the data separate them. One forward pass per "
         "distinct input; the aggregations share one.",
     )
-    parser.add_argument(
-        "--model", required=True, metavar="NAME|SPEC", help="registered name or model spec (see docs/zoo.md)"
-    )
-    add_evaluation_options(parser)
-    add_model_options(parser)
-    add_spec_options(parser)
-    add_bootstrap_options(parser, permutations=True)
-    add_resample_option(parser)
-    add_permutation_option(parser)
-    add_figure_option(parser, "the card as a figure")
+    add_model_argument(parser, required=True)
+    # No protocol settings: the card varies each of them itself.
+    add_settings(parser, *LOADING, *RUNNING, *STATISTICS, "permutations", quiet=UNFLAGGED)
+    add_figure_option(parser, "the card as a figure", old=None)
     add_json_option(parser, "the card")
     parser.set_defaults(handler=run)
 

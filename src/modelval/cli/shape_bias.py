@@ -8,19 +8,13 @@ import sys
 from pathlib import Path
 
 from modelval.behaviour.answers import PARSERS, PROMPTS
-from modelval.cli._args import (
-    add_bootstrap_options,
-    add_figure_option,
-    add_json_option,
-    add_report_dir_option,
-    add_resample_option,
-    output_file,
-)
+from modelval.cli._args import add_figure_option, add_json_option, add_report_dir_option, output_file
 from modelval.cli._options import (
-    add_evaluation_options,
-    add_model_options,
-    add_protocol_options,
-    add_spec_options,
+    ONE_MODEL,
+    STATISTICS,
+    UNFLAGGED,
+    add_model_argument,
+    add_settings,
     evaluation_options,
     model_options,
 )
@@ -33,65 +27,72 @@ from modelval.records.run_store import default_run_store
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "shape-bias",
-        help="cue-conflict shape bias of a model, or of a published decision CSV",
+        help="cue-conflict shape bias of a model, a decision CSV, a VLM or saved outputs",
         description=(
             "Shape bias (Geirhos et al., ICLR 2019): shape hits / (shape + texture hits) over the 1200 "
-            "cue-conflict images. Either evaluate --model on the stimuli, or recompute from --decisions. "
-            "Exit status 1 when the model is not a working classifier (the sanity gate)."
+            "cue-conflict images. Evaluate --model on the stimuli, recompute from --decisions, ask a --vlm, or "
+            "re-score saved --outputs. Exit status 1 when the model is not a working classifier (the sanity gate)."
         ),
     )
-    parser.add_argument(
+    observer = parser.add_argument_group("the observer: one of --model, --decisions, --vlm, --outputs")
+    add_model_argument(observer)
+    observer.add_argument(
         "--decisions",
         type=Path,
         help="per-image decision CSV (published raw-data format), or a published VLM/CLIP response file "
         "(image, response, pred_label, ...), read by pred_label unless --parse",
     )
-    parser.add_argument(
+    observer.add_argument(
         "--parse",
         choices=PARSERS,
         help="re-parse a response file's answers: vqa (the option letter or a bare category name, the authors' "
         "rule), caption-judge (an LLM judge's letters; several or X: no class), caption-names (a caption's words)",
     )
-    parser.add_argument(
-        "--model",
-        help="registry name (`modelval models`) or spec: timm:, hf:, open_clip:, torchvision:, hub:, file.py:fn, ...",
-    )
-    parser.add_argument(
+    observer.add_argument(
         "--vlm",
         metavar="FILE.py:FN",
         help="a vision-language model of your own: a callable (PIL image, prompt) -> str, asked each --prompt",
     )
-    parser.add_argument(
+    observer.add_argument(
         "--prompt",
         action="append",
         metavar="NAME|FILE",
         help=f"with --vlm, repeatable (a prompt sweep): {', '.join(PROMPTS)} or a prompt file (default: vqa16)",
     )
-    add_protocol_options(parser)
-    add_evaluation_options(parser)
-    add_model_options(parser)
-    add_spec_options(parser)
-    parser.add_argument(
+    observer.add_argument(
+        "--outputs",
+        type=Path,
+        metavar="DIR",
+        help="saved outputs (--save-outputs DIR): the shape bias recomputed without the model, with the code that "
+        "scores a fresh run, under another --aggregation, --label-map or --categories (default: the saved run's)",
+    )
+    observer.add_argument(
+        "--categories", help="with --outputs: a comma-separated subset of the 16 categories (decisions among them)"
+    )
+    observer.add_argument(
+        "--rank", action="store_true", help="with --outputs: REFINED-BIAS's shape and texture mean reciprocal ranks"
+    )
+    add_settings(parser, *ONE_MODEL, *STATISTICS, quiet=UNFLAGGED)
+    results = parser.add_argument_group("results")
+    results.add_argument(
         "--decisions-out", type=output_file, metavar="FILE", help="write per-image decisions (raw-data CSV format)"
     )
-    parser.add_argument(
+    results.add_argument(
         "--save-outputs",
         type=Path,
         metavar="DIR",
-        help="write the model's raw outputs with their provenance, for `modelval rescore DIR`",
+        help="write the model's raw outputs with their provenance, for `modelval shape-bias --outputs DIR`",
     )
-    add_figure_option(parser, "the per-category shape-bias figure")
-    add_report_dir_option(parser, "shape_bias.json, decisions.csv and the per-category figure (PNG and PDF)")
-    add_json_option(parser)
-    parser.add_argument(
+    add_figure_option(results, "the per-category shape-bias figure", old=None)
+    add_report_dir_option(results, "shape_bias.json, decisions.csv and the per-category figure (PNG and PDF)")
+    add_json_option(results)
+    results.add_argument(
         "--no-sanity-gate",
         action="store_true",
         help=f"report the shape bias even when the cue-conflict accuracy is below {SANITY_THRESHOLD * 100:.0f}%% (a "
         "model that is not a working classifier); the gate otherwise withholds it, deciding from a random "
         "sample of the stimuli when that is already certain",
     )
-    add_bootstrap_options(parser)
-    add_resample_option(parser)
     # --model alone evaluates; with --decisions it only names the observer (for its expected value).
     parser.set_defaults(handler=run, _parser=parser)
 
@@ -99,6 +100,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from modelval import api
 
+    if args.outputs is not None:
+        return run_outputs(args)
+    if args.categories or args.rank:
+        args._parser.error("--categories and --rank re-score saved --outputs")
     if args.vlm is not None:
         return run_vlm(args)
     if args.prompt:
@@ -106,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
     if args.parse is not None and args.decisions is None:
         args._parser.error("--parse re-reads a response file given as --decisions; a model's decisions are classes")
     if args.decisions is None and not args.model:
-        args._parser.error("one of --model or --decisions (or --vlm) is required")
+        args._parser.error("one of --model, --decisions, --vlm or --outputs is required")
     if args.decisions is not None and args.decisions_out is not None:
         args._parser.error("--decisions-out writes a model's decisions; it needs --model without --decisions")
     if args.decisions is not None and args.save_outputs is not None:
@@ -138,7 +143,7 @@ def run(args: argparse.Namespace) -> int:
             from modelval.api.saved_outputs import save_outputs
 
             save_outputs(report.run, args.save_outputs)
-            warn(f"outputs saved to {args.save_outputs} (`modelval rescore {args.save_outputs}`)")
+            warn(f"outputs saved to {args.save_outputs} (`modelval shape-bias --outputs {args.save_outputs}`)")
     written = _write_outputs(args, report)
     if written:
         report.details["written"] = [str(path) for path in written]
@@ -151,6 +156,42 @@ def run(args: argparse.Namespace) -> int:
         text = report.sanity.message() if args.json else f"{report.sanity.headline()} (the likely causes are above)"
         print(f"modelval: {text}", file=sys.stderr)
         return 1
+    return 0
+
+
+def run_outputs(args: argparse.Namespace) -> int:
+    """``--outputs DIR``: the shape bias of saved outputs under another aggregation, label map or categories."""
+    from modelval.api.saved_outputs import rescore
+
+    for flag, given in (("--model", args.model), ("--decisions", args.decisions), ("--vlm", args.vlm),
+                        ("--save-outputs", args.save_outputs), ("--decisions-out", args.decisions_out)):  # fmt: skip
+        if given:
+            args._parser.error(f"--outputs re-scores saved outputs without the model; {flag} does not apply to it")
+    categories = [c.strip() for c in args.categories.split(",") if c.strip()] if args.categories else None
+    report = rescore(
+        args.outputs, aggregation=args._given.get("aggregation"), label_map=args.label_map, categories=categories,
+        bootstrap=args.bootstrap, seed=args.seed, resample=args.resample, ranks=args.rank,
+        run_store=default_run_store(),
+    )  # fmt: skip
+    if args.json:
+        out_json(report.to_json())
+        return 0
+    result = report.result
+    low, high = result.ci_low * 100, result.ci_high * 100
+    out(f"{report.model} (saved outputs, {report.aggregation} aggregation, label map: {report.label_map})")
+    out(
+        f"shape bias {result.shape_bias * 100:.2f}% [{low:.2f}, {high:.2f}] ({result.ci_resampling} resampled); "
+        f"shape {result.shape_hits} / texture {result.texture_hits} / other {result.other} of "
+        f"{result.conflict_images} conflicts"
+    )
+    if len(report.categories) < 16:
+        out("categories: " + ", ".join(report.categories))
+    if report.ranks is not None:
+        ranks = report.ranks
+        out(
+            f"REFINED-BIAS ranks over all outputs: shape MRR {ranks.shape_mrr:.4f}, "
+            f"texture MRR {ranks.texture_mrr:.4f} ({ranks.images} conflict images)"
+        )
     return 0
 
 
@@ -170,7 +211,7 @@ def run_vlm(args: argparse.Namespace) -> int:
         args.prompt or ["vqa16"],
         parse=args.parse,
         options=evaluation_options(args),
-        answer_cache=False if getattr(args, "no_output_cache", False) else None,
+        answer_cache=bool(args.cache),
         run_store=default_run_store(),
     )
     if args.decisions_out is not None:

@@ -6,18 +6,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from modelval.cli._args import (
-    CHECKPOINT_DIR_HELP,
-    add_deprecated_alias,
-    add_json_option,
-    add_report_dir_option,
-    batch_size,
-    device_name,
-)
-from modelval.cli._options import DATA_ROOT_HELP, add_data_home_option
+from modelval.cli._args import add_json_option, add_report_dir_option
+from modelval.cli._options import add_settings
 from modelval.cli._output import out, out_json
 from modelval.errors import ModelvalError
-from modelval.runner.executors import EXECUTORS, SUBMITIT_CLUSTERS
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -27,75 +19,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Evaluates every model of the models file under each of its normalization cases and "
         "prints the validation table, with the verdicts of the pytest suite. Exit status 1 when a case fails.",
     )
-    parser.add_argument(
-        "--models-file",
-        type=Path,
-        metavar="FILE",
-        help="the models file, as the pytest plugin's --modelval-models-file (default: ./modelval.toml, else "
-        "[tool.modelval] in ./pyproject.toml)",
-    )
-    add_deprecated_alias(parser, "--config", "--models-file", dest="models_file", type=Path)
-    parser.add_argument("--data-root", metavar="DIR", help=DATA_ROOT_HELP)
-    add_data_home_option(parser)
-    parser.add_argument("--device", type=device_name, default="auto", help="auto|cpu|cuda[:N]|mps (default: auto)")
-    parser.add_argument("--batch-size", type=batch_size, default=32, help="images per batch (default 32)")
-    parser.add_argument("--checkpoint-dir", help=CHECKPOINT_DIR_HELP)
     add_json_option(parser, '{"cases": [...]}')
     add_report_dir_option(parser, "the JSON/CSV/Markdown reports, per-image decisions and plots")
-    parser.add_argument(
-        "--no-output-cache",
-        action="store_true",
-        help="run every model even when its outputs on these stimuli are stored (or set MODELVAL_NO_OUTPUT_CACHE=1)",
-    )
-    parser.add_argument(
-        "--allow-modified-stimuli",
-        action="store_true",
-        help="evaluate a stimulus folder other than the published 1280 (a subset, for a quick check)",
-    )
-    parser.add_argument(
-        "--executor",
-        choices=EXECUTORS,
-        default="serial",
-        help="serial (this process); ray: one Ray task per model, a GPU each when the cluster has GPUs "
-        "(pip install 'modelval[ray]'); submitit: one SLURM job per model in a job array, requeued when preempted "
-        "(pip install 'modelval[slurm]'); the reports are the same",
-    )
-    parser.add_argument(
-        "--submitit-folder",
-        metavar="DIR",
-        help="--executor submitit: the jobs' scripts and logs (default: ./submitit-jobs; on a cluster, a "
-        "shared folder)",
-    )
-    parser.add_argument(
-        "--submitit-cluster",
-        choices=SUBMITIT_CLUSTERS,
-        help="--executor submitit: auto (SLURM where sbatch exists, else processes here; the default), slurm, "
-        "local or debug (in this process)",
-    )
-    parser.add_argument(
-        "--slurm",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="--executor submitit: a SLURM or submitit parameter, e.g. partition=gpu, array_parallelism=8, "
-        "timeout_min=120, gpus_per_node=1 (repeat the flag for more; defaults: timeout_min=60, one GPU per job)",
-    )
-    parser.add_argument(
-        "--ray-address",
-        type=ray_address,
-        help="an existing Ray cluster (e.g. auto, ray://head:10001); default: a local instance",
-    )
+    add_settings(
+        parser, "models_file", "data_root", "allow_modified_stimuli", "device", "batch_size", "cache", "executor",
+        "slurm", "ray_address", quiet=("checkpoint_dir", "data_home"),
+    )  # fmt: skip
     parser.set_defaults(handler=run)
 
 
-def ray_address(text: str) -> str:
+def _check_ray_address(text: str | None) -> None:
     """``--ray-address``: auto, local, HOST:PORT or ray://HOST:PORT (checked before anything loads)."""
-    from modelval.runner.executors import ray_address_problem
+    from modelval.runner.executors import check_ray_address
 
-    problem = ray_address_problem(text)
-    if problem is not None:
-        raise argparse.ArgumentTypeError(problem)
-    return text
+    check_ray_address(text)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -110,6 +47,7 @@ def run(args: argparse.Namespace) -> int:
     from modelval.runner.reports import format_notes, write_validation_reports
 
     path = args.models_file or find_models_file()
+    _check_ray_address(args.ray_address)
     if path is None:
         raise ModelvalError(
             f"no models file: write modelval.toml (or [tool.modelval] in pyproject.toml) in {Path.cwd()}, "
@@ -121,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
         from modelval.extras import require
         from modelval.runner.executors import SubmititSettings
 
-        submitit = SubmititSettings.parse(args.submitit_folder, args.submitit_cluster, args.slurm)
+        submitit = SubmititSettings.parse(args.slurm)
         require("submitit", extra="slurm", purpose="--executor submitit")  # before the stimuli load
     if args.executor == "ray":
         from modelval.runner.executors import reach_ray_cluster
@@ -136,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
         checkpoint_dir=Path(args.checkpoint_dir) if args.checkpoint_dir else None,
         batch_size=args.batch_size,
         run_store=default_run_store(),
-        output_cache=False if args.no_output_cache else None,
+        output_cache=bool(args.cache),
     )
     runner.add_user_models(models)
     cases = build_user_cases(models)

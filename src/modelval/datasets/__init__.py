@@ -23,7 +23,6 @@ _EXPORTS = {
     "DatasetEntry": "modelval.datasets.registry",
     "get_dataset": "modelval.datasets.registry",
     "list_datasets": "modelval.datasets.registry",
-    "DATA_ROOT_ENV": "modelval.datasets.stimuli",
     "EXPECTED_CONFLICTS": "modelval.datasets.stimuli",
     "EXPECTED_IMAGES": "modelval.datasets.stimuli",
     "IMAGE_SIZE": "modelval.datasets.stimuli",

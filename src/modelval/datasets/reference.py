@@ -63,7 +63,7 @@ def verify_reference_dir(reference_dir: str | os.PathLike[str], dataset: str, *,
         return VERIFIED
     shown = "; ".join(problems[:5]) + (f"; and {len(problems) - 5} more" if len(problems) > 5 else "")
     if not allow_modified:
-        fetch = "modelval download-data --humans"
+        fetch = "modelval data download --humans"
         if experiment(dataset).humans == MODEL_VS_HUMAN:
             fetch += f" --dataset {dataset}"
         raise DataError(

@@ -77,7 +77,7 @@ class DatasetEntry:
     license: str = "CC BY 4.0"
     #: ``categories``: ``<category>/<file>``; ``sessions``: model-vs-human's ``dnn/session-<k>/<file>``
     layout: str = "categories"
-    #: True: fetched only when the user asks (``modelval download-data``), with the licence shown; never on
+    #: True: fetched only when the user asks (``modelval data download``), with the licence shown; never on
     #: first use (model-vs-human's 14 further sets: ImageNet-derived, or ImageNet-Sketch's MIT)
     fetch_on_request: bool = False
     source: str = "texture-vs-shape"
@@ -187,3 +187,6 @@ for _name in MODEL_VS_HUMAN_DATASETS:
             source="model-vs-human",
         )
     )
+
+#: Every registered stimulus set's name (the command line's ``--dataset`` choices).
+DATASET_NAMES: tuple[str, ...] = tuple(_REGISTRY)

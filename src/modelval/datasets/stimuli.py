@@ -27,7 +27,6 @@ from modelval.preprocessing import pil_to_uint8
 
 __all__ = [
     "DATA_HOME_ENV",
-    "DATA_ROOT_ENV",
     "EXPECTED_CONFLICTS",
     "EXPECTED_IMAGES",
     "IMAGE_SIZE",
@@ -47,7 +46,6 @@ __all__ = [
 ]
 
 IMAGE_SIZE = 224
-DATA_ROOT_ENV = "MODELVAL_DATA_ROOT"
 #: The data home: one folder holding every dataset's folder (cue-conflict/, edges/, filled-silhouettes/,
 #: colour/, ...) and the human reference data under reference/ (see :func:`data_home`).
 DATA_HOME_ENV = "MODELVAL_DATA_HOME"
@@ -58,7 +56,7 @@ MODEL_VS_HUMAN_SUBDIR = "reference/model-vs-human/raw-data"
 
 
 def data_home() -> Path | None:
-    """The data home, ``$MODELVAL_DATA_HOME`` (the command line's ``--data-home DIR`` sets it), or ``None``.
+    """The data home, ``$MODELVAL_DATA_HOME`` (or ``data_home`` of the config file's ``[settings]``), or ``None``.
 
     One folder holds all of modelval's data, each kind in its own sub-folder::
 
@@ -69,9 +67,9 @@ def data_home() -> Path | None:
             reference/raw-data/                         texture-vs-shape's human (and VGG/ResNet) decisions
             reference/model-vs-human/raw-data/<set>/    model-vs-human's human decisions
 
-    ``MODELVAL_DATA_ROOT`` (the cue-conflict folder), ``MODELVAL_REFERENCE_DIR`` and
-    ``MODELVAL_MODEL_VS_HUMAN_DIR`` name one of these folders each and win over the home for it. Unset, every
-    folder is looked for in the per-user cache (where ``modelval download-data`` puts it).
+    A data root (``--data-root``, ``data_root=``) or a reference folder (``--reference-dir``) names one of these
+    folders and wins over the home for it. Unset, every folder is looked for in the per-user cache (where
+    ``modelval data download`` puts it).
 
     Returns
     -------
@@ -92,15 +90,23 @@ def data_home() -> Path | None:
     >>> if saved is not None:
     ...     os.environ["MODELVAL_DATA_HOME"] = saved
     """
-    home = os.environ.get(DATA_HOME_ENV, "").strip()
+    from modelval.settings import value
+
+    home = value("data_home")
     return Path(home).expanduser() if home else None
 
 
 def data_home_hint(what: str = "cue-conflict/") -> str:
-    """The one setting that points modelval at its data, phrased for the command line and for Python alike."""
+    """The one setting that points modelval at its data, phrased for the command line and for Python alike.
+
+    Parameters
+    ----------
+    what
+        The folder the data home should hold.
+    """
     return (
-        f"set {DATA_HOME_ENV}=DIR to the folder that holds {what} (the data home; on the command line also "
-        "--data-home DIR)"
+        f"set {DATA_HOME_ENV}=DIR to the folder that holds {what} (the data home; or data_home = \"DIR\" in the "
+        "[settings] of modelval.toml)"
     )
 
 
@@ -175,12 +181,12 @@ def discover_stimuli(
     if root.exists() and not root.is_dir():
         raise DataError(
             f"{root} is a file, not the {dataset} folder: name the folder that holds the stimuli (data_root= in "
-            f"Python, --data-root DIR on the command line, or {root_env(dataset)}), or {data_home_hint()}"
+            f"Python, --data-root DIR on the command line), or {data_home_hint()}"
         )
     if not root.is_dir():
         raise DataError(
             f"{dataset} folder not found: {root}; {data_home_hint(get_dataset(dataset).folder + '/')}, "
-            f"or run `modelval download-data{'' if dataset == 'cue-conflict' else ' --dataset ' + dataset}` "
+            f"or run `modelval data download{'' if dataset == 'cue-conflict' else ' --dataset ' + dataset}` "
             "to fetch the stimuli"
         )
     stimuli: list[Stimulus] = []
@@ -194,8 +200,7 @@ def discover_stimuli(
         if folder.name not in CATEGORIES and (root / entry.folder).is_dir():
             raise DataError(
                 f"{root} holds a {entry.folder}/ folder: it is a data home, not the {dataset} folder itself; "
-                f"use it as the data home ({DATA_HOME_ENV}={root}, on the command line --data-home {root}) or name "
-                f"{root / entry.folder} as the data root"
+                f"use it as the data home ({DATA_HOME_ENV}={root}) or name {root / entry.folder} as the data root"
             )
         if folder.name not in CATEGORIES:
             raise DataError(
@@ -219,7 +224,7 @@ def discover_stimuli(
         hint = f" (missing categories: {', '.join(missing)})" if missing else ""
         raise DataError(
             f"{root}: found {len(stimuli)} stimuli, expected {count}{hint}; the folder is incomplete "
-            "or holds extra files. Re-download with `modelval download-data --force`."
+            "or holds extra files. Re-download with `modelval data download --force`."
         )
     return stimuli
 
@@ -257,28 +262,35 @@ def _discover_sessions(root: Path, dataset: str) -> list[Stimulus]:
     return stimuli
 
 
-def root_env(dataset: str) -> str:
-    """The variable that names this dataset's folder: MODELVAL_DATA_ROOT (cue-conflict) or MODELVAL_DATA_HOME."""
-    return DATA_ROOT_ENV if dataset == "cue-conflict" else DATA_HOME_ENV
-
-
 def resolve_data_root(data_root: str | os.PathLike[str] | None = None, dataset: str = "cue-conflict") -> Path:
-    """``--data-root``; else ``$MODELVAL_DATA_ROOT`` (cue-conflict only); else ``<data home>/<folder>``;
-    else the per-user cache."""
+    """The dataset's folder: ``data_root``, else ``<data home>/<folder>``, else the per-user cache.
+
+    Parameters
+    ----------
+    data_root
+        The folder given (``--data-root``, ``data_root=``).
+    dataset
+        The stimulus set.
+    """
     return _data_root_and_origin(data_root, dataset)[0]
 
 
 def data_root_origin(data_root: str | os.PathLike[str] | None = None, dataset: str = "cue-conflict") -> str:
-    """Which setting :func:`resolve_data_root` took the folder from: ``"--data-root"``, a variable, or the cache."""
+    """Which setting :func:`resolve_data_root` took the folder from: the data root, the data home or the cache.
+
+    Parameters
+    ----------
+    data_root
+        The folder given.
+    dataset
+        The stimulus set.
+    """
     return _data_root_and_origin(data_root, dataset)[1]
 
 
 def _data_root_and_origin(data_root: str | os.PathLike[str] | None, dataset: str) -> tuple[Path, str]:
     if data_root:
         return Path(data_root).expanduser(), "the data root given"
-    env = os.environ.get(DATA_ROOT_ENV) if dataset == "cue-conflict" else None
-    if env:
-        return Path(env).expanduser(), DATA_ROOT_ENV
     home = data_home()
     if home is not None:
         return home / get_dataset(dataset).folder, f"the data home {DATA_HOME_ENV}"

@@ -161,7 +161,7 @@ def _verify(root: Path, digests: dict[str, str], dataset: str, allow_modified: b
     summary = f"{len(problems)} file{'s' if len(problems) != 1 else ''} differ{'' if len(problems) != 1 else 's'}"
     if not allow_modified:
         raise DataError(
-            f"{root} is not the published {dataset} set: {shown}. Restore it (`modelval download-data --force`) "
+            f"{root} is not the published {dataset} set: {shown}. Restore it (`modelval data download --force`) "
             "or pass --allow-modified-stimuli to evaluate it anyway"
         )
     return f"modified: {summary} from the manifest ({shown})"

@@ -11,7 +11,7 @@
   per-category shape biases.
 - :func:`plot_paired_categories`: ``modelval compare``'s figure: per category the values of A and B,
   and A − B with its 95% interval and Holm-adjusted exact test.
-- :func:`write_human_figures`: all figures of ``modelval human-figures``, including accuracy
+- :func:`write_human_figures`: all figures of ``modelval humans`` with several observers, including accuracy
   (:mod:`modelval.figures.accuracy`) and error consistency
   (:mod:`modelval.figures.consistency`).
 

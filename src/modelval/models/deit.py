@@ -214,7 +214,7 @@ def _register(variant: str) -> list[ModelEntry]:
         provenance=(
             f"transformers AutoModelForImageClassification {hf_repo_id(variant)} (ViTForImageClassification); "
             "preprocessing: DeiT's training config (ImageNet mean/std); the shipped preprocessor_config.json says "
-            "mean/std 0.5 (not DeiT's training normalization), see `modelval audit-preprocessing`"
+            "mean/std 0.5 (not DeiT's training normalization), see `modelval models audit`"
         ),
         label=f"DeiT-{size} (HF)",
         weights=(hf_repo,),

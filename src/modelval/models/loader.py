@@ -77,7 +77,7 @@ def load_model(
 ) -> LoadedModel:
     """Load a registered model or any model spec in eval mode, with the preprocessing it was trained with.
 
-    A registry name (``modelval models``) or a spec (``timm:``, ``hf:``, ``torchvision:``, ``hub:``,
+    A registry name (``modelval models list``) or a spec (``timm:``, ``hf:``, ``torchvision:``, ``hub:``,
     ``file.py:function``, ``torchscript:``, ...; see docs/models.md) is built through its source's own code
     path, its weights fetched and verified (unless offline), and put on ``device``. The result carries the
     source's preprocessing, where each value came from, and the evaluation protocol's preprocessing (the
@@ -176,6 +176,6 @@ def registry_notes(entry: ModelEntry, resolved: PreprocessConfig) -> tuple[str, 
             notes.append(
                 f"{repo_id} ships mean={resolved.mean} std={resolved.std}, but the registry entry {known.name} "
                 f"evaluates these weights with mean={known.preprocess.mean} std={known.preprocess.std} "
-                f"({known.provenance.split(';')[0]}); see `modelval audit-preprocessing --model {known.name}`"
+                f"({known.provenance.split(';')[0]}); see `modelval models audit --model {known.name}`"
             )
     return tuple(notes)

@@ -202,7 +202,7 @@ def get_entry(name: str) -> ModelEntry:
     Parameters
     ----------
     name
-        A registry name (``modelval models`` lists them).
+        A registry name (``modelval models list`` lists them).
 
     Returns
     -------
@@ -231,7 +231,7 @@ def get_entry(name: str) -> ModelEntry:
         close = difflib.get_close_matches(name, _REGISTRY, n=3)
         hint = f" Did you mean {', '.join(close)}?" if close else ""
         raise ModelvalError(
-            f"unknown model {name!r}.{hint} `modelval models` lists all {len(_REGISTRY)} registered models."
+            f"unknown model {name!r}.{hint} `modelval models list` lists all {len(_REGISTRY)} registered models."
         ) from None
 
 
@@ -267,7 +267,13 @@ def list_models(*, family: str | None = None, source: str | None = None) -> list
 
 
 def resolve_checkpoint_dir(checkpoint_dir: str | os.PathLike[str] | None = None) -> Path:
-    """``--checkpoint-dir``, else ``$MODELVAL_CHECKPOINT_DIR``, else ``<user cache>/checkpoints``."""
+    """``checkpoint_dir``, else ``$MODELVAL_CHECKPOINT_DIR``, else ``<user cache>/checkpoints``.
+
+    Parameters
+    ----------
+    checkpoint_dir
+        The folder given (a Python argument, the plugin's option); ``None``: the variable, else the default.
+    """
     if checkpoint_dir:
         return Path(checkpoint_dir).expanduser()
     env = os.environ.get(CHECKPOINT_DIR_ENV)

@@ -113,7 +113,7 @@ def timm_entry(spec: ModelSpec, *, pretrained: bool = True) -> ModelEntry:
         from modelval.models.checkpoints import refusing_pickled_objects
 
         weights = context.weight_paths[0]
-        with refusing_pickled_objects(weights, f"Re-fetch it with: modelval fetch {spec.text} --force"):
+        with refusing_pickled_objects(weights, f"Re-fetch it with: modelval models fetch {spec.text} --force"):
             return timm.create_model(name, pretrained=pretrained, pretrained_cfg_overlay={"file": str(weights)})
 
     native = timm_data_config(name)["input_size"][-1] if cfg is not None else None

@@ -1,6 +1,6 @@
 """Model specs: any model a researcher has, named on the command line, in pytest or in a models file.
 
-A bare name is a registry entry (``modelval models``). A prefix selects a source, each loaded through
+A bare name is a registry entry (``modelval models list``). A prefix selects a source, each loaded through
 that source's own loader (see :mod:`modelval.models.sources`)::
 
     timm:<name>[.<tag>]                 timm.create_model(..., pretrained=True); preprocessing: pretrained_cfg

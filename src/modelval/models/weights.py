@@ -196,8 +196,12 @@ HF_NETWORK_ADVICE = (
 
 
 def fetch_command(name: str, parts: Sequence[WeightsPart], checkpoint_dir: Path) -> str:
+    """The command that fetches the weights, naming the weights' folder where it is not the default one."""
+    from modelval.paths import user_cache_dir
+
     uses_cache_dir = any(isinstance(p, UrlCheckpoint) for p in parts)
-    return f"modelval fetch {name}" + (f" --checkpoint-dir {checkpoint_dir}" if uses_cache_dir else "")
+    moved = uses_cache_dir and Path(checkpoint_dir).expanduser() != user_cache_dir() / "checkpoints"
+    return (f"MODELVAL_CHECKPOINT_DIR={checkpoint_dir} " if moved else "") + f"modelval models fetch {name}"
 
 
 def missing_message(

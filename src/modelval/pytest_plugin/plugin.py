@@ -49,7 +49,7 @@ from modelval.pytest_plugin.settings import (
 
 MARKERS = (
     "modelval(model): a modelval validation case of `model` (its cases share one xdist worker)",
-    "modelval_weights: needs downloaded model weights (modelval fetch); skipped when absent unless "
+    "modelval_weights: needs downloaded model weights (modelval models fetch); skipped when absent unless "
     "--modelval-strict-weights",
 )
 RUNNER_KEY = pytest.StashKey[Any]()
@@ -294,13 +294,9 @@ def modelval_runner(
         if executor == "submitit":
             from modelval.runner.executors import SubmititSettings
 
-            slurm = setting(pytestconfig, "slurm")
-            submitit = SubmititSettings.parse(
-                setting(pytestconfig, "submitit_folder"), setting(pytestconfig, "submitit_cluster"),
-                [slurm] if slurm else [],
-            )  # fmt: skip
+            submitit = SubmititSettings.parse(setting(pytestconfig, "slurm"))
         evaluate_models(
-            runner, list(work.items()), executor=executor, address=setting(pytestconfig, "ray_address"),
+            runner, list(work.items()), executor=executor, address=setting(pytestconfig, "ray_address") or os.environ.get("RAY_ADDRESS"),
             submitit=submitit,
         )  # fmt: skip
     pytestconfig.stash[RUNNER_KEY] = runner

@@ -1,9 +1,10 @@
-"""The pytest plugin's settings as data: one option, one ini key and (where it exists) one environment variable each.
+"""The pytest plugin's settings: those of :mod:`modelval.settings` marked for the plugin, each an option and an
+ini key.
 
 Every setting named ``x_y`` is ``--modelval-x-y`` on the command line and ``modelval_x_y`` in the ini file
-(``[tool.pytest.ini_options]``, ``pytest.ini``, ...). Precedence: the command line, then the environment
-variable, then the ini key, then the default. A path from the ini file is relative to that file's folder,
-one from the command line or the environment to the folder pytest was started in.
+(``[tool.pytest.ini_options]``, ``pytest.ini``, ...). The one precedence of modelval's settings: the option, then
+the environment variable, then the ini key, then the default. A path from the ini file is relative to that
+file's folder, one from the command line or the environment to the folder pytest was started in.
 
 Nothing here imports torch: these run for every test session of every project that has modelval installed.
 """
@@ -11,117 +12,63 @@ Nothing here imports torch: these run for every test session of every project th
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 import pytest
 
-Kind = Literal["path", "text", "flag"]
+from modelval.errors import DataError
+from modelval.settings import SETTINGS as ALL_SETTINGS
+from modelval.settings import Setting, path
 
-
-@dataclass(frozen=True)
-class Setting:
-    name: str
-    kind: Kind
-    help: str
-    env: str | None = None
-    choices: tuple[str, ...] | None = None
-
-    @property
-    def option(self) -> str:
-        return "--modelval-" + self.name.replace("_", "-")
-
-    @property
-    def ini(self) -> str:
-        return f"modelval_{self.name}"
-
-    @property
-    def dest(self) -> str:
-        return f"modelval_{self.name}"
-
-
-SETTINGS: tuple[Setting, ...] = (
-    Setting("data_home", "path", "the data home: the folder holding cue-conflict/, reference/raw-data/, ... "
-            "(docs/data.md; default: the per-user cache)", env="MODELVAL_DATA_HOME"),
-    Setting("data_root", "path", "cue-conflict stimuli folder (default: <data home>/cue-conflict, else the per-user "
-            "cache, fetched on first use)", env="MODELVAL_DATA_ROOT"),
-    Setting("reference_dir", "path", "published raw-data CSVs of texture-vs-shape (default: the per-user cache)",
-            env="MODELVAL_REFERENCE_DIR"),
-    Setting("checkpoint_dir", "path", "downloaded weights (default: the per-user cache)",
-            env="MODELVAL_CHECKPOINT_DIR"),
-    Setting("device", "text", "auto, cpu, cuda, cuda:N or mps (default: auto, CUDA when available)",
-            env="MODELVAL_DEVICE"),
-    Setting("models_file", "path", "the models file (default: modelval.toml or [tool.modelval] in pyproject.toml, "
-            "looked for in the folder pytest was started in, then in the rootdir)", env="MODELVAL_MODELS_FILE"),
-    Setting("report_dir", "path", "write JSON/CSV/Markdown reports, decision CSVs and plots there"),
-    Setting("allow_modified_stimuli", "flag", "evaluate a stimulus folder that differs from the published 1280 "
-            "(a subset, for quick runs); the reports say so"),
-    Setting("allow_missing_data", "flag", "skip (instead of fail) modelval cases whose stimuli or bundled model "
-            "cannot be had (ignored when MODELVAL_STRICT_DATA=1)"),
-    Setting("strict_weights", "flag", "fail (instead of skip) cases whose downloaded weights are missing "
-            "(the nightly GPU job)", env="MODELVAL_STRICT_WEIGHTS"),
-    Setting("executor", "text", "serial (default), ray or submitit: evaluate the models file's models as Ray "
-            "tasks or SLURM jobs (a job array), one per model, before the cases are judged", env="MODELVAL_EXECUTOR",
-            choices=("serial", "ray", "submitit")),
-    Setting("submitit_folder", "path", "--modelval-executor submitit: the jobs' scripts and logs (default: "
-            "./submitit-jobs; on a cluster, a shared folder)", env="MODELVAL_SUBMITIT_FOLDER"),
-    Setting("submitit_cluster", "text", "--modelval-executor submitit: auto (default), slurm, local or debug",
-            env="MODELVAL_SUBMITIT_CLUSTER", choices=("auto", "slurm", "local", "debug")),
-    Setting("slurm", "text", "--modelval-executor submitit: SLURM/submitit parameters, comma-separated KEY=VALUE "
-            "(e.g. partition=gpu,array_parallelism=8,timeout_min=120)", env="MODELVAL_SLURM"),
-    Setting("ray_address", "text", "an existing Ray cluster for --modelval-executor ray (default: a local one)",
-            env="RAY_ADDRESS"),
-)  # fmt: skip
-BY_NAME = {setting.name: setting for setting in SETTINGS}
-
-#: Set to 1 (CI does) and no missing-data skip is allowed, whatever the options say.
-STRICT_DATA_ENV = "MODELVAL_STRICT_DATA"
+#: The plugin's settings, in the order ``--help`` lists them.
+SETTINGS: tuple[Setting, ...] = tuple(s for s in ALL_SETTINGS.values() if s.plugin)
+BY_NAME = {s.name: s for s in SETTINGS}
 
 
 def add_options(parser: pytest.Parser) -> None:
     """Register every setting as ``--modelval-*`` and as an ini key ``modelval_*``."""
     group = parser.getgroup("modelval", "modelval: shape-bias validation of image classifiers")
-    for setting in SETTINGS:
-        env = f" (env {setting.env})" if setting.env else ""
-        if setting.kind == "flag":
-            group.addoption(setting.option, dest=setting.dest, action="store_true", default=None,
-                            help=setting.help + env)  # fmt: skip
-            parser.addini(setting.ini, setting.help, type="bool", default=False)
+    for declared in SETTINGS:
+        text = declared.describe()
+        if declared.is_flag:
+            group.addoption(declared.plugin_option, dest=declared.ini, action="store_true", default=None, help=text)
+            parser.addini(declared.ini, declared.help, type="bool", default=False)
         else:
-            metavar = "DIR" if setting.kind == "path" and "file" not in setting.name else None
-            group.addoption(setting.option, dest=setting.dest, default=None, metavar=metavar or setting.name.upper(),
-                            choices=setting.choices, help=setting.help + env)  # fmt: skip
-            parser.addini(setting.ini, setting.help, default=None)
-
-
-def _flag(text: str) -> bool:
-    return text.strip().lower() in ("1", "true", "yes", "on")
+            metavar = declared.metavar or declared.name.upper()
+            group.addoption(declared.plugin_option, dest=declared.ini, default=None, metavar=metavar,
+                            choices=declared.choices, help=text)  # fmt: skip
+            parser.addini(declared.ini, declared.help, default=None)
 
 
 def setting(config: pytest.Config, name: str) -> Any:
-    """The value of a setting: command line, then environment, then ini, else ``None`` (``False`` for flags).
+    """The value of a setting: the option, then the variable, then the ini key, then the default.
 
-    Paths come back as absolute :class:`~pathlib.Path` objects.
+    Paths come back as absolute :class:`~pathlib.Path` objects; a bad value is a ``pytest.UsageError`` naming
+    where it was given.
     """
-    spec = BY_NAME[name]
-    given = config.getoption(spec.dest)
-    base = config.invocation_params.dir
-    if given is None and spec.env and os.environ.get(spec.env):
-        given = _flag(os.environ[spec.env]) if spec.kind == "flag" else os.environ[spec.env]
+    declared = BY_NAME[name]
+    base = Path(config.invocation_params.dir)
+    try:
+        given = config.getoption(declared.ini)
+        if given is not None and not declared.is_flag:
+            given = declared.read(str(given), declared.plugin_option)
+        if given is None:
+            given = declared.from_env()
+        if given is None:
+            ini = config.getini(declared.ini)
+            if declared.is_flag:
+                given = bool(ini) or None
+            elif ini not in (None, "", []):
+                given = declared.read(str(ini), f"{declared.ini} (ini)")
+                base = config.inipath.parent if config.inipath is not None else config.rootpath
+    except DataError as error:
+        raise pytest.UsageError(str(error)) from None
     if given is None:
-        ini = config.getini(spec.ini)
-        if spec.kind == "flag":
-            return bool(ini)
-        if ini in (None, "", []):
-            return None
-        given = str(ini)
-        base = config.inipath.parent if config.inipath is not None else config.rootpath
-    if spec.kind == "flag":
-        return bool(given)
-    if spec.kind == "path":
-        return (Path(base) / Path(str(given)).expanduser()).resolve()
-    return str(given)
+        return declared.default
+    if declared.parse is path:
+        return (base / Path(given)).resolve()
+    return given
 
 
 def check_settings(config: pytest.Config) -> None:
@@ -132,25 +79,20 @@ def check_settings(config: pytest.Config) -> None:
     ``--modelval-report-dir`` that names a file, or a name too long for the file system, failed only after
     every test had passed, with 84 lines of traceback.
     """
-    from modelval.runtime import device_problem
-
-    device = setting(config, "device")
-    if device is not None:
-        problem = device_problem(device)
-        if problem is not None:
-            raise pytest.UsageError(f"{BY_NAME['device'].option} (or $MODELVAL_DEVICE): {problem}")
-    address = setting(config, "ray_address")
+    for name in BY_NAME:
+        setting(config, name)  # each value read and checked (the device by the command line's own check)
+    address = setting(config, "ray_address") or os.environ.get("RAY_ADDRESS")
     if address is not None and setting(config, "executor") == "ray":  # $RAY_ADDRESS may serve other tools
         from modelval.runner.executors import ray_address_problem
 
         problem = ray_address_problem(address)
         if problem is not None:
-            raise pytest.UsageError(f"{BY_NAME['ray_address'].option} (or $RAY_ADDRESS): {problem}")
+            raise pytest.UsageError(f"{BY_NAME['ray_address'].plugin_option} (or $RAY_ADDRESS): {problem}")
     report_dir = setting(config, "report_dir")
     if report_dir is not None:
         problem = _folder_problem(Path(report_dir))
         if problem is not None:
-            raise pytest.UsageError(f"{BY_NAME['report_dir'].option} {report_dir}: {problem}")
+            raise pytest.UsageError(f"{BY_NAME['report_dir'].plugin_option} {report_dir}: {problem}")
     moved = rootdir_moved_by_a_value(config)
     if moved is not None:
         raise pytest.UsageError(moved)
@@ -160,7 +102,7 @@ def _space_form_values(config: pytest.Config) -> list[tuple[str, str]]:
     """``(option, value)`` for each ``--modelval-x VALUE`` written with a space (``PYTEST_ADDOPTS`` included)."""
     import shlex
 
-    options = {setting.option for setting in SETTINGS if setting.kind != "flag"}
+    options = {declared.plugin_option for declared in SETTINGS if not declared.is_flag}
     args = shlex.split(os.environ.get("PYTEST_ADDOPTS", "")) + [str(arg) for arg in config.invocation_params.args]
     return [(arg, args[i + 1]) for i, arg in enumerate(args[:-1]) if arg in options]
 
@@ -234,7 +176,7 @@ def _folder_problem(folder: Path) -> str | None:
 
 #: The command line's words for a data setting, and the plugin's (a message from below the door names the former).
 _PLUGIN_WORDS = tuple(
-    (f"--{name}", f"--modelval-{name}") for name in ("data-home", "data-root", "reference-dir", "checkpoint-dir")
+    (f"--{name}", f"--modelval-{name}") for name in ("data-home", "data-root", "reference-dir")
 )
 
 
@@ -249,7 +191,9 @@ def in_plugin_words(message: str) -> str:
 
 
 def allow_missing_data(config: pytest.Config) -> bool:
-    return bool(setting(config, "allow_missing_data")) and not _flag(os.environ.get(STRICT_DATA_ENV, ""))
+    from modelval.settings import value
+
+    return bool(setting(config, "allow_missing_data")) and not value("strict_data")
 
 
 def missing_resource(config: pytest.Config, message: str, *, kind: Literal["data", "weights"] = "data") -> None:

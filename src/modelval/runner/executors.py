@@ -57,24 +57,29 @@ class SubmititSettings:
     parameters: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
-    def parse(
-        cls, folder: str | os.PathLike[str] | None, cluster: str | None, pairs: Sequence[str]
-    ) -> SubmititSettings:
-        """From ``--submitit-folder``, ``--submitit-cluster`` and ``--slurm KEY=VALUE`` items; bad ones: one line."""
-        if cluster is not None and cluster not in SUBMITIT_CLUSTERS:
+    def parse(cls, text: str | None) -> SubmititSettings:
+        """From ``--slurm`` (``--modelval-slurm``): comma-separated ``KEY=VALUE`` items, ``folder`` and ``cluster``
+        modelval's own, the rest submitit's or SLURM's; a bad item is one line.
+
+        Parameters
+        ----------
+        text
+            ``folder=/shared/jobs,cluster=slurm,partition=gpu,array_parallelism=8``; ``None``: the defaults.
+        """
+        parameters: dict[str, str] = {}
+        for item in (part.strip() for part in (text or "").split(",") if part.strip()):
+            key, equals, value = item.partition("=")
+            key = key.strip().removeprefix("slurm_")
+            if not equals or not re.fullmatch(r"[a-z][a-z0-9_]*", key) or not value.strip():
+                raise InputValidationError(
+                    f"--slurm {item!r}: write KEY=VALUE, e.g. partition=gpu, array_parallelism=8, timeout_min=120"
+                )
+            parameters[key] = value.strip()
+        folder, cluster = parameters.pop("folder", None), parameters.pop("cluster", "auto")
+        if cluster not in SUBMITIT_CLUSTERS:
             choices = ", ".join(SUBMITIT_CLUSTERS)
             raise InputValidationError(f"unknown submitit cluster {cluster!r}; choose one of: {choices}")
-        parameters: dict[str, str] = {}
-        for pair in pairs:
-            for item in (part.strip() for part in pair.split(",")):
-                key, equals, value = item.partition("=")
-                key = key.strip().removeprefix("slurm_")
-                if not equals or not re.fullmatch(r"[a-z][a-z0-9_]*", key) or not value.strip():
-                    raise InputValidationError(
-                        f"--slurm {item!r}: write KEY=VALUE, e.g. partition=gpu, array_parallelism=8, timeout_min=120"
-                    )
-                parameters[key] = value.strip()
-        return cls(Path(folder) if folder else cls.folder, cluster or "auto", parameters)
+        return cls(Path(folder) if folder else cls.folder, cluster, parameters)
 
     def executor_parameters(self, jobs: int) -> dict[str, Any]:
         """submitit's ``update_parameters`` keywords for ``jobs`` jobs (numbers as numbers)."""
@@ -94,9 +99,8 @@ def check_executor(name: str) -> str:
 
 
 #: Seconds to wait for a Ray cluster's address to answer before ``ray.init`` (whose own wait on a closed port or
-#: on a service that is not Ray's runs past minutes); ``$MODELVAL_RAY_CONNECT_TIMEOUT`` overrides it.
+#: on a service that is not Ray's runs past minutes).
 RAY_CONNECT_TIMEOUT = 10.0
-RAY_CONNECT_TIMEOUT_ENV = "MODELVAL_RAY_CONNECT_TIMEOUT"
 _RAY_ADDRESS = re.compile(
     r"^(?:(?P<scheme>ray)://)?(?P<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9][A-Za-z0-9._-]*):(?P<port>\d{1,5})$"
 )
@@ -127,15 +131,6 @@ def check_ray_address(address: str | None) -> str | None:
     return address
 
 
-def connect_timeout() -> float:
-    text = os.environ.get(RAY_CONNECT_TIMEOUT_ENV, "").strip()
-    try:
-        value = float(text) if text else RAY_CONNECT_TIMEOUT
-    except ValueError:
-        value = RAY_CONNECT_TIMEOUT
-    return value if value > 0 else RAY_CONNECT_TIMEOUT
-
-
 def reach_ray_cluster(address: str | None, timeout: float | None = None) -> None:
     """Within ``timeout`` seconds, check that ``HOST:PORT`` (or ``ray://HOST:PORT``) accepts a connection and
     answers as a gRPC server does; else a one-line :class:`DataError`. ``auto``, ``local`` and ``None`` are
@@ -143,7 +138,7 @@ def reach_ray_cluster(address: str | None, timeout: float | None = None) -> None
     check_ray_address(address)
     if address is None or address in ("auto", "local"):
         return
-    timeout = connect_timeout() if timeout is None else timeout
+    timeout = RAY_CONNECT_TIMEOUT if timeout is None else timeout
     match = _RAY_ADDRESS.match(address)
     assert match is not None
     host, port = match.group("host").strip("[]"), int(match.group("port"))

@@ -136,7 +136,7 @@ class ValidationRunner:
         spec: Any
         if user is None:
             spec = model
-            # The runner never downloads: weights are fetched explicitly (`modelval fetch`).
+            # The runner never downloads: weights are fetched explicitly (`modelval models fetch`).
             model_options = ModelOptions(device=str(self.device), checkpoint_dir=self.checkpoint_dir, offline=True)
         else:
             spec, model_options = user.spec, self._user_options(user, normalization)
@@ -169,7 +169,13 @@ class ValidationRunner:
             label_map = self.label_maps[user.id]
         overrides = user.overrides
         forced = normalization != "model"  # a forced normalization replaces the file's mean/std too
+        zero_shot = None
+        if user.zero_shot:
+            from modelval.models.zero_shot import ZeroShotSettings
+
+            zero_shot = ZeroShotSettings(**user.zero_shot)
         return ModelOptions(
+            zero_shot=zero_shot,
             checkpoint=user.checkpoint,
             checkpoint_key=user.checkpoint_key,
             strip_prefix=user.strip_prefix,

@@ -29,29 +29,26 @@ import difflib
 import math
 import os
 import re
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from modelval.errors import DataError
 from modelval.judgement.expected import ExpectedShapeBias, KeyedExpectation, check_field, parse_keyed
-from modelval.preprocessing import INTERPOLATIONS, MAX_INPUT_SIZE, PreprocessOverrides
+from modelval.preprocessing import PreprocessOverrides
+from modelval.settings import CONFIG_FILE, SETTINGS, checked, find_config_file, read_toml
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
-
-MODELS_FILE = "modelval.toml"
+MODELS_FILE = CONFIG_FILE
 #: A model id: a name, never a path (report files are named after it).
 MODEL_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 CASES: tuple[str, ...] = ("model", "wrong", "imagenet", "half")
-KEYS: tuple[str, ...] = (
-    "label", "spec", "checkpoint", "checkpoint_key", "strip_prefix", "label_map", "mean", "std", "interpolation",
-    "input_size", "expected", "tolerance", "source", "normalizations", "baseline", "trust_repo", "flip_budget",
-    "expectations",
+#: An entry's own keys (what it is and what it is held against); the model's settings come from the declarations
+#: of :mod:`modelval.settings` (those marked ``models_file``).
+ENTRY_KEYS: tuple[str, ...] = (
+    "label", "spec", "expected", "tolerance", "source", "normalizations", "baseline", "flip_budget", "expectations",
 )  # fmt: skip
+SETTING_KEYS: tuple[str, ...] = tuple(name for name, s in SETTINGS.items() if s.models_file)
+KEYS: tuple[str, ...] = (*ENTRY_KEYS, *SETTING_KEYS)
 
 
 @dataclass(frozen=True)
@@ -78,6 +75,8 @@ class UserModel:
     flip_budget: int | None = None
     #: ``expectations``: value, tolerance and flip budget keyed by device, compute capability and dtype.
     keyed: tuple[KeyedExpectation, ...] = ()
+    #: The zero-shot head's settings (``class_space``, ``templates``, ``logit_scale``) the entry gives.
+    zero_shot: dict[str, str] = field(default_factory=dict)
 
     @property
     def expectation(self) -> ExpectedShapeBias:
@@ -90,19 +89,14 @@ class UserModel:
 
 
 def find_models_file(start: Path | None = None) -> Path | None:
-    """``modelval.toml`` in ``start`` (default: the working directory), else a pyproject.toml with [tool.modelval]."""
-    folder = (start or Path.cwd()).resolve()
-    if (folder / MODELS_FILE).is_file():
-        return folder / MODELS_FILE
-    pyproject = folder / "pyproject.toml"
-    if pyproject.is_file():
-        try:
-            data = tomllib.loads(pyproject.read_text())
-        except (tomllib.TOMLDecodeError, OSError, UnicodeDecodeError):
-            return None
-        if "modelval" in data.get("tool", {}):
-            return pyproject
-    return None
+    """``modelval.toml`` in ``start`` (default: the working directory), else a pyproject.toml with [tool.modelval].
+
+    Parameters
+    ----------
+    start
+        The folder to look in.
+    """
+    return find_config_file(start)
 
 
 class ModelsFileEntryError(DataError):
@@ -114,7 +108,13 @@ class ModelsFileEntryError(DataError):
 
 
 def read_models_file(path: str | Path) -> list[UserModel]:
-    """Every model of a models file, checked; the errors name the file, the table and the key."""
+    """Every model of a models file, checked; the errors name the file, the table and the key.
+
+    Parameters
+    ----------
+    path
+        The models file (``modelval.toml``, or a ``pyproject.toml`` with ``[tool.modelval.models.<id>]``).
+    """
     entries = read_models_file_entries(path)
     for entry in entries:
         if isinstance(entry, ModelsFileEntryError):
@@ -127,21 +127,18 @@ def read_models_file_entries(path: str | Path) -> list[UserModel | ModelsFileEnt
 
     A file that cannot be read as a models file at all (missing, not TOML, no models) raises ``DataError``.
     The pytest plugin fails a broken table's cases and runs the others.
+
+    Parameters
+    ----------
+    path
+        The models file.
     """
     path = Path(path)
-    try:
-        data = tomllib.loads(path.read_text())
-    except FileNotFoundError:
-        raise DataError(f"models file not found: {path}") from None
-    except UnicodeDecodeError:
-        raise DataError(f"{path}: not a text (UTF-8) file; a models file is TOML") from None
-    except OSError as error:
-        raise DataError(f"{path}: cannot read the models file ({error.strerror or error})") from None
-    except tomllib.TOMLDecodeError as error:
-        raise DataError(f"{path}: invalid TOML: {error}") from None
+    if not path.is_file() and not path.exists():
+        raise DataError(f"models file not found: {path}")
+    root = read_toml(path)
     prefix = "tool.modelval." if path.name == "pyproject.toml" else ""
-    root = data.get("tool", {}).get("modelval", {}) if prefix else data
-    unknown_top = sorted(set(root) - {"models"})
+    unknown_top = sorted(set(root) - {"models", "settings"})
     if unknown_top:
         raise DataError(f"{path}: unknown table or key {prefix}{unknown_top[0]!r}; models go in [{prefix}models.<id>]")
     models = root.get("models", {})
@@ -156,12 +153,7 @@ def read_models_file_entries(path: str | Path) -> list[UserModel | ModelsFileEnt
     return entries
 
 
-def _user_model(path: Path, table_name: str, name: str, table: Any) -> UserModel:
-    where = f"{path} [{table_name}]"
-
-    def bad(key: str, why: str) -> DataError:
-        return DataError(f"{where}: {key} {why}")
-
+def _check_table(where: str, name: str, table: Any) -> None:
     if not isinstance(table, dict):
         raise DataError(f"{where}: expected a table of settings, got {type(table).__name__}")
     if not MODEL_ID.fullmatch(name):
@@ -172,113 +164,79 @@ def _user_model(path: Path, table_name: str, name: str, table: Any) -> UserModel
         if key not in KEYS:
             close = difflib.get_close_matches(key, KEYS, n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise bad(repr(key), f"is not a known key{hint}; the keys are {', '.join(KEYS)}")
+            raise DataError(f"{where}: {key!r} is not a known key{hint}; the keys are {', '.join(KEYS)}")
     spec = table.get("spec")
     if not isinstance(spec, str) or not spec.strip():
-        raise bad("'spec'", "is required: a registry name or a spec such as timm:<name> or file.py:build")
+        raise DataError(f"{where}: 'spec' is required: a registry name or a spec such as timm:<name> or file.py:build")
 
-    def text(key: str, default: str = "") -> str:
-        value = table.get(key, default)
-        if not isinstance(value, str):
-            raise bad(repr(key), f"must be a string, got {value!r}")
-        return value
 
-    def fraction(key: str) -> float | None:
-        value = table.get(key)
-        if value is None:
-            return None
-        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-            raise bad(repr(key), f"must be a number, got {value!r}")
-        if not 0 <= value <= 1:
-            raise bad(repr(key), f"is a fraction between 0 and 1 (e.g. 0.2139 for 21.39%), got {value!r}")
-        return float(value)
+def _inside(path: Path, where: str, key: str, given: Any) -> Path:
+    """A models file's path: relative to it and inside its folder (a committed file cannot point a run at files
+    elsewhere on the machine; a symlink placed there is the local user's choice)."""
+    if not isinstance(given, str) or not given:
+        raise DataError(f"{where}: {key!r} must be a non-empty string, got {given!r}")
+    inside = os.path.normpath(path.parent / given)
+    if Path(given).expanduser().is_absolute() or not Path(inside).is_relative_to(os.path.normpath(path.parent)):
+        raise DataError(
+            f"{where}: {key!r} {given!r} is outside the models file's folder; paths in a models file are relative to "
+            f"it and stay inside {path.parent.absolute()} (copy or link the file there)"
+        )
+    return Path(inside)
 
-    def channels(key: str) -> tuple[float, float, float] | None:
-        value = table.get(key)
-        if value is None:
-            return None
-        if (
-            not isinstance(value, list)
-            or len(value) != 3
-            or not all(isinstance(v, int | float) and not isinstance(v, bool) for v in value)
-        ):
-            raise bad(repr(key), f"must be three numbers, one per RGB channel, got {value!r}")
-        return (float(value[0]), float(value[1]), float(value[2]))
 
-    def file(key: str) -> Path | None:
-        value = table.get(key)
-        if value is None:
-            return None
-        given = text(key)
-        # A models file is shared and committed: its paths are relative to it and stay in its folder, so it
-        # cannot point a run at files elsewhere on the machine (a symlink placed there is the local user's choice).
-        inside = os.path.normpath(path.parent / given)
-        if Path(given).expanduser().is_absolute() or not Path(inside).is_relative_to(os.path.normpath(path.parent)):
-            raise bad(
-                repr(key),
-                f"{given!r} is outside the models file's folder; paths in a models file are relative to it and stay "
-                f"inside {path.parent.absolute()} (copy or link the file there)",
-            )
-        return Path(inside)
+def _fraction(table: dict[str, Any], key: str, where: str) -> float | None:
+    value = table.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise DataError(f"{where}: {key!r} must be a number, got {value!r}")
+    if not 0 <= value <= 1:
+        raise DataError(f"{where}: {key!r} is a fraction between 0 and 1 (e.g. 0.2139 for 21.39%), got {value!r}")
+    return float(value)
 
-    def optional_text(key: str) -> str | None:
-        value = table.get(key)
-        if value is None:
-            return None
-        if not isinstance(value, str) or not value:
-            raise bad(repr(key), f"must be a non-empty string, got {value!r}")
-        return value
 
-    expected, tolerance = fraction("expected"), fraction("tolerance")
+def _user_model(path: Path, table_name: str, name: str, table: Any) -> UserModel:
+    where = f"{path} [{table_name}]"
+    _check_table(where, name, table)
+    values: dict[str, Any] = {}
+    for key in SETTING_KEYS:  # the model's settings, checked by their one declaration
+        if table.get(key) is None:
+            continue
+        if SETTINGS[key].parse is not str and key in ("checkpoint", "label_map"):
+            values[key] = _inside(path, where, key, table[key])
+        else:
+            values[key] = checked(SETTINGS[key], table[key], f"{where}: {key!r}")
+    for key in ("label", "source"):
+        if not isinstance(table.get(key, ""), str):
+            raise DataError(f"{where}: {key!r} must be a string, got {table[key]!r}")
+    expected, tolerance = _fraction(table, "expected", where), _fraction(table, "tolerance", where)
     if expected is not None and tolerance is None:
-        raise bad("'tolerance'", "is required with 'expected' (a fraction, e.g. 0.015)")
+        raise DataError(f"{where}: 'tolerance' is required with 'expected' (a fraction, e.g. 0.015)")
     if tolerance is not None and tolerance <= 0:
-        raise bad("'tolerance'", f"must be positive, got {tolerance!r}")
-    interpolation = table.get("interpolation")
-    if interpolation is not None and interpolation not in INTERPOLATIONS:
-        raise bad("'interpolation'", f"must be one of {', '.join(INTERPOLATIONS)}, got {interpolation!r}")
-    input_size = table.get("input_size")
-    if input_size is not None and (
-        isinstance(input_size, bool) or not isinstance(input_size, int) or not 16 <= input_size <= MAX_INPUT_SIZE
-    ):
-        raise bad("'input_size'", f"must be a whole number of pixels from 16 to {MAX_INPUT_SIZE}, got {input_size!r}")
+        raise DataError(f"{where}: 'tolerance' must be positive, got {tolerance!r}")
     normalizations = table.get("normalizations", ["model", "wrong"])
     if not isinstance(normalizations, list) or not normalizations or any(n not in CASES for n in normalizations):
-        raise bad("'normalizations'", f"must be a non-empty list of {', '.join(CASES)}, got {normalizations!r}")
+        raise DataError(f"{where}: 'normalizations' must be a non-empty list of {', '.join(CASES)}, "
+                        f"got {normalizations!r}")  # fmt: skip
     flip_budget = table.get("flip_budget")
     if flip_budget is not None:
         flip_budget = check_field("flip_budget", flip_budget, where)
-    keyed = parse_keyed(table.get("expectations"), where)
-    trust_repo = table.get("trust_repo", False)
-    if not isinstance(trust_repo, bool):
-        raise bad("'trust_repo'", f"must be true or false, got {trust_repo!r}")
     try:
         overrides = PreprocessOverrides(
-            mean=channels("mean"),
-            std=channels("std"),
-            interpolation=interpolation,
-            input_size=input_size,
+            **{key: values.get(key) for key in ("mean", "std", "interpolation", "input_size")},
             origin=f"{path.name} [{table_name}]",
         )
     except ValueError as error:
         raise DataError(f"{where}: {error}") from None
+    baseline = table.get("baseline")
     return UserModel(
-        id=name,
-        spec=spec.strip(),
-        label=text("label", name),
-        base_dir=path.parent,
-        origin=where,
-        checkpoint=file("checkpoint"),
-        checkpoint_key=optional_text("checkpoint_key"),
-        strip_prefix=optional_text("strip_prefix"),
-        label_map=file("label_map"),
-        overrides=overrides,
-        expected=expected,
-        tolerance=tolerance,
-        source=text("source"),
+        id=name, spec=table["spec"].strip(), label=table.get("label", name), base_dir=path.parent, origin=where,
+        checkpoint=values.get("checkpoint"), checkpoint_key=values.get("checkpoint_key"),
+        strip_prefix=values.get("strip_prefix"), label_map=values.get("label_map"), overrides=overrides,
+        expected=expected, tolerance=tolerance, source=table.get("source", ""),
         normalizations=tuple(dict.fromkeys(normalizations)),
-        baseline=file("baseline"),
-        trust_repo=trust_repo,
-        flip_budget=flip_budget,
-        keyed=keyed,
-    )
+        baseline=None if baseline is None else _inside(path, where, "baseline", baseline),
+        trust_repo=bool(values.get("trust_repo", False)), flip_budget=flip_budget,
+        keyed=parse_keyed(table.get("expectations"), where),
+        zero_shot={k: str(values[k]) for k in ("class_space", "templates", "logit_scale") if k in values},
+    )  # fmt: skip
