@@ -100,7 +100,7 @@ def _no_user_caches(tmp_path_factory):
     from modelval.records.run_store import RUNS_DB_ENV
 
     runs = tmp_path_factory.getbasetemp() / "runs.sqlite"  # one store per session (shared by xdist workers)
-    settings = {NO_CACHE_ENV: "1", NO_OUTPUT_CACHE_ENV: "1", RUNS_DB_ENV: str(runs)}
+    settings = {NO_CACHE_ENV: "1", NO_OUTPUT_CACHE_ENV: "1", "MODELVAL_NO_CACHE": "1", RUNS_DB_ENV: str(runs)}
     previous = {name: os.environ.get(name) for name in settings}
     os.environ.update(settings)
     yield

@@ -140,7 +140,7 @@ def caches_on() -> Iterator[None]:
     from modelval.datasets.cache import NO_CACHE_ENV
     from modelval.records.output_cache import NO_OUTPUT_CACHE_ENV
 
-    saved = {name: os.environ.pop(name, None) for name in (NO_CACHE_ENV, NO_OUTPUT_CACHE_ENV)}
+    saved = {name: os.environ.pop(name, None) for name in (NO_CACHE_ENV, NO_OUTPUT_CACHE_ENV, "MODELVAL_NO_CACHE")}
     try:
         yield
     finally:

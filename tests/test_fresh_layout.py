@@ -60,7 +60,7 @@ def test_the_checkout_finds_its_data_home_beside_it_without_variables(tmp_path):
 
 
 def test_a_checkout_without_shared_reads_the_per_user_cache_and_leaves_it_as_it_was(tmp_path):
-    """The other fresh case: `make stimuli` (or `modelval download-data`) put the data in the per-user cache."""
+    """The other fresh case: `make stimuli` (or `modelval data download`) put the data in the per-user cache."""
     checkout = tmp_path / "clone"
     checkout.mkdir()
     for name in ("conftest.py", "pyproject.toml", "src"):

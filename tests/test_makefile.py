@@ -45,9 +45,9 @@ def test_this_python_passes():
     assert make("check-python", "PYTHON=python3").returncode == 0
 
 
-@pytest.mark.parametrize(("data_root", "fetches"), [(None, True), ("/somewhere/cue-conflict", False)])
-def test_make_test_fetches_the_stimuli_only_when_none_are_configured(tmp_path, data_root, fetches):
-    """A fresh checkout without ../shared and without MODELVAL_DATA_ROOT runs `modelval download-data`."""
+@pytest.mark.parametrize(("data_home", "fetches"), [(None, True), ("somewhere", False)])
+def test_make_test_fetches_the_stimuli_only_when_none_are_configured(tmp_path, data_home, fetches):
+    """A fresh checkout without ../shared and without a data home runs `modelval data download`."""
     project = tmp_path / "project"
     (project / ".venv" / "bin").mkdir(parents=True)
     shutil.copy(ROOT / "Makefile", project / "Makefile")
@@ -55,9 +55,10 @@ def test_make_test_fetches_the_stimuli_only_when_none_are_configured(tmp_path, d
     (project / ".venv" / ".installed").write_text("")
     calls = tmp_path / "calls"
     script(project / ".venv" / "bin" / "modelval", f'echo "$@" >> {calls}\n')
-    env = {k: v for k, v in os.environ.items() if k not in ("MODELVAL_DATA_ROOT", "MODELVAL_DATA_HOME")}
-    if data_root:
-        env["MODELVAL_DATA_ROOT"] = data_root
+    env = {k: v for k, v in os.environ.items() if k != "MODELVAL_DATA_HOME"}
+    if data_home:
+        (tmp_path / data_home / "cue-conflict").mkdir(parents=True)
+        env["MODELVAL_DATA_HOME"] = str(tmp_path / data_home)
     result = make("-o", ".venv/.installed", "-o", "pyproject.toml", "stimuli", cwd=project, env=env)
     assert result.returncode == 0, result.stderr
     assert calls.exists() is fetches
@@ -71,7 +72,7 @@ def test_offline_fetch_failure_does_not_stop_make_test(tmp_path):
     shutil.copy(ROOT / "Makefile", project / "Makefile")
     (project / ".venv" / ".installed").write_text("")
     script(project / ".venv" / "bin" / "modelval", 'echo "modelval: error: download failed" >&2; exit 2\n')
-    env = {k: v for k, v in os.environ.items() if k not in ("MODELVAL_DATA_ROOT", "MODELVAL_DATA_HOME")}
+    env = {k: v for k, v in os.environ.items() if k != "MODELVAL_DATA_HOME"}
     result = make("-o", ".venv/.installed", "stimuli", cwd=project, env=env)
     assert result.returncode == 0
     assert "download failed" in result.stderr and "will skip" in result.stderr
@@ -125,4 +126,4 @@ def test_make_evaluate_uses_the_data_home_beside_the_checkout(tmp_path, beside):
     assert calls.read_text().startswith("home=/mine ")  # the user's own data home wins
     (project / "pyproject.toml").write_text("")
     result = make("-o", ".venv/.installed", "-o", "pyproject.toml", "stimuli", cwd=project, env=env)
-    assert ("download-data" in calls.read_text()) is not beside  # ../shared holds the stimuli: nothing fetched
+    assert ("data download" in calls.read_text()) is not beside  # ../shared holds the stimuli: nothing fetched

@@ -35,7 +35,7 @@ def test_missing_stimuli_fail_or_skip_when_allowed(tmp_path, allow_missing):
     ]
     result = run_pytest(*args, *(["--modelval-allow-missing-data"] if allow_missing else []))
     output = result.stdout + result.stderr
-    assert "cue-conflict folder not found" in output and "modelval download-data" in output
+    assert "cue-conflict folder not found" in output and "modelval data download" in output
     assert "Traceback" not in output
     if allow_missing:
         assert result.returncode == 0 and "1 skipped" in output
@@ -63,7 +63,7 @@ def test_missing_weights_skip_or_fail(tmp_path, strict):
     args = [case, f"--modelval-checkpoint-dir={tmp_path}"]
     result = run_pytest(*args, *(["--modelval-strict-weights"] if strict else []))
     output = result.stdout + result.stderr
-    assert "resnet50_train_60_epochs-c8e5653e.pth.tar" in output and "modelval fetch resnet50_sin" in output
+    assert "resnet50_train_60_epochs-c8e5653e.pth.tar" in output and "modelval models fetch resnet50_sin" in output
     if strict:
         assert result.returncode == 1 and "[strict weights]" in output
     else:

@@ -36,7 +36,7 @@ def test_nightly_is_scheduled_on_a_gpu_runner_with_strict_weights():
     (job,) = workflow["jobs"].values()
     assert {"self-hosted", "gpu"} <= set(job["runs-on"])
     commands = run_lines(job)
-    assert "modelval fetch --all" in commands
+    assert "modelval models fetch --all" in commands
     assert "-m modelval_weights" in commands and "--modelval-device cuda" in commands
     assert "--modelval-report-dir" in commands
     assert job["env"]["MODELVAL_STRICT_WEIGHTS"] == "1"

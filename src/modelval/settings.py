@@ -244,14 +244,15 @@ SETTINGS: dict[str, Setting] = {
            "differs", default=False, parse=boolean, group=_DATA),
         _s("mirror", "a base URL serving modelval's downloads (stimulus archives, human data, weights) under their "
            "file names", env="MODELVAL_MIRROR", flag=None, group=_DATA, metavar="URL"),
-        _s("offline", "never download: fail with the command that fetches what is missing", default=False,
-           parse=boolean, env="MODELVAL_OFFLINE", group=_DATA),
+        # Unset (None), HuggingFace's own HF_HUB_OFFLINE=1 makes a run offline too.
+        _s("offline", "never download: fail with the command that fetches what is missing", parse=boolean,
+           env="MODELVAL_OFFLINE", group=_DATA),
         # --- how a model is loaded
         _s("checkpoint", "a state dict to load into the model (weights_only, strict)", parse=path, metavar="FILE",
            group=_MODEL, models_file=True, config=False),
         _s("checkpoint_key", "the checkpoint's state dict under this key, e.g. state_dict_ema (default: the file "
-           "itself, else 'state_dict' or 'model')", flag=None, group=_MODEL, models_file=True, config=False),
-        _s("strip_prefix", "remove this prefix from the checkpoint's keys (Lightning: model.)", flag=None,
+           "itself, else 'state_dict' or 'model')", metavar="KEY", group=_MODEL, models_file=True, config=False),
+        _s("strip_prefix", "remove this prefix from the checkpoint's keys (Lightning: model.)", metavar="PREFIX",
            group=_MODEL, models_file=True, config=False),
         _s("label_map", "JSON: each of the 16 categories -> output indices (heads that are not ImageNet-1k)",
            parse=path, metavar="FILE", group=_MODEL, models_file=True, config=False),

@@ -264,7 +264,7 @@ def test_images_where_the_model_chose_texture_but_humans_shape(modelval_referenc
 
 
 def test_missing_human_files_say_how_to_get_them(tmp_path):
-    with pytest.raises(DataError, match="download-data --humans"):
+    with pytest.raises(DataError, match="data download --humans"):
         load_human_panel(tmp_path, "edges")
 
 

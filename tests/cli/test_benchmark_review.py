@@ -86,15 +86,15 @@ def test_model_vs_human_edge_and_silhouette_files_benchmark_as_published(modelva
 
 
 def test_human_figures_takes_the_per_file_dataset_and_names_only_what_it_has(modelval_reference_dir, tmp_path, capsys):
-    """``human-figures`` reads ``LABEL:DATASET=FILE`` as benchmark does; its error names that form, not a
-    ``--dataset`` it does not have."""
+    """``humans`` with several observers (their figures) reads ``LABEL:DATASET=FILE`` as benchmark does; its error
+    names that form, not a ``--dataset`` that one experiment per observer cannot use."""
     edge = _rewrite(modelval_reference_dir / VGG_EDGES, tmp_path / "vgg-renamed.csv", bare=True)
-    common = ["humans", "--bootstrap", "0"]
+    common = ["humans", "--bootstrap", "0", "--decisions", f"resnet={modelval_reference_dir / RESNET}"]
     assert main([*common, "--decisions", f"vgg={edge}", "--report-dir", str(tmp_path / "a")]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "--decisions LABEL:DATASET=FILE" in err and "--dataset NAME" not in err
     assert main([*common, "--dataset", "edges", "--decisions", f"vgg={edge}", "--report-dir", str(tmp_path)]) == 2
-    assert "unrecognized arguments: --dataset" in capsys.readouterr().err
+    assert "several observers each name their experiment: --decisions LABEL:DATASET=FILE" in capsys.readouterr().err
     assert main([*common, "--decisions", f"vgg:edge={edge}", "--report-dir", str(tmp_path / "b")]) == 0
     capsys.readouterr()
     figures = json.loads((tmp_path / "b" / "figures.json").read_text())

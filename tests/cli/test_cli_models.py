@@ -37,7 +37,7 @@ def test_fetch_downloads_a_verified_file(capsys, isolated_caches, temporary_entr
     served = save_with_hash_name({"state_dict": {"w": torch.ones(2)}}, tmp_path / "served", "tiny", ".pth.tar")
     with serve(served.parent) as server:
         entry = temporary_entry(resnet50_entry("fetch_test", "x", f"{server.url}/{served.name}", "state_dict", "test"))
-        code, out, _ = run(capsys, "fetch", entry.name)
+        code, out, _ = run(capsys, "models", "fetch", entry.name)
     assert code == 0 and f"ok      {entry.name}" in out
     assert (isolated_caches["checkpoints"] / served.name).read_bytes() == served.read_bytes()
 
@@ -50,11 +50,12 @@ def test_fetch_failure_is_one_clear_message_without_traceback(capsys, isolated_c
     other = tmp_path / "elsewhere"
     with serve(served) as server:
         monkeypatch.setenv("MODELVAL_WEIGHTS_MIRROR", server.url)
-        code, _, err = run(capsys, "fetch", "resnet50_sin", "--checkpoint-dir", str(other))
+        monkeypatch.setenv("MODELVAL_CHECKPOINT_DIR", str(other))
+        code, _, err = run(capsys, "models", "fetch", "resnet50_sin")
     assert code == 2
     assert "Traceback" not in err
     assert "resnet50_sin" in err and str(other / name) in err and f"{server.url}/{name}" in err
-    assert f"modelval fetch resnet50_sin --checkpoint-dir {other}" in err
+    assert f"MODELVAL_CHECKPOINT_DIR={other} modelval models fetch resnet50_sin" in err
     assert not (other / name).exists()
 
 
@@ -64,20 +65,23 @@ def test_fetch_needs_a_name(capsys):
 
 
 def test_shape_bias_offline_without_weights_names_the_fetch_command(
-    capsys, isolated_caches, tmp_path, modelval_data_root
+    capsys, isolated_caches, tmp_path, modelval_data_root, monkeypatch
 ):
     cache = tmp_path / "my-cache"
-    args = ["--offline", "--checkpoint-dir", str(cache), "--data-root", str(modelval_data_root)]
+    monkeypatch.setenv("MODELVAL_OFFLINE", "1")
+    monkeypatch.setenv("MODELVAL_CHECKPOINT_DIR", str(cache))
+    args = ["--data-root", str(modelval_data_root)]
     code, out, err = run(capsys, "shape-bias", "--model", "resnet50_in", *args)
     assert code == 2 and out == ""
     assert "Traceback" not in err
     assert "'resnet50_in'" in err and str(cache / "resnet50-0676ba61.pth") in err
     assert "https://download.pytorch.org/models/resnet50-0676ba61.pth" in err
-    assert f"modelval fetch resnet50_in --checkpoint-dir {cache}" in err
+    assert f"MODELVAL_CHECKPOINT_DIR={cache} modelval models fetch resnet50_in" in err
 
 
 @pytest.mark.slow
-def test_audit_json_and_measure_without_weights(capsys, isolated_caches, modelval_data_root):
+def test_audit_json_and_measure_without_weights(capsys, isolated_caches, modelval_data_root, monkeypatch):
+    monkeypatch.setenv("MODELVAL_OFFLINE", "1")
     code, out, _ = run(
         capsys,
         "models", "audit",
@@ -89,7 +93,6 @@ def test_audit_json_and_measure_without_weights(capsys, isolated_caches, modelva
         str(modelval_data_root),
         "--json",
         "--measure",
-        "--offline",
     )
     assert code == 0
     (report,) = json.loads(out)
@@ -98,7 +101,7 @@ def test_audit_json_and_measure_without_weights(capsys, isolated_caches, modelva
     assert sources["deit_small_hf"]["mean"] == [0.5, 0.5, 0.5] and sources["deit_small_hf"]["flags"]
     assert report["measurements"] == []
     assert len(report["measurement_notes"]) == 3
-    assert all("not measured" in n and "modelval fetch deit_small_" in n for n in report["measurement_notes"])
+    assert all("not measured" in n and "modelval models fetch deit_small_" in n for n in report["measurement_notes"])
 
 
 @pytest.mark.slow

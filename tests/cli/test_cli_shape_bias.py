@@ -49,18 +49,19 @@ def test_unknown_model_suggests_close_names(capsys):
 
 def test_model_or_decisions_is_required(capsys):
     assert main(["shape-bias"]) == 2
-    assert "--model or --decisions" in capsys.readouterr().err
+    assert "one of --model, --decisions, --vlm or --outputs is required" in capsys.readouterr().err
 
 
-def test_an_in_process_command_leaves_torchs_thread_count_alone(capsys, tmp_path):
-    # `--threads` sets torch's process-wide count; main() restores it, so a test or a notebook that
-    # runs a command in-process keeps its own setting (a leaked 1 made later evaluations 2x slower).
+def test_an_in_process_command_leaves_torchs_thread_count_alone(capsys, tmp_path, monkeypatch):
+    # The threads setting (MODELVAL_THREADS) sets torch's process-wide count; main() restores it, so a test or a
+    # notebook that runs a command in-process keeps its own setting (a leaked 1 made later evaluations 2x slower).
     import torch
 
+    monkeypatch.setenv("MODELVAL_THREADS", "1")
     before = torch.get_num_threads()
     try:
         torch.set_num_threads(2)
-        main(["shape-bias", "--model", "efficientnet_lite0", "--threads", "1", "--data-root", str(tmp_path / "none")])
+        main(["shape-bias", "--model", "efficientnet_lite0", "--data-root", str(tmp_path / "none")])
         assert torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(before)

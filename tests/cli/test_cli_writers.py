@@ -141,8 +141,9 @@ WRITERS: dict[str, Callable[[dict[str, Path]], tuple[list[str], Path]]] = {
         ["humans", "--decisions", str(w["edges"]), "--bootstrap", "0", "--report-dir", str(w["out"])],
         w["out"] / "error-consistency-edges.png",
     ),
-    "human-figures --report-dir": lambda w: (
-        ["humans", "--decisions", str(w["edges"]), "--bootstrap", "0", "--report-dir", str(w["out"])],
+    "humans (several) --report-dir": lambda w: (
+        ["humans", "--decisions", f"a={w['edges']}", "--decisions", f"b={w['edges']}", "--bootstrap", "0",
+         "--report-dir", str(w["out"])],
         w["out"] / "accuracy-by-dataset.png",
     ),
     "baseline save --out": lambda w: (
@@ -228,7 +229,7 @@ REPORT_DIR_COMMANDS = {
     "shape-bias": lambda w: ["shape-bias", "--decisions", str(w["resnet"])],
     "compare": lambda w: ["compare", str(w["resnet"]), str(w["resnet"])],
     "humans": lambda w: ["humans", "--decisions", str(w["resnet"])],
-    "human-figures": lambda w: ["humans", "--decisions", str(w["resnet"])],
+    "humans (several)": lambda w: ["humans", "--decisions", f"a={w['resnet']}", "--decisions", f"b={w['resnet']}"],
     "calibration": lambda w: ["calibration", str(w["root"] / "logits.npz")],
     "reliability": lambda w: ["reliability", str(w["root"] / "preds.jsonl")],
     "validate": lambda w: ["validate", "--models-file", str(w["root"] / "modelval.toml")],

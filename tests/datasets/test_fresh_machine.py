@@ -38,9 +38,9 @@ def new_user(home: Path, **extra: str) -> dict[str, str]:
     return env
 
 
-def modelval(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+def modelval(*args: str, env: dict[str, str], cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "modelval", *args], env=env, capture_output=True, text=True, timeout=1200
+        [sys.executable, "-m", "modelval", *args], env=env, capture_output=True, text=True, timeout=1200, cwd=cwd
     )
 
 
@@ -95,9 +95,10 @@ def test_offline_run_fails_in_one_line_without_a_request(tmp_path, local_server,
     assert local_server.requests == {}
 
 
-def test_offline_flag_fails_in_one_line(tmp_path, local_server):
+def test_offline_in_the_config_file_fails_in_one_line(tmp_path, local_server):
     env = new_user(tmp_path / "home", MODELVAL_DATA_MIRROR=local_server.url)
-    result = modelval("shape-bias", "--model", "efficientnet_lite0", "--offline", env=env)
+    (tmp_path / "modelval.toml").write_text("[settings]\noffline = true\n")
+    result = modelval("shape-bias", "--model", "efficientnet_lite0", env=env, cwd=tmp_path)
     assert result.returncode == 2 and "offline" in result.stderr and local_server.requests == {}
 
 

@@ -93,7 +93,7 @@ def test_an_edited_image_is_caught_against_the_first_fetch(mirror, colour_archiv
 def test_never_fetched_behind_the_users_back(mirror, colour_archive):
     mirror.add("/colour.tar.gz", colour_archive.read_bytes())
     with pytest.raises(
-        DataError, match=r"never fetched behind your back: run `modelval download-data --dataset colour`"
+        DataError, match=r"never fetched behind your back: run `modelval data download --dataset colour`"
     ):
         ensure_stimuli(dataset="colour")
     assert mirror.requests == {}
@@ -228,5 +228,5 @@ def test_missing_human_data_names_where_it_looked_and_how_to_fetch(mirror, monke
         DataError, match=r"human raw data of uniform-noise not found .*download-data --humans --dataset uniform-noise"
     ):
         human_data_dir("uniform-noise")
-    with pytest.raises(DataError, match=r"not found \(looked in .*\): run `modelval download-data --humans`, or"):
+    with pytest.raises(DataError, match=r"not found \(looked in .*\): run `modelval data download --humans`, or"):
         human_data_dir("edges", tmp_path)

@@ -77,7 +77,7 @@ def _small_tree(modelval_data_root, tmp_path, count=3):
 
 
 def test_missing_folder_says_how_to_get_the_data(tmp_path):
-    with pytest.raises(DataError, match=r"not found.*MODELVAL_DATA_HOME=DIR.*--data-home DIR.*download-data"):
+    with pytest.raises(DataError, match=r"not found.*MODELVAL_DATA_HOME=DIR.*data_home = .*modelval data download"):
         discover_stimuli(tmp_path / "nowhere")
 
 
@@ -141,10 +141,9 @@ def test_decoding_is_independent_of_workers(modelval_data_root):
 
 
 def test_data_root_resolution_order(tmp_path, monkeypatch):
-    monkeypatch.setenv("MODELVAL_DATA_ROOT", str(tmp_path / "env"))
+    monkeypatch.setenv("MODELVAL_DATA_HOME", str(tmp_path / "home"))
     assert resolve_data_root(tmp_path / "cli") == tmp_path / "cli"
-    assert resolve_data_root(None) == tmp_path / "env"
-    monkeypatch.delenv("MODELVAL_DATA_ROOT")
+    assert resolve_data_root(None) == tmp_path / "home" / "cue-conflict"
     for name in ("MODELVAL_DATA_HOME", "MODELVAL_CACHE_DIR"):  # the test session's (conftest.py)
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))

@@ -153,20 +153,24 @@ def test_thread_settings(monkeypatch):
         torch.set_num_threads(before)
 
 
-def test_cli_speed_flags_parse():
-    args = build_parser().parse_args(
-        [
-            "shape-bias",
-            "--model",
-            "efficientnet_lite0",
-            "--amp",
-            "bf16",
-            "--channels-last",
-            "--no-cache",
-            "--threads",
-            "1",
-        ]
+def test_cli_speed_settings_parse(tmp_path, monkeypatch):
+    """--amp and --no-cache are flags; the thread count and channels-last are a machine's settings (a variable, the
+    config file's [settings]), resolved by the one precedence when the command runs."""
+    from modelval.cli._options import evaluation_options, resolve_settings
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "modelval.toml").write_text("[settings]\nchannels_last = true\n")
+    monkeypatch.setenv("MODELVAL_THREADS", "1")
+    args = build_parser().parse_args(["shape-bias", "--model", "efficientnet_lite0", "--amp", "bf16", "--no-cache"])
+    resolve_settings(args)
+    assert (args.amp, args.channels_last, args.cache, args.threads) == ("bf16", True, False, "1")
+    options = evaluation_options(args)
+    assert (options.amp, options.channels_last, options.decode_cache, options.output_cache) == (
+        "bf16", True, False, False
     )
-    assert (args.amp, args.channels_last, args.no_cache, args.threads) == ("bf16", True, True, "1")
+    monkeypatch.delenv("MODELVAL_THREADS")
+    monkeypatch.delenv("MODELVAL_NO_CACHE", raising=False)  # the test session turns the caches off
+    (tmp_path / "modelval.toml").unlink()
     defaults = build_parser().parse_args(["shape-bias", "--model", "efficientnet_lite0"])
-    assert (defaults.amp, defaults.channels_last, defaults.no_cache, defaults.threads) == (None, False, False, "auto")
+    resolve_settings(defaults)
+    assert (defaults.amp, defaults.channels_last, defaults.cache, defaults.threads) == (None, False, True, "auto")

@@ -83,7 +83,7 @@ def test_wrong_hash_on_the_real_entry_is_refused_and_removed(isolated_caches, tm
     assert "'resnet50_sin'" in message
     assert str(isolated_caches["checkpoints"] / name) in message
     assert f"{server.url}/{name}" in message
-    assert "modelval fetch resnet50_sin --checkpoint-dir" in message
+    assert "modelval models fetch resnet50_sin --checkpoint-dir" in message
     assert "SHA-256" in message and "c8e5653e" in message
     assert files_in(isolated_caches["checkpoints"]) == []
 
@@ -103,7 +103,7 @@ def test_failed_downloads_leave_no_file_and_name_everything(
             load_model(entry.name, progress=False)
     message = str(caught.value)
     assert entry.name in message and served_file.name in message and url in message
-    assert f"modelval fetch {entry.name}" in message
+    assert f"modelval models fetch {entry.name}" in message
     assert re.search(reason, message)
     assert sum(server.requests.values()) == attempts  # first try + 3 retries
     assert files_in(isolated_caches["checkpoints"]) == []
@@ -143,7 +143,7 @@ def test_offline_environment_variable(isolated_caches, monkeypatch):
 
 @pytest.mark.parametrize("how", ["flag", "environment"])
 def test_fetch_offline_checks_the_cache_and_never_connects(how, geirhos, isolated_caches, temporary_entry, capsys):
-    """`modelval fetch --offline` was documented but unrecognised, and MODELVAL_OFFLINE=1 still downloaded."""
+    """`modelval models fetch --offline` was documented but unrecognised, and MODELVAL_OFFLINE=1 still downloaded."""
     from modelval.cli import main
 
     _, served_file = geirhos
@@ -181,7 +181,7 @@ def test_corrupt_cached_file_is_detected_before_load_and_fetch_repairs_it(
         with pytest.raises(ChecksumError) as caught:
             load_model(entry.name, offline=True, progress=False)
         assert "corrupt" in str(caught.value)
-        assert f"modelval fetch {entry.name} --checkpoint-dir {isolated_caches['checkpoints']}" in str(caught.value)
+        assert f"modelval models fetch {entry.name} --checkpoint-dir {isolated_caches['checkpoints']}" in str(caught.value)
         assert server.requests == {}
         fetch_weights(entry.name, progress=False)
     assert cached.read_bytes() == served_file.read_bytes()
@@ -335,7 +335,7 @@ def test_a_damaged_weights_file_in_the_hf_cache_says_how_to_refetch(tmp_path, mo
     assert main(["shape-bias", "--model", spec, "--offline", "--no-cache"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"cached weights of model '{spec}' are damaged: {path} {why}" in err
-    assert f"Re-fetch them with: modelval fetch {spec} --force" in err and "weights_only=False" not in err
+    assert f"Re-fetch them with: modelval models fetch {spec} --force" in err and "weights_only=False" not in err
 
 
 def test_pickled_objects_in_timms_cached_weights_never_suggest_running_them(tmp_path, monkeypatch, capsys):
@@ -347,4 +347,4 @@ def test_pickled_objects_in_timms_cached_weights_never_suggest_running_them(tmp_
     assert main(["shape-bias", "--model", "timm:resnet18.a1_in1k", "--offline", "--no-cache"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"{path}: refused to load, it holds objects other than tensors" in err
-    assert "modelval fetch timm:resnet18.a1_in1k --force" in err and "weights_only=False" not in err
+    assert "modelval models fetch timm:resnet18.a1_in1k --force" in err and "weights_only=False" not in err

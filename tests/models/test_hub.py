@@ -55,7 +55,7 @@ def test_missing_hub_code_and_checkpoint_are_both_named(isolated_caches):
     assert str(hub_dir) in status.message
     assert DEIT_RELEASE_URLS["tiny"] in status.message
     assert str(isolated_caches["checkpoints"] / "deit_tiny_patch16_224-a1311bcf.pth") in status.message
-    assert "modelval fetch deit_tiny_hub" in status.message
+    assert "modelval models fetch deit_tiny_hub" in status.message
 
     write_deit_hub(isolated_caches["torch"])
     status = weights_status("deit_tiny_hub")

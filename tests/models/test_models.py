@@ -83,7 +83,7 @@ def test_missing_weights_message_names_model_files_urls_and_command(name, isolat
     assert not status.available
     entry = get_entry(name)
     assert f"'{name}'" in status.message
-    assert f"modelval fetch {name}" in status.message
+    assert f"modelval models fetch {name}" in status.message
     assert entry.weights_url in status.message or entry.weights_url.rsplit("/", 1)[-1] in status.message
     if entry.weights_file:
         assert str(isolated_caches["checkpoints"] / entry.weights_file) in status.message

@@ -219,7 +219,7 @@ def test_hub_needs_explicit_trust(random_sources):
 
 
 def test_absent_timm_weights_name_the_cache_and_fetch_command(isolated_caches):
-    with pytest.raises(ModelvalError, match=r"timm/test_vit\.r160_in1k in the HF cache .*modelval fetch timm:"):
+    with pytest.raises(ModelvalError, match=r"timm/test_vit\.r160_in1k in the HF cache .*modelval models fetch timm:"):
         load_model("timm:test_vit.r160_in1k", offline=True)
 
 
@@ -303,7 +303,7 @@ def test_hf_spec_uses_the_shipped_processor_and_the_audit_flags_deit(isolated_ca
     assert "preprocessor_config.json" in loaded.config.preprocess_sources["mean"]
     (note,) = loaded.config.audit_notes
     assert "registry entry deit_tiny_hf evaluates these weights with mean=(0.485, 0.456, 0.406)" in note
-    assert "modelval audit-preprocessing --model deit_tiny_hf" in note
+    assert "modelval models audit --model deit_tiny_hf" in note
 
 
 @pytest.mark.parametrize(

@@ -120,9 +120,9 @@ def test_models_file_errors_name_the_table_and_key(tmp_path):
         '[models.a]\nlabel = "no spec"\n': r"\[models\.a\]: 'spec' is required",
         '[models.a]\nspec = "x"\nexpected = 21.4\ntolerance = 0.01\n': r"'expected' is a fraction between 0 and 1",
         '[models.a]\nspec = "x"\nexpected = 0.2\n': r"'tolerance' is required with 'expected'",
-        '[models.a]\nspec = "x"\nmean = [0.5, 0.5]\n': r"'mean' must be three numbers",
+        '[models.a]\nspec = "x"\nmean = [0.5, 0.5]\n': r"'mean': '0.5,0.5': expected three finite",
         '[models.a]\nspec = "x"\nnormalizations = ["sideways"]\n': r"'normalizations' must be a non-empty list",
-        '[models.a]\nspec = "x"\ninterpolation = "lanczos"\n': r"'interpolation' must be one of",
+        '[models.a]\nspec = "x"\ninterpolation = "lanczos"\n': r"'interpolation': 'lanczos' is not one of",
         '[model.a]\nspec = "x"\n': r"unknown table or key 'model'",
         "[models.a\n": r"invalid TOML",
     }
@@ -355,10 +355,13 @@ def test_xdist_work_units_group_a_models_cases_and_nothing_else():
 
 
 def test_the_settings_table_matches_the_options():
+    """The plugin's options are modelval's settings marked for it, each declared once (modelval.settings)."""
     from modelval.pytest_plugin.settings import SETTINGS
+    from modelval.settings import SETTINGS as DECLARED
 
+    assert {setting.name for setting in SETTINGS} == {name for name, s in DECLARED.items() if s.plugin}
     for setting in SETTINGS:
-        assert setting.option == "--modelval-" + setting.name.replace("_", "-")
+        assert setting.plugin_option == "--modelval-" + setting.name.replace("_", "-")
         assert setting.ini == "modelval_" + setting.name
 
 

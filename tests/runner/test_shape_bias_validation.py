@@ -5,7 +5,7 @@ or the committed baseline for the bundled model, or a recorded finding where not
 (DeiT). Wrong normalization: the change must be detected. On failure the message names what is
 implicated: calculation, preprocessing or model source.
 
-Weight-needing cases skip with the exact `modelval fetch` command (fail under --strict-weights).
+Weight-needing cases skip with the exact `modelval models fetch` command (fail under --strict-weights).
 Select families with --family resnet|deit|efficientnet|all.
 """
 

@@ -251,31 +251,3 @@ def add_deprecated_alias(parser: argparse.ArgumentParser, old: str, new: str, *,
     parser.add_argument(
         old, dest=dest, action=_DeprecatedAlias, new=new, help=argparse.SUPPRESS, default=argparse.SUPPRESS, **kwargs
     )
-
-
-#: ``--decisions`` in commands that take several observers: ``[LABEL[:DATASET]=]FILE``.
-DECISIONS_METAVAR = "[LABEL[:DATASET]=]FILE"
-
-
-def decision_spec(text: str) -> tuple[str, str | None, str]:
-    """``[LABEL[:DATASET]=]FILE`` -> ``(label, dataset or None, file)``; the dataset checked, the file must exist.
-
-    ``DATASET`` names the experiment of that one file (model-vs-human's ``edge``/``silhouette`` accepted),
-    for files whose image names cannot tell it (model-vs-human's bare edge and silhouette names).
-    """
-    from modelval.behaviour.experiments import experiment
-    from modelval.errors import DataError
-
-    head, _, file = text.rpartition("=")
-    label, dataset = head, None
-    if ":" in head:
-        label, _, name = head.rpartition(":")
-        try:
-            dataset = experiment(name.strip()).dataset
-        except DataError as error:
-            raise argparse.ArgumentTypeError(f"{text}: {error}") from None
-    if Path(file).is_dir():
-        raise argparse.ArgumentTypeError(f"{file} is a folder; pass the decision file (a CSV file) itself")
-    if not Path(file).is_file():
-        raise argparse.ArgumentTypeError(f"decision file not found: {file}")
-    return label, dataset, file

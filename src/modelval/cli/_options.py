@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from modelval.api.options import EvaluationOptions, ModelOptions
-from modelval.cli._args import DECISIONS_METAVAR, decision_spec
 from modelval.settings import SETTINGS, Setting, config_settings, find_config_file, value
 
 if TYPE_CHECKING:
@@ -37,13 +36,16 @@ GROUP_TITLES = {
 }
 
 #: How a spec is loaded (flags of the commands that evaluate one model); the zero-shot head's settings apart.
-LOADING = ("checkpoint", "label_map", "mean", "std", "interpolation", "input_size", "trust_repo")
+LOADING = (
+    "checkpoint", "checkpoint_key", "strip_prefix", "label_map", "mean", "std", "interpolation", "input_size",
+    "trust_repo",
+)  # fmt: skip
 ZERO_SHOT = ("class_space", "templates", "logit_scale")
 PROTOCOL = ("normalization", "resize", "aggregation")
-#: Where the stimuli are and how a model runs on them.
-RUNNING = ("device", "offline", "data_root", "allow_modified_stimuli", "batch_size", "cache")
-#: Settings of a model command without a flag here: a variable or the config file sets them.
-UNFLAGGED = ("threads", "workers", "progress", "channels_last", "checkpoint_dir", "data_home")
+#: Where the stimuli are and how a model runs on them, this run.
+RUNNING = ("device", "data_root", "allow_modified_stimuli", "batch_size", "cache")
+#: A machine's or a session's settings: a model command takes them from their variable or the config file.
+UNFLAGGED = ("threads", "workers", "progress", "channels_last", "checkpoint_dir", "data_home", "offline")
 STATISTICS = ("bootstrap", "seed", "resample")
 #: The flags of a command that evaluates one model (it takes :data:`UNFLAGGED` too, with ``quiet=``).
 ONE_MODEL = (*LOADING, *ZERO_SHOT, *PROTOCOL, *RUNNING)
@@ -189,6 +191,34 @@ def evaluation_options(args: argparse.Namespace, **protocol: Any) -> EvaluationO
 
 
 # --- a command's own arguments that several commands share -------------------------------------------------------
+
+#: ``--decisions`` in commands that take several observers: ``[LABEL[:DATASET]=]FILE``.
+DECISIONS_METAVAR = "[LABEL[:DATASET]=]FILE"
+
+
+def decision_spec(text: str) -> tuple[str, str | None, str]:
+    """``[LABEL[:DATASET]=]FILE`` -> ``(label, dataset or None, file)``; the dataset checked, the file must exist.
+
+    ``DATASET`` names the experiment of that one file (model-vs-human's ``edge``/``silhouette`` accepted),
+    for files whose image names cannot tell it (model-vs-human's bare edge and silhouette names).
+    """
+    from modelval.behaviour.experiments import experiment
+    from modelval.errors import DataError
+
+    head, _, file = text.rpartition("=")
+    label, dataset = head, None
+    if ":" in head:
+        label, _, name = head.rpartition(":")
+        try:
+            dataset = experiment(name.strip()).dataset
+        except DataError as error:
+            raise argparse.ArgumentTypeError(f"{text}: {error}") from None
+    if Path(file).is_dir():
+        raise argparse.ArgumentTypeError(f"{file} is a folder; pass the decision file (a CSV file) itself")
+    if not Path(file).is_file():
+        raise argparse.ArgumentTypeError(f"decision file not found: {file}")
+    return label, dataset, file
+
 
 
 def add_model_argument(parser: argparse.ArgumentParser, *, required: bool = False, many: bool = False) -> None:

@@ -33,7 +33,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     save = actions.add_parser("save", help="evaluate a model and store its per-image decisions")
     add_model_argument(save, required=True)
     save.add_argument("--out", type=output_file, required=True, metavar="FILE.json", help="the baseline file to write")
-    add_settings(save, *LOADING, *ZERO_SHOT, *PROTOCOL, *RUNNING, quiet=UNFLAGGED)
+    add_settings(save, *LOADING, *ZERO_SHOT, *PROTOCOL, *RUNNING, "amp", quiet=UNFLAGGED)
     save.set_defaults(handler=run_save)
 
     compare = actions.add_parser(
@@ -69,7 +69,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     add_json_option(compare, "the comparison")
     overriding = "override the baseline's: "
-    add_settings(compare, *LOADING, *PROTOCOL, *RUNNING, quiet=UNFLAGGED, help={
+    add_settings(compare, *LOADING, *PROTOCOL, *RUNNING, "amp", quiet=UNFLAGGED, help={
         name: overriding + SETTINGS[name].help for name in ("normalization", "resize", "aggregation")
     })  # fmt: skip
     compare.set_defaults(handler=run_compare)

@@ -122,6 +122,8 @@ def run_figures(args: argparse.Namespace) -> int:
         args._parser.error("several observers are drawn into a folder: give --report-dir")
     if args.out or args.json:
         args._parser.error("several observers' figures go to --report-dir; --out and --json take one observer")
+    if args.dataset:
+        args._parser.error("several observers each name their experiment: --decisions LABEL:DATASET=FILE")
     report = api.human_figures(
         args.report_dir,
         decisions=[(label, file, dataset) for label, dataset, file in args.decisions],

@@ -55,7 +55,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="also evaluate the model on all stimuli under each normalization (needs its weights)",
     )
     add_json_option(audit, "the audit")
-    add_settings(audit, "data_root", "batch_size", "device", "offline", quiet=("checkpoint_dir", "data_home"))
+    add_settings(audit, "data_root", "batch_size", "device", quiet=("checkpoint_dir", "data_home", "offline"))
     audit.set_defaults(handler=run_audit)
 
 

@@ -72,7 +72,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     observer.add_argument(
         "--rank", action="store_true", help="with --outputs: REFINED-BIAS's shape and texture mean reciprocal ranks"
     )
-    add_settings(parser, *ONE_MODEL, *STATISTICS, quiet=UNFLAGGED)
+    add_settings(parser, *ONE_MODEL, "amp", *STATISTICS, quiet=UNFLAGGED)
     results = parser.add_argument_group("results")
     results.add_argument(
         "--decisions-out", type=output_file, metavar="FILE", help="write per-image decisions (raw-data CSV format)"
