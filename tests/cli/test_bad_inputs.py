@@ -125,7 +125,7 @@ BAD_VALUES = [
     (["validate", "--executor", "ray", "--ray-address", "bogus"], "'bogus' is not a Ray address; use auto"),
     (["validate", "--executor", "ray", "--ray-address", "ray://head:99999"], "is not a Ray address"),
     # issue 31: more bad inputs tried as a new user would
-    (["models", "list", "--family", "vit"], "--family 'vit' is not one of the registry's: deit, efficientnet, resnet50"),
+    (["models", "list", "--family", "vit"], "--family 'vit' is not one of the registry's: deit, efficientnet, resnet"),
     (["models", "list", "--source", "hub"], "--source 'hub' is not one of the registry's"),
     (["data", "download", "--url", "notaurl", "--data-root", "nowhere"], "'notaurl' is not an http:// or https://"),
 ]

@@ -83,7 +83,7 @@ def test_wrong_hash_on_the_real_entry_is_refused_and_removed(isolated_caches, tm
     assert "'resnet50_sin'" in message
     assert str(isolated_caches["checkpoints"] / name) in message
     assert f"{server.url}/{name}" in message
-    assert "modelval models fetch resnet50_sin --checkpoint-dir" in message
+    assert "modelval models fetch resnet50_sin" in message and "MODELVAL_CHECKPOINT_DIR=" in message
     assert "SHA-256" in message and "c8e5653e" in message
     assert files_in(isolated_caches["checkpoints"]) == []
 
@@ -181,7 +181,8 @@ def test_corrupt_cached_file_is_detected_before_load_and_fetch_repairs_it(
         with pytest.raises(ChecksumError) as caught:
             load_model(entry.name, offline=True, progress=False)
         assert "corrupt" in str(caught.value)
-        assert f"modelval models fetch {entry.name} --checkpoint-dir {isolated_caches['checkpoints']}" in str(caught.value)
+        fetch = f"MODELVAL_CHECKPOINT_DIR={isolated_caches['checkpoints']} modelval models fetch {entry.name}"
+        assert fetch in str(caught.value)
         assert server.requests == {}
         fetch_weights(entry.name, progress=False)
     assert cached.read_bytes() == served_file.read_bytes()

@@ -270,7 +270,8 @@ def test_submitit_settings_become_slurm_parameters_and_bad_ones_are_one_line(tmp
     from modelval.errors import InputValidationError
     from modelval.runner.executors import SubmititSettings
 
-    settings = SubmititSettings.parse(f"folder={tmp_path},cluster=slurm,partition=gpu,array_parallelism=4,timeout_min=120")
+    given = f"folder={tmp_path},cluster=slurm,partition=gpu,array_parallelism=4,timeout_min=120"
+    settings = SubmititSettings.parse(given)
     assert settings.folder == tmp_path and settings.cluster == "slurm"
     parameters = settings.executor_parameters(jobs=3)
     assert parameters == {

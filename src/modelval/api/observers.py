@@ -460,7 +460,7 @@ def _shape_bias_beside_humans(trials: list[Trial], panel: Any, unit: str, option
 
 @dataclass
 class HumanFiguresReport(JSONResult):
-    """The human-comparison figures of several observers (``modelval humans`` with several observers): what was drawn, and
+    """The human-comparison figures of several observers (``modelval humans`` with several): what was drawn, and
     every number behind the figures (also written as ``figures.json``)."""
 
     #: The files written (PNG and PDF of each figure, and figures.json), in order.
@@ -471,7 +471,7 @@ class HumanFiguresReport(JSONResult):
         return dict(self.payload)
 
 
-#: What to do when a decision file's experiment cannot be read from its names (``humans`` with several observers has no --dataset).
+#: What to do when a decision file's experiment cannot be read from its names (several observers take no --dataset).
 FIGURES_DATASET_HINT = "give the file as --decisions LABEL:DATASET=FILE (from Python: (label, file, dataset))"
 
 

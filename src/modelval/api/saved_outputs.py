@@ -11,8 +11,8 @@ Reading checks everything before a number is computed: both digests, that the ou
 row per stimulus, that each listed stimulus's categories are the ones its file name states, and that each
 file's SHA-256 is the published one (the set's manifest). A swapped or edited listing is refused by name.
 
-``modelval shape-bias --outputs DIR`` (or :func:`rescore`) recomputes the shape bias from the stored outputs under another
-aggregation, label map or subset of the 16 categories, with the same code that maps a fresh run's outputs,
+``modelval shape-bias --outputs DIR`` (or :func:`rescore`) recomputes the shape bias from the stored outputs under
+another aggregation, label map or subset of the 16 categories, with the same code that maps a fresh run's outputs,
 so it equals a fresh run exactly; ``--rank`` adds REFINED-BIAS's mean reciprocal ranks over all outputs
 (:mod:`modelval.behaviour.refined_bias`).
 """

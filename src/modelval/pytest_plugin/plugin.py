@@ -296,7 +296,8 @@ def modelval_runner(
 
             submitit = SubmititSettings.parse(setting(pytestconfig, "slurm"))
         evaluate_models(
-            runner, list(work.items()), executor=executor, address=setting(pytestconfig, "ray_address") or os.environ.get("RAY_ADDRESS"),
+            runner, list(work.items()), executor=executor,
+            address=setting(pytestconfig, "ray_address") or os.environ.get("RAY_ADDRESS"),
             submitit=submitit,
         )  # fmt: skip
     pytestconfig.stash[RUNNER_KEY] = runner
