@@ -54,7 +54,7 @@ def test_nightly_is_scheduled_on_a_gpu_runner_with_strict_weights():
 def test_the_nightly_gives_a_verdict_on_change_from_its_own_session():
     """The validation step may fail (known failures are expected), its failures are rerun once in the same
     session, and the verdict step decides the job against the committed status file, which parses."""
-    from modelval.judgement.verdicts import read_status_file
+    from modelval.judgement.nightly import read_status_file
 
     (job,) = load("nightly-gpu.yml")["jobs"].values()
     steps = {step.get("id") or step.get("name"): step for step in job["steps"]}

@@ -277,9 +277,9 @@ SETTINGS: dict[str, Setting] = {
         _s("checkpoint_dir", "where downloaded weights are kept (default: <user cache>/checkpoints)", parse=path,
            env="MODELVAL_CHECKPOINT_DIR", metavar="DIR", group=_MODEL, plugin=True, flag=None),
         # --- the evaluation protocol
-        _s("normalization", "model: the model's own mean/std; imagenet or half (mean = std = 0.5) forced on any "
-           "model, to see what a wrong normalization does", default="model", choices=("model", "imagenet", "half"),
-           group=_PROTOCOL, config=False),
+        _s("normalization", "model: the model's own mean/std; imagenet: ImageNet's; half: mean = std = 0.5 (the last "
+           "two forced on any model, to see what a wrong normalization does)", default="model",
+           choices=("model", "imagenet", "half"), group=_PROTOCOL, config=False),
         _s("resize", "none: the 224 px stimuli as they are (the official protocol); 256: resize 256, crop 224",
            default="none", choices=("none", "256"), group=_PROTOCOL, config=False),
         _s("aggregation", "how each category's ImageNet probabilities combine: mean (model-vs-human), sum or max",

@@ -88,7 +88,7 @@ def test_the_help_lists_the_commands_in_groups_and_a_moved_command_says_where_it
     listed = [out.index(f"\n  {name} ") for name in ("shape-bias", "sensitivity", "calibration", "cache")]
     assert listed == sorted(listed)
     assert main(["download-data"]) == 2
-    assert "`modelval data download` is now `modelval data download`" in capsys.readouterr().err
+    assert "`modelval download-data` is now `modelval data download`" in capsys.readouterr().err
 
 
 def test_options_over_all_commands_stay_few():

@@ -45,11 +45,16 @@ def test_validate_reports_every_case_and_fails_on_a_broken_model(subset, tmp_pat
     payload = json.loads(capsys.readouterr().out)
     cases = {case["label"]: case for case in payload["cases"]}
     assert set(cases["EfficientNet-Lite0"]) == {
-        "label", "spec", "normalization", "shape_bias", "expected", "difference", "verdict", "null_reasons",
-    }  # fmt: skip
+        "label", "spec", "normalization", "shape_bias", "expected", "difference", "passed", "status", "reason",
+        "verdict", "null_reasons",
+    }  # fmt: skip  (the verdict as data: passed, status, reason; its text beside them)
     assert "no published value" in cases["EfficientNet-Lite0"]["null_reasons"]["expected"]  # why Expected is null
     assert cases["EfficientNet-Lite0"]["verdict"] == "FINDING (no expected value)"
+    assert (cases["EfficientNet-Lite0"]["passed"], cases["EfficientNet-Lite0"]["status"]) == (True, "finding")
     assert cases["an untrained network"]["verdict"] == "NOT A WORKING CLASSIFIER"
+    untrained = cases["an untrained network"]
+    assert (untrained["passed"], untrained["status"]) == (False, "withheld")
+    assert untrained["reason"].startswith("NOT A WORKING CLASSIFIER: cue-conflict accuracy")
     assert cases["an untrained network"]["shape_bias"] is None  # no shape bias anywhere, with the reason
     assert cases["an untrained network"]["null_reasons"]["shape_bias"].startswith("withheld: NOT A WORKING")
     assert cases["an untrained network"]["spec"] == "nets.py:untrained"

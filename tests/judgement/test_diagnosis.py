@@ -79,15 +79,19 @@ def test_real_run_with_wrong_normalization_is_diagnosed_as_preprocessing(modelva
 def test_baseline_failure_is_diagnosed_against_the_models_own_config(modelval_runner):
     """The bundled model under ImageNet mean/std against its committed baseline: flips, blamed on preprocessing."""
     from modelval.judgement.expected import expected_for
-    from modelval.judgement.verdicts import against_baseline
+    from modelval.judgement.verdicts import Case, against_baseline
     from modelval.models import get_entry
     from modelval.paths import package_data
 
     entry = get_entry("efficientnet_lite0")
     wrong = modelval_runner.evaluate("efficientnet_lite0", "imagenet")
     baseline = package_data(expected_for(entry.name).baseline)
-    judgement = against_baseline(wrong, baseline, entry.preprocess.for_stimuli(None))
-    assert not judgement.passed
-    flips = int(judgement.verdict.removeprefix("BASELINE (").split()[0])
-    assert flips > 100
-    assert "PREPROCESSING is implicated" in judgement.message and "normalization imagenet" in judgement.message
+    verdict = against_baseline(Case(
+        entry.name, wrong.result, wrong.decisions, config=wrong.config, reference=entry.preprocess.for_stimuli(None),
+        baseline=baseline,
+    ))  # fmt: skip
+    assert not verdict.passed and verdict.status == "fail"
+    assert verdict.flips is not None and verdict.flips.count > 100  # the flips as data, not read from the text
+    assert sum(verdict.flips.by_transition.values()) == verdict.flips.count
+    assert "PREPROCESSING is implicated" in verdict.message and "normalization imagenet" in verdict.message
+    assert [check["check"] for check in verdict.to_dict()["diagnosis"]] == ["preprocessing"]

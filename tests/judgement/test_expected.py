@@ -13,7 +13,7 @@ from modelval.behaviour.shape_bias import compute_shape_bias
 from modelval.errors import DataError
 from modelval.evaluation.flips import AmpFlipWarning, decision_flips
 from modelval.judgement.expected import ExpectationKey, RunSetting, expected_for, load_expected
-from modelval.judgement.verdicts import against_expectation, against_published
+from modelval.judgement.verdicts import Case, against_expectation, against_published
 from modelval.preprocessing import PreprocessConfig
 
 KEYED = """
@@ -86,16 +86,15 @@ def test_judgements_resolve_the_evaluations_own_device_and_dtype(keyed, resnet50
     h100 = _evaluation(result, {"device": {"type": "cuda", "capability": "9.0"}, "precision": "bf16"})
     expected = expected_for("net", keyed)
     assert expected is not None
-    judgement = against_published(
-        "net", "Net", "test", h100, expected, reference=PreprocessConfig(), reference_csv=None, other_sources={}
-    )  # type: ignore[arg-type]
-    assert (judgement.passed, judgement.verdict) == (True, "PASS [cuda:9.0/bf16]")
+    judgement = against_published(Case("net", result, [], expected.for_evaluation(h100), config=PreprocessConfig(),
+                                       reference=PreprocessConfig()))  # fmt: skip
+    assert (judgement.passed, judgement.text, judgement.expectation) == (True, "PASS [cuda:9.0/bf16]", "cuda:9.0/bf16")
     strict = expected_for("net", keyed)
     assert strict is not None
     tight = strict.__class__(**{**strict.__dict__, "keyed": (), "value": 0.2139, "tolerance": 0.005})
     cpu = _evaluation(result, {"device": {"type": "cpu"}, "precision": "fp32"})
-    failed = against_expectation("Net", "net.py:build", cpu, tight)  # type: ignore[arg-type]
-    assert not failed.passed and failed.verdict == "FAIL"
+    failed = against_expectation(Case("Net (net.py:build)", result, [], tight.for_evaluation(cpu), user=True))
+    assert not failed.passed and failed.text == "FAIL" and failed.status == "fail"
     assert "vs expected 21.39% +- 0.5 pp (README)" in failed.message
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from modelval.errors import DataError
-from modelval.judgement.verdicts import (
+from modelval.judgement.nightly import (
     Attempt,
     ExpectedStatus,
     accepted_statuses,
@@ -14,7 +14,6 @@ from modelval.judgement.verdicts import (
     configuration_of,
     format_status_file,
     read_status_file,
-    verdict_passed,
 )
 
 PASS, KNOWN, SKIP = ExpectedStatus("pass"), ExpectedStatus("known-failure", "issue 12"), ExpectedStatus("skip")
@@ -46,18 +45,29 @@ def test_outcomes(expected, passed, outcome):
     assert classify(expected, attempts(*passed)) == outcome
 
 
-@pytest.mark.parametrize(
-    ("verdict", "passed"),
-    [
-        ("PASS", True), ("PASS [cuda/bf16]", True), ("FAIL [default]", False), ("ERROR", False),
-        ("BASELINE (3 flips)", True), ("BASELINE (4 flips)", False), ("BASELINE (20 flips, budget 32 [*/bf16])", True),
-        ("BASELINE (40 flips, budget 32 [*/bf16])", False), ("DETECTED (405 flips, shape bias +9.87 pp)", True),
-        ("NOT DETECTED", False), ("NOT A WORKING CLASSIFIER (under its own normalization)", False),
-        ("FINDING (no published value)", True), ("something else", False),
-    ],
-)  # fmt: skip
-def test_recorded_verdicts_read_as_pass_or_fail(verdict, passed):
-    assert verdict_passed(verdict) is passed
+def test_the_nightly_takes_passed_from_the_record_never_from_the_verdicts_text(tmp_path):
+    """A verdict is data (issue 39): the record's ``passed`` decides, whatever its text says; a record without one
+    (made before verdicts were data) counts as failed and says why."""
+    from modelval.api.recording import nightly_verdict
+    from modelval.records.run_store import RunStore
+
+    store = RunStore(tmp_path / "runs.sqlite")
+    status = tmp_path / "status.toml"
+    status.write_text('[models.a]\n"model/cpu/fp32" = "pass"\n[models.b]\n"model/cpu/fp32" = "pass"\n'
+                      '[models.c]\n"model/cpu/fp32" = "pass"\n')  # fmt: skip
+    night = {"created": "2025-06-01T02:30:00+00:00", "device": {"type": "cpu"}, "precision": "fp32"}
+    for model, summary in (
+        ("a", {"verdict": "BASELINE (40 flips, budget 32 [*/bf16])", "passed": True, "status": "pass"}),
+        ("b", {"verdict": "PASS", "passed": False, "status": "fail"}),
+        ("c", {"verdict": "PASS"}),
+    ):
+        store.record("validate", model=model, dataset="cue-conflict", label="model (half)", summary=summary,
+                     provenance=night)  # fmt: skip
+    outcomes = {case.model: case for case in nightly_verdict(status, run_store=store).cases}
+    assert {model: case.outcome for model, case in outcomes.items()} == {
+        "a": "pass", "b": "new failure", "c": "new failure",
+    }  # fmt: skip
+    assert outcomes["c"].attempts[0].verdict == "PASS (recorded without passed: run the case again)"
 
 
 def test_a_configuration_is_normalization_device_dtype():

@@ -11,19 +11,25 @@ from modelval.behaviour.decisions import read_decisions
 from modelval.behaviour.shape_bias import compute_shape_bias
 from modelval.judgement.expected import expected_for
 from modelval.judgement.rows import ReportRow, format_markdown, format_report
+from modelval.judgement.verdicts import Case, judge
 from modelval.runner.reports import write_reports, write_validation_reports
 
 
 @pytest.fixture(scope="module")
 def published_row(resnet50_reference_csv):
-    result = compute_shape_bias(read_decisions(resnet50_reference_csv))
-    return ReportRow("resnet50_in", "ResNet-50 (IN)", "decision file", "n/a", result, expected_for("resnet50_in"))
+    decisions = read_decisions(resnet50_reference_csv)
+    result = compute_shape_bias(decisions)
+    expected = expected_for("resnet50_in")
+    row = ReportRow("resnet50_in", "ResNet-50 (IN)", "decision file", "n/a", result, expected)
+    row.verdict = judge(Case("resnet50_in", result, decisions, expected))
+    return row
 
 
 def test_row_compares_with_the_sourced_expected_value(published_row):
     assert published_row.difference == pytest.approx(162 / 734 - 0.2139)
-    assert published_row.final_verdict == "PASS"
+    assert published_row.final_verdict.text == "PASS"
     record = published_row.to_dict()
+    assert (record["passed"], record["status"], record["reason"], record["verdict"]) == (True, "pass", "", "PASS")
     assert record["expected"] == 0.2139 and record["tolerance"] == 0.015
     assert "texture-vs-shape README" in record["expected_source"]
 
@@ -114,6 +120,7 @@ def _lite0_row(decisions, protocol):
     result = compute_shape_bias(decisions, n_bootstrap=0)
     row = ReportRow("efficientnet_lite0", expected.label, "pypi", "model (half)", result, expected)
     row.baseline = committed_baseline(expected.baseline, decisions, protocol, max_flips=MAX_BASELINE_FLIPS)
+    row.verdict = judge(Case("efficientnet_lite0", result, decisions, expected, baseline=row.baseline))
     return row
 
 
@@ -145,7 +152,10 @@ def test_flips_against_the_baseline_fail_its_verdict():
         d = decisions[i]
         decisions[i] = Decision(d.imagename, d.shape, d.texture, d.shape)
     row = _lite0_row(decisions, {"normalization": "model"})
-    assert row.final_verdict == "BASELINE FAIL (5 flips > 3)"
+    assert row.final_verdict.text == "BASELINE FAIL (5 flips > 3)"
+    flips = row.final_verdict.flips
+    assert flips is not None and (flips.count, flips.allowed) == (5, 3)
+    assert sum(flips.by_transition.values()) == 5 and all(k.endswith("-> shape") for k in flips.by_transition)
     assert row.baseline_difference == pytest.approx(compute_shape_bias(decisions, n_bootstrap=0).shape_bias - 197 / 823)
 
 
@@ -154,7 +164,7 @@ def test_a_baseline_of_another_protocol_is_not_compared_and_the_table_says_why()
     text = format_report([row])
     assert "no published value  n/a         n/a" in text
     assert "does not apply: it was made with normalization model, this run used imagenet" in text
-    assert row.final_verdict == "n/a"
+    assert row.final_verdict.text == "n/a" and row.final_verdict.status == "n/a"
 
 
 def test_a_row_with_a_published_value_gets_no_note(published_row):

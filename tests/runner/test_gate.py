@@ -137,17 +137,20 @@ def test_reading_a_withheld_shape_bias_says_why():
     from modelval.behaviour.shape_bias import compute_shape_bias
     from modelval.judgement.rows import ReportRow, ShapeBiasWithheld
     from modelval.judgement.sanity import VERDICT
+    from modelval.judgement.verdict import Verdict
 
     result = compute_shape_bias([], n_bootstrap=0)
-    gated = ReportRow("m", "M", "python", "model (half)", result, verdict=VERDICT)
+    gated = ReportRow("m", "M", "python", "model (half)", result, verdict=Verdict("withheld", False, VERDICT))
     with pytest.raises(ShapeBiasWithheld, match="M \\(model \\(half\\)\\): no shape bias, withheld: NOT A WORKING"):
         _ = gated.shape_bias
-    broken = ReportRow("m", "M", "python", "imagenet (imagenet)", result, verdict="DETECTED (...)",
-                       withheld_because="NOT A WORKING CLASSIFIER under this normalization")  # fmt: skip
+    detected = Verdict("detected", True, "DETECTED (...)",
+                       withholds="NOT A WORKING CLASSIFIER under this normalization")  # fmt: skip
+    broken = ReportRow("m", "M", "python", "imagenet (imagenet)", result, verdict=detected)
     with pytest.raises(ShapeBiasWithheld, match="under this normalization"):
         _ = broken.shape_bias
     assert broken.to_dict()["shape_bias"].reason.startswith("withheld:")  # null in JSON, with the reason
     error = ReportRow.for_error("m", "M", "python", "model", "the model factory raised")
-    assert error.final_verdict == "ERROR" and error.summary()["error"] == "the model factory raised"
+    assert error.final_verdict.text == "ERROR" and error.summary()["error"] == "the model factory raised"
+    assert (error.summary()["passed"], error.summary()["status"]) == (False, "error")
     with pytest.raises(ShapeBiasWithheld, match="error: the model factory raised"):
         _ = error.shape_bias

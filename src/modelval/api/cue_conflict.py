@@ -60,23 +60,11 @@ class ShapeBiasReport(JSONResult):
         return self.gated and not self.sanity.passed
 
     def to_dict(self) -> dict[str, Any]:
-        from modelval.judgement.sanity import VERDICT
-
         payload: dict[str, Any] = {**self.row.to_dict(), **self.details, "sanity": self.sanity.to_dict()}
-        if self.gate_failed:
-            payload["verdict"] = VERDICT
         if self.result.shape_hits + self.result.texture_hits == 0:
             why = jsonio.Undefined("no shape or texture hits among the conflict images: the shape bias is 0/0")
             payload.update({key: why for key in ("shape_bias", "difference") if key in payload})
         return payload
-
-
-def _gate(row: ReportRow, sanity: Sanity, gated: bool) -> None:
-    """A model that fails the sanity gate gets no shape bias anywhere: its row says so."""
-    from modelval.judgement.sanity import VERDICT
-
-    if gated and not sanity.passed:
-        row.verdict = VERDICT
 
 
 def _mapped_conflicts(
@@ -202,6 +190,7 @@ def shape_bias(
     from modelval.judgement.expected import expected_for
     from modelval.judgement.rows import ReportRow
     from modelval.judgement.sanity import sanity_of
+    from modelval.judgement.verdicts import Case, judge
 
     options, model_options = resolve_options(options, model_options, settings)
     run = run_model(
@@ -231,7 +220,11 @@ def shape_bias(
         used = {key: str(getattr(options, key)) for key in ("normalization", "resize", "aggregation", "dataset")}
         row.baseline = committed_baseline(expected.baseline, evaluation.decisions, used, max_flips=MAX_BASELINE_FLIPS)
     sanity = sanity_of(evaluation.result, run.early_sanity)  # the sample's verdict when the run stopped there
-    _gate(row, sanity, sanity_gate)
+    row.verdict = judge(Case(
+        name=run.model, result=evaluation.result, decisions=evaluation.decisions, expected=expected,
+        sanity=sanity if sanity_gate else None, source=entry.source, config=evaluation.config,
+        reference=entry.preprocess.for_stimuli(None), baseline=row.baseline,
+    ))  # fmt: skip
     label_map = model_options.label_map
     if label_map is not None and not isinstance(label_map, str | os.PathLike):
         label_map = "given as a LabelMap"
@@ -314,7 +307,7 @@ def shape_bias_of_decisions(
     >>> import modelval
     >>> resnet50 = REFERENCE / "style-transfer-512-nomask-experiment_resnet50_session-1.csv"
     >>> report = modelval.shape_bias_of_decisions(resnet50, observer="resnet50_in", bootstrap=0)
-    >>> round(report.shape_bias, 4), report.result.shape_hits, report.result.texture_hits, report.row.final_verdict
+    >>> round(report.shape_bias, 4), report.result.shape_hits, report.result.texture_hits, report.row.final_verdict.text
     (0.2207, 162, 572, 'PASS')
 
     GPT-4V's published VQA answers (Gavrikov et al.), re-parsed: 126 of the 1,200 conflict stimuli got no class.
@@ -332,6 +325,7 @@ def shape_bias_of_decisions(
     from modelval.judgement.expected import expected_for
     from modelval.judgement.rows import ReportRow
     from modelval.judgement.sanity import sanity_check
+    from modelval.judgement.verdicts import Case, judge
 
     path = Path(path)
     response_file = is_response_file(path)
@@ -349,7 +343,8 @@ def shape_bias_of_decisions(
         observer or label, label, "decision file", "n/a", result, expected, provenance=decision_file_provenance(path)
     )
     sanity = sanity_check(result)
-    _gate(row, sanity, sanity_gate)
+    row.verdict = judge(Case(name=observer or label, result=result, decisions=decisions, expected=expected,
+                             sanity=sanity if sanity_gate else None, source="decision file"))  # fmt: skip
     details: dict[str, Any] = {"decisions_file": str(path), "images": len(decisions)}
     if response_file:
         from modelval.api.vlm import ABSTENTION_RULE

@@ -15,7 +15,7 @@ from modelval.api.options import EvaluationOptions
 from modelval.atomic import write_text
 
 if TYPE_CHECKING:
-    from modelval.judgement.verdicts import NightlyVerdict
+    from modelval.judgement.nightly import NightlyVerdict
     from modelval.records.run_store import RunStore
 
 #: The command a nightly's cases are recorded under (``modelval validate`` and the pytest plugin).
@@ -107,7 +107,7 @@ def nightly_verdict(
     (1, 1)
     """
     from modelval.errors import DataError
-    from modelval.judgement.verdicts import (
+    from modelval.judgement.nightly import (
         Attempt,
         NightlyVerdict,
         accepted_statuses,
@@ -115,7 +115,6 @@ def nightly_verdict(
         configuration_of,
         format_status_file,
         read_status_file,
-        verdict_passed,
     )
     from modelval.records.run_store import RunStore
 
@@ -142,7 +141,11 @@ def nightly_verdict(
     for record in records:
         summary = record.summary
         recorded = str(summary.get("verdict") or summary.get("error") or "no verdict recorded")
-        passed = summary["passed"] if isinstance(summary.get("passed"), bool) else verdict_passed(recorded)
+        # Whether a case passed is the record's own field; a record without one (made before verdicts were data)
+        # counts as failed, and says so.
+        passed = summary.get("passed") is True
+        if not isinstance(summary.get("passed"), bool):
+            recorded = f"{recorded} (recorded without passed: run the case again)"
         key = (str(record.model), configuration_of(record.label, record.provenance))
         value = summary.get("shape_bias")
         shape_bias = float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None

@@ -86,28 +86,29 @@ def run(args: argparse.Namespace) -> int:
         evaluate_models(
             runner, list(work.items()), executor=args.executor, address=args.ray_address, submitit=submitit
         )
-    judgements = []
+    verdicts = []
     for case in cases:
         if progress:
             print(f"validating {case.id} ...", file=sys.stderr)
         # A model that cannot be loaded or run fails its own cases (verdict ERROR); the other models still run.
-        judgements.append(runner.run(case))
-    failed = [(case, j) for case, j in zip(cases, judgements, strict=True) if not j.passed]
+        verdicts.append(runner.run(case))
+    failed = [(case, verdict) for case, verdict in zip(cases, verdicts, strict=True) if not verdict.passed]
     written = []
     if args.report_dir:
         written = write_validation_reports(runner.rows, runner.evaluations, args.report_dir, runner.run_store)
     if args.json:
         rows: list[dict[str, object]] = []
-        for case, judgement in zip(cases, judgements, strict=True):
-            assert judgement.row is not None
-            record = judgement.row.to_dict()  # a withheld shape bias is null with its reason
+        for case, verdict in zip(cases, verdicts, strict=True):
+            assert verdict.row is not None
+            record = verdict.row.to_dict()  # a withheld shape bias is null with its reason
             rows.append(
                 {
-                    "label": judgement.row.label,
+                    "label": verdict.row.label,
                     "spec": case.user.spec if case.user else case.model,
-                    "normalization": judgement.row.normalization,
-                    **{key: record[key] for key in ("shape_bias", "expected", "difference", "verdict")},
-                    **({"error": judgement.message} if judgement.row.error is not None else {}),
+                    "normalization": verdict.row.normalization,
+                    **{key: record[key] for key in ("shape_bias", "expected", "difference")},
+                    **verdict.to_dict(),  # passed, status, reason, verdict, and the flips and diagnosis
+                    **({"error": verdict.message} if verdict.row.error is not None else {}),
                 }
             )
         out_json({"models_file": str(path), "cases": rows, "written": [str(p) for p in written]})
@@ -121,8 +122,8 @@ def run(args: argparse.Namespace) -> int:
         out(format_breakdown(runner.rows))
         for line in format_notes(runner.rows):
             out(line)
-        for case, judgement in failed:
-            out(f"\nFAILED {case.id}: {judgement.message}")
+        for case, verdict in failed:
+            out(f"\nFAILED {case.id}: {verdict.message}")
         if written:
             out(f"\nwrote {len(written)} files into {args.report_dir}")
     if failed:

@@ -350,19 +350,13 @@ class CommittedBaseline:
     images: int = 0
     max_flips: int = 0
     why_not: str = ""
+    #: The decision file itself (the package's data).
+    csv: str = ""
 
     @property
     def passed(self) -> bool:
         """At most ``max_flips`` decisions differ from the baseline's (``False`` when it does not apply)."""
         return self.applies and self.flips is not None and self.flips <= self.max_flips
-
-    def verdict(self) -> str:
-        """``BASELINE (0 flips)``, or with the allowance when more decisions flipped than it allows."""
-        if not self.applies or self.flips is None:
-            return "n/a"
-        if self.passed:
-            return f"BASELINE ({self.flips} flips)"
-        return f"BASELINE FAIL ({self.flips} flips > {self.max_flips})"
 
     def describe(self) -> str:
         """One line: what was compared, or why the baseline does not apply."""
@@ -399,8 +393,8 @@ def committed_baseline(
     >>> from modelval.paths import package_data
     >>> same = read_decisions(package_data("baselines/efficientnet_lite0.csv"))
     >>> check = committed_baseline("baselines/efficientnet_lite0.csv", same, {"normalization": "model"})
-    >>> check.verdict(), round(check.shape_bias, 4)
-    ('BASELINE (0 flips)', 0.2394)
+    >>> check.flips, check.passed, round(check.shape_bias, 4)
+    (0, True, 0.2394)
     >>> committed_baseline("baselines/efficientnet_lite0.csv", same, {"normalization": "imagenet"}).why_not
     'it was made with normalization model, this run used imagenet'
     """
@@ -410,6 +404,7 @@ def committed_baseline(
 
     shown = f"src/modelval/data/{relpath}"
     csv_path = package_data(relpath)
+    found = str(csv_path)
     made_with = dict(STANDARD_PROTOCOL, dataset="cue-conflict")
     sibling = csv_path.with_suffix(".json")
     if sibling.is_file():
@@ -418,12 +413,12 @@ def committed_baseline(
     for key, value in made_with.items():
         if key in protocol and protocol[key] != value:
             return CommittedBaseline(shown, False, why_not=f"it was made with {key} {value}, this run used "
-                                                           f"{protocol[key]}")  # fmt: skip
+                                                           f"{protocol[key]}", csv=found)  # fmt: skip
     baseline = by_stimulus(read_decisions(csv_path))
     current = by_stimulus(decisions)
     if current.keys() != baseline.keys():
         return CommittedBaseline(shown, False, why_not=f"it covers {len(baseline)} stimuli, this run "
-                                                       f"{len(current)} others")  # fmt: skip
+                                                       f"{len(current)} others", csv=found)  # fmt: skip
     flips = sum(current[name].response != baseline[name].response for name in current)
     baseline_bias = compute_shape_bias(list(baseline.values()), n_bootstrap=0).shape_bias
-    return CommittedBaseline(shown, True, baseline_bias, flips, len(baseline), max_flips)
+    return CommittedBaseline(shown, True, baseline_bias, flips, len(baseline), max_flips, csv=found)

@@ -36,6 +36,9 @@ class Check:
         mark = {True: "ok", False: "PROBLEM", None: "not checked"}[self.ok]
         return f"  [{mark}] {self.name}: {self.detail}"
 
+    def to_dict(self) -> dict[str, object]:
+        return {"check": self.name, "ok": self.ok, "detail": self.detail}
+
 
 def check_calculation(reference_csv: Path | None) -> Check:
     """Recompute the paper's ResNet-50 numbers from the published per-image decisions."""
@@ -100,21 +103,35 @@ def _close(a: Sequence[float], b: Sequence[float]) -> bool:
     return all(abs(x - y) < 1e-6 for x, y in zip(a, b, strict=True))
 
 
-def diagnose(checks: Sequence[Check]) -> str:
-    """Name what is implicated, in order: calculation, then preprocessing, then model source."""
-    by_name = {c.name: c for c in checks}
-    implicated = [c.name for c in checks if c.ok is False]
-    if "calculation" in implicated:
-        verdict = "CALCULATION is implicated: the counting/mapping does not reproduce published data"
-    elif "preprocessing" in implicated:
-        verdict = "PREPROCESSING is implicated: the input pipeline differs from the model's"
-    elif "model source" in implicated:
-        verdict = "MODEL SOURCE is implicated: the same weights from another source give another number"
-    elif all(c.ok for c in by_name.values()):
-        verdict = (
+def implicated(checks: Sequence[Check]) -> str:
+    """What the checks implicate, in order: calculation, then preprocessing, then model source (one line).
+
+    Parameters
+    ----------
+    checks
+        The checks that ran.
+    """
+    names = [c.name for c in checks if c.ok is False]
+    if "calculation" in names:
+        return "CALCULATION is implicated: the counting/mapping does not reproduce published data"
+    if "preprocessing" in names:
+        return "PREPROCESSING is implicated: the input pipeline differs from the model's"
+    if "model source" in names:
+        return "MODEL SOURCE is implicated: the same weights from another source give another number"
+    if all(c.ok for c in checks):
+        return (
             "calculation, preprocessing and source checks pass: suspect the WEIGHTS themselves "
             "(wrong or different checkpoint than the published one) or the expected value"
         )
-    else:
-        verdict = "no check failed, but some could not run (see below)"
-    return "\n".join(["Diagnosis: " + verdict, *(c.line() for c in checks)])
+    return "no check failed, but some could not run (see below)"
+
+
+def diagnose(checks: Sequence[Check]) -> str:
+    """The diagnosis a failing case prints: what is implicated, then each check's line.
+
+    Parameters
+    ----------
+    checks
+        The checks that ran.
+    """
+    return "\n".join(["Diagnosis: " + implicated(checks), *(c.line() for c in checks)])

@@ -16,6 +16,7 @@ from modelval.behaviour.shape_bias import ShapeBiasResult
 from modelval.errors import ModelvalError
 from modelval.judgement.expected import ExpectedShapeBias
 from modelval.judgement.sanity import VERDICT as SANITY_VERDICT
+from modelval.judgement.verdict import Verdict, error_verdict
 
 if TYPE_CHECKING:
     from modelval.judgement.baseline import CommittedBaseline
@@ -49,7 +50,8 @@ class ReportRow:
     normalization: str
     result: ShapeBiasResult
     expected: ExpectedShapeBias | None = None
-    verdict: str | None = None  # overrides the expected-value verdict (e.g. "DETECTED" for wrong normalization)
+    #: The judge's verdict (:func:`modelval.judgement.verdicts.judge`); ``None``: not judged (``n/a``).
+    verdict: Verdict | None = None
     note: str = ""
     #: What produced the row (modelval.records.provenance; docs/provenance.md); empty when unknown.
     provenance: dict[str, object] = field(default_factory=dict)
@@ -57,9 +59,6 @@ class ReportRow:
     run_id: int | None = None
     #: Categories the model's head has no output for (a label map): their shape bias is undefined.
     unmapped: tuple[str, ...] = ()
-    #: Why the sanity gate withholds this row's number although its verdict is not the gate's own (a wrong
-    #: normalization that breaks a working model is *detected*, and its number is still no result).
-    withheld_because: str | None = None
     #: The one-line reason a model could not be loaded or run (verdict ``ERROR``; no result).
     error: str | None = None
     #: Where no shape bias is published: the model's committed baseline, compared when the protocol is its own.
@@ -71,16 +70,16 @@ class ReportRow:
         from modelval.behaviour.shape_bias import compute_shape_bias
 
         empty = compute_shape_bias([], n_bootstrap=0)
-        return cls(model, label, source, normalization, empty, verdict=ERROR_VERDICT, error=error)
+        return cls(model, label, source, normalization, empty, verdict=error_verdict(error), error=error)
 
     @property
     def withheld(self) -> str | None:
         """Why no shape bias is shown (the model is not a working classifier, or could not run), or ``None``."""
         if self.error is not None:
             return f"error: {self.error}"
-        if self.withheld_because is not None:
-            return f"withheld: {self.withheld_because}"
-        if self.final_verdict.startswith(SANITY_VERDICT):
+        if self.final_verdict.withholds:
+            return f"withheld: {self.final_verdict.withholds}"
+        if self.final_verdict.withheld:
             return f"withheld: {SANITY_VERDICT} (cue-conflict accuracy below the sanity gate)"
         return None
 
@@ -105,8 +104,8 @@ class ReportRow:
     @property
     def compared_baseline(self) -> CommittedBaseline | None:
         """The committed baseline this row was compared with (``None`` when there is none or it does not apply)."""
-        gated = (self.verdict or "").startswith(SANITY_VERDICT)  # not self.withheld: that reads the verdict
-        if self.baseline is None or not self.baseline.applies or self.error or self.withheld_because or gated:
+        verdict = self.final_verdict
+        if self.baseline is None or not self.baseline.applies or self.error or verdict.withholds or verdict.withheld:
             return None
         return self.baseline
 
@@ -130,12 +129,9 @@ class ReportRow:
         return text
 
     @property
-    def final_verdict(self) -> str:
-        if self.verdict:
-            return self.verdict
-        if self.compared_baseline is not None:
-            return self.compared_baseline.verdict()
-        return self.expected.verdict(self.result.shape_bias) if self.expected else "n/a"
+    def final_verdict(self) -> Verdict:
+        """The row's verdict (``n/a`` when it was not judged)."""
+        return self.verdict if self.verdict is not None else NOT_JUDGED
 
     def to_dict(self) -> dict[str, object]:
         result = self.result.to_dict()
@@ -170,7 +166,7 @@ class ReportRow:
             "tolerance": None if self.expected is None else self.expected.tolerance,
             "expected_source": None if self.expected is None else self.expected.source,
             "difference": difference,
-            "verdict": self.final_verdict,
+            **self.final_verdict.to_dict(),
             "note": self.note,
             **({"error": self.error} if self.error is not None else {}),
             **({"baseline": self._baseline_dict()} if self.baseline is not None and self.error is None else {}),
@@ -187,12 +183,15 @@ class ReportRow:
     def summary(self) -> dict[str, object]:
         """The row's headline numbers as the run store keeps them: withheld ones are null with their reason."""
         payload = self.to_dict()
-        keys = ("shape_bias", "ci95", "cue_accuracy", "shape_hits", "texture_hits", "other", "verdict", "error")
+        keys = ("shape_bias", "ci95", "cue_accuracy", "shape_hits", "texture_hits", "other", "passed", "status",
+                "reason", "verdict", "error")  # fmt: skip
         return {key: payload[key] for key in keys if key in payload}
 
 
 #: The verdict of a case whose model could not be loaded or run (its error is the message).
 ERROR_VERDICT = "ERROR"
+#: The verdict of a row nobody judged.
+NOT_JUDGED = Verdict("n/a", True, "n/a")
 
 
 UNMAPPED_REASON = "unmapped: the label map gives the model no output for {category}, so it can never answer it"
@@ -236,7 +235,7 @@ def _comparison_cells(row: ReportRow) -> list[str]:
         shown if row.withheld else _pct(row.result.shape_bias),
         expected,
         shown if row.withheld else difference,
-        f"{ERROR_VERDICT}: {row.error}" if row.error is not None else row.final_verdict,
+        f"{ERROR_VERDICT}: {row.error}" if row.error is not None else row.final_verdict.text,
     ]
 
 

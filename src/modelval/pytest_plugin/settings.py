@@ -52,7 +52,8 @@ def setting(config: pytest.Config, name: str) -> Any:
     try:
         given = config.getoption(declared.ini)
         if given is not None and not declared.is_flag:
-            given = declared.read(str(given), declared.plugin_option)
+            named = declared.plugin_option + (f" (or ${declared.env})" if declared.env else "")
+            given = declared.read(str(given), named)
         if given is None:
             given = declared.from_env()
         if given is None:

@@ -35,11 +35,11 @@ from modelval.api.options import EvaluationOptions, ModelOptions
 from modelval.api.pipeline import ModelRun, run_model
 from modelval.behaviour.categories import LabelMap
 from modelval.errors import ModelvalError
-from modelval.judgement import verdicts
-from modelval.judgement.expected import ExpectedShapeBias, deit_policy, expected_for
-from modelval.judgement.rows import ERROR_VERDICT, ReportRow
-from modelval.judgement.sanity import VERDICT, Sanity, sanity_of
-from modelval.judgement.verdicts import MAX_BASELINE_FLIPS, MIN_FLIPS_DETECTED, Judgement
+from modelval.judgement.expected import deit_policy, expected_for
+from modelval.judgement.rows import ReportRow
+from modelval.judgement.sanity import Sanity, sanity_of
+from modelval.judgement.verdict import Verdict, error_verdict
+from modelval.judgement.verdicts import MAX_BASELINE_FLIPS, MIN_FLIPS_DETECTED, Case, judge
 from modelval.paths import package_data
 from modelval.runner.cases import ValidationCase
 from modelval.runner.models_file import UserModel
@@ -49,11 +49,10 @@ if TYPE_CHECKING:
 
     from modelval.datasets.stimulus_set import StimulusSet
     from modelval.evaluation import Evaluation
-    from modelval.models import ModelEntry
     from modelval.models.registry import LoadedModel
     from modelval.records.run_store import RunStore
 
-__all__ = ["ERROR_VERDICT", "MAX_BASELINE_FLIPS", "MIN_FLIPS_DETECTED", "Judgement", "ValidationRunner"]
+__all__ = ["MAX_BASELINE_FLIPS", "MIN_FLIPS_DETECTED", "ValidationRunner", "Verdict"]
 
 
 def run_sanity(run: ModelRun) -> Sanity:
@@ -194,36 +193,32 @@ class ValidationRunner:
 
     def run(
         self, case: ValidationCase, *, source_equivalence: Callable[[], tuple[bool, str]] | None = None
-    ) -> Judgement:
-        """Run and judge one case; its row joins :attr:`rows` (and the run store, when one was given).
-
-        A model that cannot be loaded or run fails this case with its one-line reason (an ``ERROR`` row).
-        """
+    ) -> Verdict:
+        """Run and judge one case (:func:`modelval.judgement.verdicts.judge`); its row joins :attr:`rows` (and the
+        run store, when one was given). A model that cannot be loaded or run fails this case with its one-line
+        reason (an ``ERROR`` row)."""
         try:
-            judgement = self._judge(case, source_equivalence)
+            verdict = self._judge(case, source_equivalence)
         except ModelvalError as error:
             message = " ".join(str(error).split())
             normalization = case.normalization if case.normalization != "wrong" else "wrong (not resolved)"
             label = case.user.label if case.user is not None else case.model
             row = ReportRow.for_error(case.model, label, case.source, normalization, message)
-            judgement = Judgement(False, ERROR_VERDICT, message, row)
-        assert judgement.row is not None
-        judgement.row.run_id = self._record(judgement.row, case, judgement.passed)
-        self.rows.append(judgement.row)
-        return judgement
+            verdict = error_verdict(message)
+            verdict.row = row
+        assert verdict.row is not None
+        verdict.row.run_id = self._record(verdict.row, case)
+        self.rows.append(verdict.row)
+        return verdict
 
-    def _judge(self, case: ValidationCase, source_equivalence: Callable[[], tuple[bool, str]] | None) -> Judgement:
+    def _judge(self, case: ValidationCase, source_equivalence: Callable[[], tuple[bool, str]] | None) -> Verdict:
         user = case.user
         run = self.model_run(case.model, case.normalization)
         normalization = self.resolve_normalization(case.model, case.normalization)
         evaluation = run.evaluation
         entry = run.loaded.entry
-        if user is None:
-            expected = expected_for(case.model)
-            label, source = entry.display_name, case.source
-        else:
-            expected = user.expectation
-            label, source = user.label, entry.source
+        expected = user.expectation if user is not None else expected_for(case.model)
+        label, source = (user.label, entry.source) if user is not None else (entry.display_name, case.source)
         if expected is not None:  # the entry for this run's device, compute capability and dtype
             expected = expected.for_evaluation(evaluation)
         row = ReportRow(
@@ -233,83 +228,31 @@ class ValidationRunner:
         retries = evaluation.provenance.get("out_of_memory")
         if isinstance(retries, list) and retries:  # the report says the batch size was lowered (and why)
             row.note = "out of memory: " + "; ".join(str(retry) for retry in retries)
-        name = f"{label} ({user.spec})" if user is not None else case.model
-        judgement = self._gate(case, run, name, row)
-        if judgement is None:
-            judgement = self._judge_measured(case, run, entry, expected, source_equivalence)
-        row.verdict = judgement.verdict
-        judgement.row = row
-        return judgement
+        own_case = case.normalization == "model" or (user is not None and "model" not in user.normalizations)
 
-    def _has_own_case(self, case: ValidationCase) -> bool:
-        """Whether the model's own normalization is one of its cases (registry entries: always)."""
-        return case.user is None or "model" in case.user.normalizations
+        def correct() -> tuple[Any, Any]:  # the model's own normalization, evaluated when the judge needs it
+            own = self.evaluate(case.model, "model")
+            return own.result, own.decisions
 
-    def _gate(self, case: ValidationCase, run: ModelRun, name: str, row: ReportRow) -> Judgement | None:
-        """The sanity gate of a case: a failed judgement (the number withheld), or ``None`` to judge further."""
-        sanity = run_sanity(run)
-        own_case = case.normalization == "model"
-        if own_case or not self._has_own_case(case):
-            if sanity.passed:
-                return None
-            # Gated on its own: under its own normalization, or a case listed without that one.
-            return Judgement(False, VERDICT, f"{name}: {sanity.message()}")
-        own = run_sanity(self.model_run(case.model, "model"))
-        if not own.passed:
-            # Not a working classifier under its own normalization: no case of it means anything.
-            row.withheld_because = f"{VERDICT} under its own normalization"
-            return Judgement(
-                False, f"{VERDICT} (under its own normalization)", f"{name}: {own.message()}"
-            )  # fmt: skip
-        if not sanity.passed:
-            # A working model that this normalization breaks: what a wrong case exists to detect.
-            measured = (
-                f"cue-conflict accuracy {sanity.early.sample_accuracy:.1%} on a random sample"
-                if sanity.early is not None
-                else f"cue-conflict accuracy {sanity.cue_accuracy:.1%}"
-            )
-            summary = f"it breaks the model: {measured}, below the {sanity.threshold:.0%} gate"
-            row.withheld_because = f"{VERDICT} under this normalization ({measured})"
-            word = "DETECTED" if case.role == "wrong" else "FINDING"
-            return Judgement(True, f"{word} ({summary})", summary)
-        return None
+        baseline = user.baseline if user is not None else None
+        if user is None and expected is not None and expected.baseline:
+            baseline = package_data(expected.baseline)
+        verdict = judge(Case(
+            name=f"{label} ({user.spec})" if user is not None else case.model, result=evaluation.result,
+            decisions=evaluation.decisions, expected=expected, sanity=run_sanity(run),
+            role="model" if case.role == "correct" else case.role, normalization=case.normalization, source=source,
+            config=evaluation.config, reference=entry.preprocess.for_stimuli(None),
+            correct=correct, own_sanity=None if own_case else run_sanity(self.model_run(case.model, "model")),
+            user=user is not None,
+            baseline=baseline, reference_csv=self.reference_csv,
+            other_sources=self._other_sources(entry.family, entry.variant, entry.name),
+            source_equivalence=source_equivalence,
+        ))  # fmt: skip
+        row.verdict = verdict
+        verdict.row = row
+        return verdict
 
-    def _judge_measured(
-        self,
-        case: ValidationCase,
-        run: ModelRun,
-        entry: ModelEntry,
-        expected: ExpectedShapeBias | None,
-        source_equivalence: Callable[[], tuple[bool, str]] | None,
-    ) -> Judgement:
-        """The judgement of a case that passed the gate."""
-        evaluation = run.evaluation
-        reference = entry.preprocess.for_stimuli(None)
-        if case.role in ("wrong", "forced"):
-            correct = self.evaluate(case.model, "model")
-            judgement = verdicts.wrong_normalization(case.model, case.source, case.normalization, correct, evaluation)
-            if case.role == "forced":
-                judgement = Judgement(True, judgement.verdict.replace("DETECTED", "FINDING"), judgement.message)
-            return judgement
-        user = case.user
-        if user is not None:
-            assert expected is not None  # a user model's expectation, resolved for this run
-            if expected.value is not None and expected.tolerance is not None:
-                return verdicts.against_expectation(user.label, user.spec, evaluation, expected)
-            if user.baseline is not None:
-                return verdicts.against_baseline(evaluation, user.baseline, reference, expected=expected)
-            return Judgement(True, expected.named("FINDING (no expected value)"), "")
-        if expected is not None and expected.value is not None:
-            return verdicts.against_published(
-                case.model, entry.display_name, case.source, evaluation, expected, reference=reference,
-                reference_csv=self.reference_csv, other_sources=self._other_sources(entry),
-                source_equivalence=source_equivalence,
-            )  # fmt: skip
-        if expected is not None and expected.baseline:
-            return verdicts.against_baseline(evaluation, package_data(expected.baseline), reference, expected=expected)
-        return verdicts.finding(case.model, evaluation)
-
-    def _record(self, row: ReportRow, case: ValidationCase, passed: bool) -> int | None:
+    def _record(self, row: ReportRow, case: ValidationCase) -> int | None:
         """Record a case in the run store, so a nightly can say what changed since the last run. A withheld
         number is null with its reason there too, and a withheld run keeps no decisions."""
         if self.run_store is None:
@@ -322,18 +265,18 @@ class ValidationRunner:
             decisions = {d.imagename: [d.shape, d.response] for d in evaluation.decisions}
         return record_run(
             self.run_store, "validate", model=row.model, dataset="cue-conflict",
-            summary={**row.summary(), "passed": passed},  # the nightly verdict reads it (judgement.verdicts)
+            summary=row.summary(),  # passed, status, reason: the nightly's verdict reads them (judgement.nightly)
             provenance=row.provenance, decisions=decisions, label=row.normalization,
         )  # fmt: skip
 
-    def _other_sources(self, entry: ModelEntry) -> dict[str, float]:
+    def _other_sources(self, family: str, variant: str, name: str) -> dict[str, float]:
         """Shape bias of the same family/variant from other sources, where already evaluated (and working)."""
         from modelval.models import list_models
 
         others = {}
-        for other in list_models(family=entry.family):
+        for other in list_models(family=family):
             run = self.runs.get((other.name, "model"))
-            same = other.variant == entry.variant and other.name != entry.name
+            same = other.variant == variant and other.name != name
             if same and run is not None and run_sanity(run).passed:
                 others[other.source] = run.evaluation.result.shape_bias
         return others
