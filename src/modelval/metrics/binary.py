@@ -47,45 +47,22 @@ from typing import Any, Literal
 
 import numpy as np
 
-from modelval.errors import InputValidationError
 from modelval.metrics.bootstrap import BootstrapInterval, calibration_intervals
-from modelval.metrics.calibration import (
-    Convention,
-    ReliabilityBins,
-    _as_numpy,
-    _binning_dtype,
-    _check_n_bins,
-    _validated_flags,
-    reliability_bins,
-    top1_confidences,
-)
+from modelval.metrics.calibration import Convention, ReliabilityBins, reliability_bins, top1_confidences
 from modelval.metrics.estimators import (
     SmoothReliabilityCurve,
     debiased_l2_calibration_error,
     smooth_ece,
     smooth_reliability_curve,
 )
-
-__all__ = [
-    "FRACTION_OF_POSITIVES",
-    "binary_brier_score",
-    "binary_calibration_error",
-    "binary_calibration_intervals",
-    "binary_debiased_l2_calibration_error",
-    "binary_logits",
-    "binary_negative_log_likelihood",
-    "binary_probabilities",
-    "binary_reliability_bins",
-    "binary_smooth_ece",
-    "binary_smooth_reliability_curve",
-    "binary_top_label",
-    "binary_top_label_calibration_error",
-    "logit",
-    "positive_rate",
-    "sigmoid",
-    "validate_binary",
-    "validate_binary_logits",
-]
+from modelval.metrics.validation import (
+    binary_labels,
+    check_choice,
+    check_n_bins,
+    validate_binary,
+    validate_binary_logits,
+)
+from modelval.metrics.validation import sigmoid as sigmoid  # the logistic link of the logits, also public here
 
 Norm = Literal["l1", "l2", "max"]
 NORMS: tuple[str, ...] = ("l1", "l2", "max")
@@ -93,115 +70,22 @@ NORMS: tuple[str, ...] = ("l1", "l2", "max")
 #: ``ReliabilityBins.target`` of positive-class bins: what the reliability diagram's y-axis shows.
 FRACTION_OF_POSITIVES = "fraction of positives"
 
-_LABEL_HINT = " (1 = positive class); for class indices of a multiclass model use the multiclass functions"
-
-
-def sigmoid(z: np.ndarray) -> np.ndarray:
-    """``1 / (1 + exp(-z))`` in float64 without overflow (the two branches of the logistic function)."""
-    z = np.asarray(z, dtype=np.float64)
-    out = np.empty_like(z)
-    positive = z >= 0
-    out[positive] = 1.0 / (1.0 + np.exp(-z[positive]))
-    e = np.exp(z[~positive])
-    out[~positive] = e / (1.0 + e)
-    return out
-
 
 def logit(p: np.ndarray, eps: float = float(np.finfo(np.float64).eps)) -> np.ndarray:
     """``log(p / (1 - p))`` of ``p`` clipped to ``[eps, 1 - eps]`` (float64 machine epsilon by default).
 
     The clipping keeps 0 and 1 finite (about -36.04 and +36.04) and is netcal's rule for turning
     probabilities into logits; ``log1p`` keeps ``1 - p`` accurate for small ``p``.
+
+    Parameters
+    ----------
+    p
+        Probabilities.
+    eps
+        The clipping margin.
     """
     clipped = np.clip(np.asarray(p, dtype=np.float64), eps, 1.0 - eps)
     return np.log(clipped) - np.log1p(-clipped)
-
-
-def _column(values: Any, name: str) -> np.ndarray:
-    """``(N,)`` from ``(N,)`` or ``(N, 1)``; anything else is refused with what to pass instead."""
-    arr = _as_numpy(values, name)
-    if arr.ndim == 2 and arr.shape[1] == 1:
-        arr = arr[:, 0]
-    if arr.ndim != 1:
-        raise InputValidationError(
-            f"{name} must have shape (N,) or (N, 1): one score per example for a binary classifier, got "
-            f"{arr.shape}; for an (N, 2) softmax take column 1 (probs[:, 1], or logits[:, 1] - logits[:, 0]); "
-            "for (N, L) multilabel scores use modelval.metrics.multilabel"
-        )
-    return arr
-
-
-def _real(arr: np.ndarray, name: str) -> None:
-    if arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.number) or np.issubdtype(arr.dtype, np.complexfloating):
-        raise InputValidationError(f"{name} must be real numbers, got dtype {arr.dtype}")
-
-
-def _binary_labels(labels: Any, n: int) -> np.ndarray:
-    y = _column(labels, "labels")
-    if y.shape != (n,):
-        raise InputValidationError(f"labels must have shape ({n},), one 0/1 label per score, got {y.shape}")
-    return _validated_flags(y, "labels", _LABEL_HINT)
-
-
-def _scores(scores: Any, name: str, allow_empty: bool) -> np.ndarray:
-    s = _column(scores, name)
-    if s.size == 0 and not allow_empty:
-        raise InputValidationError("no examples: calibration is undefined for an empty set")
-    _real(s, name)
-    return s
-
-
-def binary_probabilities(scores: Any, *, logits: bool = False, allow_empty: bool = False) -> np.ndarray:
-    """Validated positive-class probabilities of ``(N,)`` or ``(N, 1)`` scores (no labels needed).
-
-    With ``logits=True`` the scores are logits and ``sigmoid`` is applied (float64). Probabilities keep
-    float32 for float16/float32 input, float64 otherwise. NaN, infinite logits and probabilities
-    outside [0, 1] (the message suggests ``logits=True``) are refused.
-    """
-    if logits:
-        return sigmoid(binary_logits(scores, allow_empty=allow_empty))
-    p = _scores(scores, "probs", allow_empty)
-    p = p.astype(_binning_dtype(p) if np.issubdtype(p.dtype, np.floating) else np.float64)
-    if p.size == 0:
-        return p
-    low, high = p.min(), p.max()
-    if np.isnan(low) or np.isnan(high):
-        raise InputValidationError(f"probs contain {int(np.isnan(p).sum())} NaN value(s); drop or fix those examples")
-    if low < 0 or high > 1:
-        bad = p[(p < 0) | (p > 1)]
-        raise InputValidationError(
-            f"probs must be positive-class probabilities in [0, 1]; {bad.size} value(s) outside, e.g. "
-            f"{bad[0]!r}: for logits pass logits=True (the card: store them as 'logits')"
-        )
-    return p
-
-
-def binary_logits(scores: Any, *, allow_empty: bool = False) -> np.ndarray:
-    """Validated float64 logits of ``(N,)`` or ``(N, 1)`` scores: finite real numbers."""
-    z = _scores(scores, "logits", allow_empty).astype(np.float64)
-    if not np.isfinite(z).all():
-        raise InputValidationError(
-            f"logits contain {int((~np.isfinite(z)).sum())} NaN or infinite value(s); fix or drop those examples"
-        )
-    return z
-
-
-def validate_binary(probs: Any, labels: Any, *, logits: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    """Validated positive-class probabilities and bool labels: the one place binary input is checked.
-
-    ``probs`` as :func:`binary_probabilities` (``logits=True``: logits, sigmoid applied); ``labels``
-    ``(N,)`` or ``(N, 1)``, 0/1 or bool. Raises :class:`~modelval.errors.InputValidationError` for
-    NaN, infinite logits, probabilities outside [0, 1], labels other than 0/1, mismatched lengths and
-    empty input.
-    """
-    p = binary_probabilities(probs, logits=logits)
-    return p, _binary_labels(labels, p.shape[0])
-
-
-def validate_binary_logits(logits: Any, labels: Any) -> tuple[np.ndarray, np.ndarray]:
-    """Validated float64 logits (finite) and bool labels, shapes as :func:`validate_binary`."""
-    z = binary_logits(logits)
-    return z, _binary_labels(labels, z.shape[0])
 
 
 def _norm_of(bins: ReliabilityBins, norm: Norm) -> float:
@@ -209,9 +93,8 @@ def _norm_of(bins: ReliabilityBins, norm: Norm) -> float:
         return bins.ece
     if norm == "l2":
         return bins.rms
-    if norm == "max":
-        return bins.mce
-    raise InputValidationError(f"norm must be one of {NORMS} ('l1' ECE, 'l2' RMS, 'max' MCE), got {norm!r}")
+    check_choice(norm, "norm", NORMS, hint=" ('l1' ECE, 'l2' RMS, 'max' MCE)")
+    return bins.mce
 
 
 # --------------------------------------------------------------------------------------------------
@@ -235,7 +118,7 @@ def binary_reliability_bins(
     ``.mce``, ``.rms`` are the positive-class errors; ``accuracy_interval()`` the Wilson intervals of
     the fractions of positives.
     """
-    _check_n_bins(n_bins)
+    check_n_bins(n_bins)
     p, y = validate_binary(probs, labels, logits=logits)
     bins = reliability_bins(p, y, n_bins, adaptive=adaptive, convention=convention)
     return dataclasses.replace(bins, target=FRACTION_OF_POSITIVES)
@@ -411,9 +294,11 @@ def binary_calibration_intervals(
 
 
 def positive_rate(labels: Any) -> float:
-    """Fraction of positive labels (validated 0/1)."""
-    y = _column(labels, "labels")
-    if y.size == 0:
-        raise InputValidationError("no examples: the positive rate is undefined for an empty set")
-    flags = _validated_flags(y, "labels", _LABEL_HINT)
-    return float(flags.mean())
+    """Fraction of positive labels.
+
+    Parameters
+    ----------
+    labels
+        0/1 labels, shape ``(N,)`` or ``(N, 1)``.
+    """
+    return float(binary_labels(labels).mean())

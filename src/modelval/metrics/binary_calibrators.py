@@ -45,33 +45,24 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import numpy as np
 
 from modelval.errors import InputValidationError
-from modelval.metrics.binary import (
+from modelval.metrics.binary import logit
+from modelval.metrics.calibrators import HistogramBinningCalibrator, IsotonicCalibrator
+from modelval.metrics.temperature import ScalingFitWarning, fit_temperature
+from modelval.metrics.validation import (
+    as_array,
     binary_logits,
     binary_probabilities,
-    logit,
+    check_choice,
     sigmoid,
     validate_binary,
     validate_binary_logits,
+    validate_multilabel,
 )
-from modelval.metrics.calibration import _as_numpy
-from modelval.metrics.calibrators import HistogramBinningCalibrator, IsotonicCalibrator
-from modelval.metrics.multilabel import validate_multilabel
-from modelval.metrics.temperature import ScalingFitWarning, fit_temperature
-
-__all__ = [
-    "METHODS",
-    "BinaryCalibrator",
-    "BinaryTemperatureScaling",
-    "MultilabelCalibrator",
-    "PlattScaling",
-    "fit_binary_temperature",
-    "fit_platt",
-]
 
 Targets = Literal["platt", "hard"]
 TARGETS: tuple[str, ...] = ("platt", "hard")
@@ -121,9 +112,17 @@ def fit_platt(
     ``max_iter`` Newton steps did not bring the gradient below ``tol``. ``targets="hard"`` on data
     that a threshold on ``z`` separates (or with one class only) raises
     :class:`~modelval.errors.InputValidationError`: the likelihood then keeps growing as ``a`` grows.
+
+    Parameters
+    ----------
+    logits, labels
+        One logit and one 0/1 label per example.
+    targets
+        ``"platt"`` (Platt's smoothed targets) or ``"hard"`` (the labels).
+    max_iter, tol
+        Newton steps at most, and the largest gradient entry at which the fit has converged.
     """
-    if targets not in TARGETS:
-        raise InputValidationError(f"targets must be one of {TARGETS}, got {targets!r}")
+    check_choice(targets, "targets", TARGETS)
     z, y = validate_binary_logits(logits, labels)
     constant = bool(np.all(z == z[0]))
     if targets == "hard" and (_separated(z, y) if not constant else (y.all() or not y.any())):
@@ -190,7 +189,13 @@ def fit_platt(
 
 
 def fit_binary_temperature(logits: Any, labels: Any) -> float:
-    """The temperature ``T`` minimising the NLL of ``sigmoid(z / T)``: ``fit_temperature`` on ``[0, z]``."""
+    """The temperature ``T`` minimising the NLL of ``sigmoid(z / T)``: ``fit_temperature`` on ``[0, z]``.
+
+    Parameters
+    ----------
+    logits, labels
+        One logit and one 0/1 label per example.
+    """
     z, y = validate_binary_logits(logits, labels)
     pair = np.stack([np.zeros_like(z), z], axis=1)
     with warnings.catch_warnings(record=True) as caught:
@@ -205,7 +210,44 @@ def _not_fitted(name: str) -> InputValidationError:
     return InputValidationError(f"{name} is not fitted: call fit(logits, labels) (or fit_probs) first")
 
 
-class PlattScaling:
+_Scaling = TypeVar("_Scaling", bound="_OneLogit")
+
+
+class _OneLogit:
+    """A calibrator of one logit, which also takes probabilities (as ``logit(clip(p, eps, 1 - eps))``)."""
+
+    def fit(self: _Scaling, logits: Any, labels: Any) -> _Scaling:  # pragma: no cover - each scaling has its own
+        raise NotImplementedError
+
+    def transform(self, logits: Any) -> np.ndarray:  # pragma: no cover - each scaling has its own
+        raise NotImplementedError
+
+    def fit_probs(self: _Scaling, probs: Any, labels: Any) -> _Scaling:
+        """Fit on positive-class probabilities.
+
+        Parameters
+        ----------
+        probs, labels
+            One probability and one 0/1 label per example.
+        """
+        p, y = validate_binary(probs, labels)
+        return self.fit(logit(p), y)
+
+    def transform_probs(self, probs: Any) -> np.ndarray:
+        """Calibrated probabilities (float64) of positive-class probabilities.
+
+        Parameters
+        ----------
+        probs
+            One probability per example.
+        """
+        return self.transform(logit(binary_probabilities(probs, allow_empty=True)))
+
+    def __call__(self, logits: Any) -> np.ndarray:
+        return self.transform(logits)
+
+
+class PlattScaling(_OneLogit):
     """Platt scaling ``sigmoid(a z + b)`` of one logit (see the module docstring).
 
     ``fit(logits, labels)`` or ``fit_probs(probs, labels)`` (probabilities become
@@ -214,61 +256,68 @@ class PlattScaling:
     """
 
     def __init__(self, *, targets: Targets = "platt") -> None:
-        if targets not in TARGETS:
-            raise InputValidationError(f"targets must be one of {TARGETS}, got {targets!r}")
+        check_choice(targets, "targets", TARGETS)
         self.targets: Targets = targets
         self.a_: float | None = None
         self.b_: float | None = None
         self.converged_: bool | None = None
 
     def fit(self, logits: Any, labels: Any) -> PlattScaling:
+        """Fit ``a`` and ``b`` (:func:`fit_platt`).
+
+        Parameters
+        ----------
+        logits, labels
+            One logit and one 0/1 label per example.
+        """
         self.a_, self.b_, self.converged_ = fit_platt(logits, labels, targets=self.targets)
         return self
 
-    def fit_probs(self, probs: Any, labels: Any) -> PlattScaling:
-        p, y = validate_binary(probs, labels)
-        return self.fit(logit(p), y)
-
     def transform(self, logits: Any) -> np.ndarray:
-        """Calibrated probabilities ``sigmoid(a z + b)`` (float64)."""
+        """Calibrated probabilities ``sigmoid(a z + b)`` (float64).
+
+        Parameters
+        ----------
+        logits
+            One logit per example.
+        """
         if self.a_ is None or self.b_ is None:
             raise _not_fitted("PlattScaling")
         return sigmoid(self.a_ * binary_logits(logits, allow_empty=True) + self.b_)
-
-    def transform_probs(self, probs: Any) -> np.ndarray:
-        return self.transform(logit(binary_probabilities(probs, allow_empty=True)))
-
-    __call__ = transform
 
     def __repr__(self) -> str:
         state = "not fitted" if self.a_ is None else f"a={self.a_:.6g}, b={self.b_:.6g}"
         return f"PlattScaling(targets={self.targets!r}; {state})"
 
 
-class BinaryTemperatureScaling:
+class BinaryTemperatureScaling(_OneLogit):
     """Temperature scaling ``sigmoid(z / T)`` of one logit. Fitted: ``temperature_``."""
 
     def __init__(self) -> None:
         self.temperature_: float | None = None
 
     def fit(self, logits: Any, labels: Any) -> BinaryTemperatureScaling:
+        """Fit ``T`` (:func:`fit_binary_temperature`).
+
+        Parameters
+        ----------
+        logits, labels
+            One logit and one 0/1 label per example.
+        """
         self.temperature_ = fit_binary_temperature(logits, labels)
         return self
 
-    def fit_probs(self, probs: Any, labels: Any) -> BinaryTemperatureScaling:
-        p, y = validate_binary(probs, labels)
-        return self.fit(logit(p), y)
-
     def transform(self, logits: Any) -> np.ndarray:
-        """Calibrated probabilities ``sigmoid(z / T)`` (float64)."""
+        """Calibrated probabilities ``sigmoid(z / T)`` (float64).
+
+        Parameters
+        ----------
+        logits
+            One logit per example.
+        """
         if self.temperature_ is None:
             raise _not_fitted("BinaryTemperatureScaling")
         return sigmoid(binary_logits(logits, allow_empty=True) / self.temperature_)
-
-    def transform_probs(self, probs: Any) -> np.ndarray:
-        return self.transform(logit(binary_probabilities(probs, allow_empty=True)))
-
-    __call__ = transform
 
     def __repr__(self) -> str:
         state = "not fitted" if self.temperature_ is None else f"T={self.temperature_:.6g}"
@@ -287,8 +336,7 @@ class BinaryCalibrator:
     def __init__(
         self, method: Method = "platt", *, targets: Targets = "platt", n_bins: int = 10, adaptive: bool = False
     ) -> None:
-        if method not in METHODS:
-            raise InputValidationError(f"method must be one of {METHODS}, got {method!r}")
+        check_choice(method, "method", METHODS)
         self.method: Method = method
         self.targets: Targets = targets
         self.n_bins = n_bins
@@ -307,41 +355,44 @@ class BinaryCalibrator:
         else:
             self.calibrator_ = IsotonicCalibrator()
 
-    @property
-    def wants_logits(self) -> bool:
-        """Whether the method works on logits (Platt, temperature) rather than probabilities."""
-        return self.method in ("platt", "temperature")
-
     def fit(self, scores: Any, labels: Any, *, logits: bool = False) -> BinaryCalibrator:
+        """Fit the calibrator.
+
+        Parameters
+        ----------
+        scores, labels
+            One score and one 0/1 label per example.
+        logits
+            The scores are logits, not probabilities.
+        """
         self._new()
         cal = self.calibrator_
-        if isinstance(cal, (PlattScaling, BinaryTemperatureScaling)):
-            if logits:
-                z, y = validate_binary_logits(scores, labels)
-            else:
-                p, y = validate_binary(scores, labels)
-                z = logit(p)
-            cal.fit(z, y)
+        if isinstance(cal, _OneLogit) and logits:
+            cal.fit(scores, labels)
+        elif isinstance(cal, _OneLogit):
+            cal.fit_probs(scores, labels)
         else:
-            p, y = validate_binary(scores, labels, logits=logits)
-            cal.fit(p, y)
+            cal.fit(*validate_binary(scores, labels, logits=logits))
         self._fitted = True
         return self
 
     def predict_proba(self, scores: Any, *, logits: bool = False) -> np.ndarray:
-        """Calibrated positive-class probabilities (float64), one per score."""
+        """Calibrated positive-class probabilities (float64), one per score.
+
+        Parameters
+        ----------
+        scores
+            One score per example.
+        logits
+            The scores are logits, not probabilities.
+        """
         if not self._fitted:
             raise InputValidationError(
                 f"BinaryCalibrator({self.method!r}) is not fitted: call fit(scores, labels) first"
             )
         cal = self.calibrator_
-        if isinstance(cal, (PlattScaling, BinaryTemperatureScaling)):
-            z = (
-                binary_logits(scores, allow_empty=True)
-                if logits
-                else logit(binary_probabilities(scores, allow_empty=True))
-            )
-            return cal.transform(z)
+        if isinstance(cal, _OneLogit):
+            return cal.transform(scores) if logits else cal.transform_probs(scores)
         return cal.transform(binary_probabilities(scores, logits=logits, allow_empty=True))
 
     __call__ = predict_proba
@@ -367,8 +418,17 @@ class MultilabelCalibrator:
         self.calibrators_: list[BinaryCalibrator] = []
 
     def fit(self, scores: Any, labels: Any, *, logits: bool = False) -> MultilabelCalibrator:
+        """Fit one calibrator per label column.
+
+        Parameters
+        ----------
+        scores, labels
+            ``(N, L)`` scores and the ``(N, L)`` 0/1 label matrix.
+        logits
+            The scores are logits, not probabilities.
+        """
         if logits:
-            z = _as_numpy(scores, "logits").astype(np.float64)
+            z = as_array(scores, "logits").astype(np.float64)
             _, y = validate_multilabel(z, labels, logits=True)  # shapes, finiteness and 0/1 labels
             columns = z
         else:
@@ -383,9 +443,18 @@ class MultilabelCalibrator:
         return self
 
     def predict_proba(self, scores: Any, *, logits: bool = False) -> np.ndarray:
+        """Calibrated probabilities, ``(M, L)``: column ``k`` from label ``k``'s calibrator.
+
+        Parameters
+        ----------
+        scores
+            ``(M, L)`` scores.
+        logits
+            The scores are logits, not probabilities.
+        """
         if not self.calibrators_:
             raise InputValidationError("MultilabelCalibrator is not fitted: call fit(scores, labels) first")
-        s = _as_numpy(scores, "logits" if logits else "probs")
+        s = as_array(scores, "logits" if logits else "probs")
         if s.ndim != 2 or s.shape[1] != len(self.calibrators_):
             raise InputValidationError(
                 f"scores must be (M, {len(self.calibrators_)}): one column per fitted label, got shape {s.shape}"

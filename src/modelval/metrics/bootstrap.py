@@ -45,29 +45,18 @@ from typing import Any
 import numpy as np
 
 from modelval.errors import InputValidationError
-from modelval.metrics.calibration import (
-    Convention,
-    _bin_indices,
-    _binning_dtype,
-    _check_n_bins,
-    _checked,
-    reliability_bins,
-)
-from modelval.metrics.classification import validate_labels
+from modelval.metrics.calibration import Convention, _bin_indices, reliability_bins
 from modelval.metrics.imbalance import normalize_class_weights, shot_groups
-from modelval.metrics.intervals import wilson_interval
+from modelval.metrics.validation import (
+    binning_dtype,
+    check_class_indices,
+    check_confidences,
+    check_count,
+    check_n_bins,
+    check_number,
+    validate_labels,
+)
 from modelval.runtime import check_seed
-
-__all__ = [
-    "BootstrapInterval",
-    "accuracy_intervals",
-    "bootstrap_json",
-    "calibration_intervals",
-    "interval_notes",
-    "intervals_json",
-    "naive_bootstrap",
-    "wilson_interval",
-]
 
 #: Resamples drawn per chunk: bounds the memory of stratified draws over many classes.
 _CHUNK_CELLS = 4_000_000
@@ -130,12 +119,9 @@ class BootstrapInterval:
 
 
 def _check_bootstrap_args(n_resamples: int, level: float) -> None:
-    if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) or n_resamples < 1:
-        raise InputValidationError(
-            f"n_resamples must be a positive integer, got {n_resamples!r} (0 means no interval: skip the call)"
-        )
-    if not 0 < level < 1:
-        raise InputValidationError(f"level must lie strictly between 0 and 1 (0.95 for a 95% interval), got {level!r}")
+    check_count(n_resamples, "n_resamples", hint=" (0 means no interval: skip the call)")
+    expected = "must lie strictly between 0 and 1 (0.95 for a 95% interval)"
+    check_number(level, "level", above=0, below=1, expected=expected)
 
 
 def _interval(
@@ -277,16 +263,14 @@ def calibration_intervals(
     each example). See the module docstring for the method.
     """
     _check_bootstrap_args(n_resamples, level)
-    _check_n_bins(n_bins)
-    conf, flags = _checked(confidences, correct)
-    conf = conf.astype(_binning_dtype(conf) if convention == "torchmetrics" else np.float64, copy=False)
+    check_n_bins(n_bins)
+    conf, flags = check_confidences(confidences, correct)
+    conf = conf.astype(binning_dtype(conf.dtype) if convention == "torchmetrics" else np.float64, copy=False)
     idx, _, size = _bin_indices(conf, int(n_bins), adaptive, convention)
     if stratify:
         if labels is None:
             raise InputValidationError("stratify=True needs labels (the true class of each example)")
-        y = np.asarray(labels)
-        if y.shape != conf.shape or not np.issubdtype(y.dtype, np.integer) or (y < 0).any():
-            raise InputValidationError(f"labels must be non-negative integers, one per example ({conf.shape[0]})")
+        y = check_class_indices(labels, "labels", n=conf.shape[0], scores="confidences")
         strata = int(y.max()) + 1
         cell = (y.astype(np.intp) * size + idx) * 2 + flags
     else:

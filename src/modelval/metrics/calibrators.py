@@ -55,14 +55,8 @@ from typing import Any, Literal
 import numpy as np
 
 from modelval.errors import InputValidationError
-from modelval.metrics.calibration import (
-    _as_numpy,
-    _check_n_bins,
-    _check_range,
-    _checked,
-    check_probability_rows,
-    top1_confidences,
-)
+from modelval.metrics.calibration import top1_confidences
+from modelval.metrics.validation import as_array, check_choice, check_confidences, check_n_bins, validate_probs
 
 HistogramConvention = Literal["default", "netcal"]
 HISTOGRAM_CONVENTIONS: tuple[str, ...] = ("default", "netcal")
@@ -76,7 +70,7 @@ _EPS = float(np.finfo(np.float64).eps)
 
 def _fit_inputs(confidences: Any, correct: Any, minimum: int, what: str, hint: str) -> tuple[np.ndarray, np.ndarray]:
     """Validated float64 confidences and bool flags, with at least ``minimum`` examples."""
-    conf, flags = _checked(confidences, correct)
+    conf, flags = check_confidences(confidences, correct)
     if conf.size < minimum:
         raise InputValidationError(f"{what} needs at least {minimum} fit examples, got {conf.size}; {hint}")
     return conf.astype(np.float64), flags
@@ -84,16 +78,7 @@ def _fit_inputs(confidences: Any, correct: Any, minimum: int, what: str, hint: s
 
 def _new_confidences(confidences: Any) -> np.ndarray:
     """Validated 1-D float64 confidences in [0, 1] for ``transform`` (may be empty)."""
-    conf = _as_numpy(confidences, "confidences")
-    if conf.ndim != 1:
-        raise InputValidationError(
-            f"confidences must be 1-D (one top-1 confidence per example), got shape {conf.shape}; for an "
-            "(N, C) probability matrix use calibrate_top_label(calibrator, probs)"
-        )
-    if conf.size and (not np.issubdtype(conf.dtype, np.number) or np.issubdtype(conf.dtype, np.complexfloating)):
-        raise InputValidationError(f"confidences must be real numbers, got dtype {conf.dtype}")
-    if conf.size:
-        _check_range(conf)
+    conf, _ = check_confidences(confidences, matrix_hint="calibrate_top_label(calibrator, probs)")
     return conf.astype(np.float64)
 
 
@@ -112,11 +97,18 @@ def histogram_bin_edges(
     Uniform: ``numpy.linspace(0, 1, n_bins + 1)``. Adaptive (equal-mass): ``numpy.quantile`` of the
     confidences clipped to ``[eps, 1 - eps]`` at ``linspace(0, 1, n_bins + 1)``, then the first edge
     set to 0 and the last to 1. Edges may repeat when confidences are tied.
+
+    Parameters
+    ----------
+    confidences
+        The fit confidences (used by the adaptive edges only).
+    n_bins, adaptive
+        The number of bins; equal-mass instead of uniform ones.
     """
-    _check_n_bins(n_bins)
+    check_n_bins(n_bins)
     if not adaptive:
         return np.linspace(0.0, 1.0, int(n_bins) + 1)
-    conf = _as_numpy(confidences, "confidences").astype(np.float64)
+    conf = as_array(confidences, "confidences").astype(np.float64)
     clipped = np.clip(conf, _EPS, 1.0 - _EPS)
     edges = np.quantile(clipped, np.linspace(0.0, 1.0, int(n_bins) + 1))
     edges[0], edges[-1] = 0.0, 1.0
@@ -154,10 +146,18 @@ def histogram_binning(
     in netcal) and ``counts[m]`` their number. ``convention`` selects the bin rule while fitting (see the
     module docstring); with ``"netcal"`` the values equal ``netcal.binning.HistogramBinning(n_bins,
     equal_intervals=not adaptive).fit(conf, correct)._bin_map`` exactly.
+
+    Parameters
+    ----------
+    confidences, correct
+        Held-out top-1 confidences in [0, 1] and 0/1 (or bool) correctness flags.
+    n_bins, adaptive
+        The number of bins; equal-mass instead of uniform ones.
+    convention
+        ``"default"`` or ``"netcal"``: the bin rule while fitting.
     """
-    _check_n_bins(n_bins)
-    if convention not in HISTOGRAM_CONVENTIONS:
-        raise InputValidationError(f"convention must be one of {HISTOGRAM_CONVENTIONS}, got {convention!r}")
+    check_n_bins(n_bins)
+    check_choice(convention, "convention", HISTOGRAM_CONVENTIONS)
     conf, flags = _fit_inputs(
         confidences,
         correct,
@@ -192,9 +192,8 @@ class HistogramBinningCalibrator:
         adaptive: bool = False,
         convention: HistogramConvention = "default",
     ) -> None:
-        _check_n_bins(n_bins)
-        if convention not in HISTOGRAM_CONVENTIONS:
-            raise InputValidationError(f"convention must be one of {HISTOGRAM_CONVENTIONS}, got {convention!r}")
+        check_n_bins(n_bins)
+        check_choice(convention, "convention", HISTOGRAM_CONVENTIONS)
         self.n_bins = int(n_bins)
         self.adaptive = bool(adaptive)
         self.convention: HistogramConvention = convention
@@ -203,14 +202,26 @@ class HistogramBinningCalibrator:
         self.counts_: np.ndarray | None = None
 
     def fit(self, confidences: Any, correct: Any) -> HistogramBinningCalibrator:
-        """Fit on held-out top-1 confidences in [0, 1] and 0/1 (or bool) correctness flags."""
+        """Fit on held-out top-1 confidences and correctness flags.
+
+        Parameters
+        ----------
+        confidences, correct
+            Held-out top-1 confidences in [0, 1] and 0/1 (or bool) correctness flags.
+        """
         self.edges_, self.values_, self.counts_ = histogram_binning(
             confidences, correct, self.n_bins, adaptive=self.adaptive, convention=self.convention
         )
         return self
 
     def fit_probs(self, probs: Any, labels: Any) -> HistogramBinningCalibrator:
-        """Fit on an ``(N, C)`` probability matrix and labels (its top-1 confidence and correctness)."""
+        """Fit on an ``(N, C)`` probability matrix and labels (its top-1 confidence and correctness).
+
+        Parameters
+        ----------
+        probs, labels
+            ``(N, C)`` probabilities and the true class of each row.
+        """
         return self.fit(*top1_confidences(probs, labels))
 
     @property
@@ -218,7 +229,13 @@ class HistogramBinningCalibrator:
         return self.values_ is not None
 
     def transform(self, confidences: Any) -> np.ndarray:
-        """Calibrated confidences (float64): the fitted value of each confidence's ``(lo, hi]`` bin."""
+        """Calibrated confidences (float64): the fitted value of each confidence's ``(lo, hi]`` bin.
+
+        Parameters
+        ----------
+        confidences
+            Top-1 confidences in [0, 1].
+        """
         if self.edges_ is None or self.values_ is None:
             raise InputValidationError(
                 "HistogramBinningCalibrator is not fitted: call fit(confidences, correct) (or fit_probs) first"
@@ -248,11 +265,18 @@ def pool_adjacent_violators(values: Any, weights: Any = None) -> np.ndarray:
     (increasing). Adjacent blocks are pooled while the left block's mean is ``>=`` the right one's;
     each block keeps its exact weighted sum, so its mean is one division (scipy re-multiplies block
     means, which can differ from this in the last bits). Weights must be finite and > 0.
+
+    Parameters
+    ----------
+    values
+        1-D values, in the order the fit must be non-decreasing in.
+    weights
+        One weight per value (default 1).
     """
-    y = _as_numpy(values, "values").astype(np.float64)
+    y = as_array(values, "values").astype(np.float64)
     if y.ndim != 1:
         raise InputValidationError(f"values must be 1-D, got shape {y.shape}")
-    w = np.ones_like(y) if weights is None else _as_numpy(weights, "weights").astype(np.float64)
+    w = np.ones_like(y) if weights is None else as_array(weights, "weights").astype(np.float64)
     if w.shape != y.shape:
         raise InputValidationError(f"weights must have the shape of values {y.shape}, got {w.shape}")
     if not (np.isfinite(y).all() and np.isfinite(w).all()):
@@ -306,6 +330,11 @@ def isotonic_regression(confidences: Any, correct: Any) -> tuple[np.ndarray, np.
     The same thresholds as ``sklearn.isotonic.IsotonicRegression(out_of_bounds="clip", y_min=0,
     y_max=1).fit(conf, correct)`` (``X_thresholds_``, ``y_thresholds_``); see the module docstring for
     ties. The calibrated value of a confidence ``c`` is ``numpy.interp(clip(c, x[0], x[-1]), x, y)``.
+
+    Parameters
+    ----------
+    confidences, correct
+        Held-out top-1 confidences in [0, 1] and 0/1 (or bool) correctness flags.
     """
     conf, flags = _fit_inputs(
         confidences, correct, MIN_ISOTONIC_EXAMPLES, "isotonic regression", "use a larger validation set"
@@ -341,12 +370,24 @@ class IsotonicCalibrator:
         self.y_thresholds_: np.ndarray | None = None
 
     def fit(self, confidences: Any, correct: Any) -> IsotonicCalibrator:
-        """Fit on held-out top-1 confidences in [0, 1] and 0/1 (or bool) correctness flags."""
+        """Fit on held-out top-1 confidences and correctness flags.
+
+        Parameters
+        ----------
+        confidences, correct
+            Held-out top-1 confidences in [0, 1] and 0/1 (or bool) correctness flags.
+        """
         self.x_thresholds_, self.y_thresholds_ = isotonic_regression(confidences, correct)
         return self
 
     def fit_probs(self, probs: Any, labels: Any) -> IsotonicCalibrator:
-        """Fit on an ``(N, C)`` probability matrix and labels (its top-1 confidence and correctness)."""
+        """Fit on an ``(N, C)`` probability matrix and labels (its top-1 confidence and correctness).
+
+        Parameters
+        ----------
+        probs, labels
+            ``(N, C)`` probabilities and the true class of each row.
+        """
         return self.fit(*top1_confidences(probs, labels))
 
     @property
@@ -354,7 +395,13 @@ class IsotonicCalibrator:
         return self.x_thresholds_ is not None
 
     def transform(self, confidences: Any) -> np.ndarray:
-        """Calibrated confidences (float64), as scikit-learn's ``transform`` with ``out_of_bounds="clip"``."""
+        """Calibrated confidences (float64), as scikit-learn's ``transform`` with ``out_of_bounds="clip"``.
+
+        Parameters
+        ----------
+        confidences
+            Top-1 confidences in [0, 1].
+        """
         if self.x_thresholds_ is None or self.y_thresholds_ is None:
             raise InputValidationError(
                 "IsotonicCalibrator is not fitted: call fit(confidences, correct) (or fit_probs) first"
@@ -377,21 +424,6 @@ class IsotonicCalibrator:
 TopLabelCalibrator = HistogramBinningCalibrator | IsotonicCalibrator
 
 
-def _checked_probs(probs: Any) -> np.ndarray:
-    p = _as_numpy(probs, "probs")
-    if p.ndim != 2 or p.shape[1] < 1:
-        raise InputValidationError(
-            f"probs must be an (N, C) probability matrix, got shape {p.shape}; for 1-D top-1 confidences "
-            "call calibrator.transform(confidences)"
-        )
-    if not np.issubdtype(p.dtype, np.number) or np.issubdtype(p.dtype, np.complexfloating):
-        raise InputValidationError(f"probs must be real numbers, got dtype {p.dtype}")
-    p = p.astype(np.float64)
-    if p.shape[0]:
-        check_probability_rows(p, "apply softmax(logits, axis=1) first")
-    return p
-
-
 def calibrate_top_label(calibrator: TopLabelCalibrator, probs: Any) -> tuple[np.ndarray, np.ndarray]:
     """Apply a fitted top-label calibrator to an ``(N, C)`` probability matrix.
 
@@ -399,13 +431,23 @@ def calibrate_top_label(calibrator: TopLabelCalibrator, probs: Any) -> tuple[np.
     the unchanged predicted class ``argmax_k p_k`` (ties to the lowest index, as ``numpy.argmax``).
     Only the top-1 confidence is calibrated; compare it with ``prediction == labels`` (e.g. in
     :func:`~modelval.metrics.calibration.expected_calibration_error`).
+
+    Parameters
+    ----------
+    calibrator
+        A fitted :class:`HistogramBinningCalibrator` or :class:`IsotonicCalibrator`.
+    probs
+        ``(N, C)`` probabilities.
     """
     if not callable(getattr(calibrator, "transform", None)):
         raise InputValidationError(
             "calibrator must be a fitted top-label calibrator with a transform(confidences) method "
             f"(HistogramBinningCalibrator, IsotonicCalibrator), got {type(calibrator).__name__}"
         )
-    p = _checked_probs(probs)
+    p, _ = validate_probs(
+        probs, min_classes=1, fix="apply softmax(logits, axis=1) first", allow_empty=True,
+        hint="; for 1-D top-1 confidences call calibrator.transform(confidences)",
+    )  # fmt: skip
     prediction = p.argmax(axis=1) if p.shape[0] else np.zeros(0, dtype=np.intp)
     confidence = calibrator.transform(p.max(axis=1) if p.shape[0] else np.zeros(0))
     return confidence, prediction

@@ -37,34 +37,18 @@ from typing import Any, Literal
 import numpy as np
 
 from modelval.errors import InputValidationError
-from modelval.metrics.calibration import (
-    _as_numpy,
-    _check_n_bins,
-    _checked,
-    _searchsorted_even,
-    check_probability_rows,
-    expected_calibration_error,
-    reliability_bins,
-)
+from modelval.metrics.calibration import _searchsorted_even, expected_calibration_error, reliability_bins
 from modelval.metrics.temperature import log_softmax, softmax
-
-__all__ = [
-    "DEFAULT_BIN_COUNTS",
-    "GroupECE",
-    "SmoothReliabilityCurve",
-    "SweepResult",
-    "auto_n_bins",
-    "brier_score",
-    "classwise_calibration_error",
-    "debiased_l2_calibration_error",
-    "ece_at_bin_counts",
-    "ece_by_group",
-    "ece_sweep",
-    "negative_log_likelihood",
-    "resolve_n_bins",
-    "smooth_ece",
-    "smooth_reliability_curve",
-]
+from modelval.metrics.validation import (
+    as_array,
+    check_class_indices,
+    check_confidences,
+    check_count,
+    check_n_bins,
+    check_number,
+    validate_logits,
+    validate_probs,
+)
 
 #: Bin counts of :func:`ece_at_bin_counts` when none are given.
 DEFAULT_BIN_COUNTS: tuple[int, ...] = (5, 10, 15, 20, 30, 50)
@@ -72,7 +56,7 @@ DEFAULT_BIN_COUNTS: tuple[int, ...] = (5, 10, 15, 20, 30, 50)
 
 def _top1(confidences: Any, correct: Any) -> tuple[np.ndarray, np.ndarray]:
     """Validated float64 confidences and float64 0/1 flags."""
-    conf, flags = _checked(confidences, correct)
+    conf, flags = check_confidences(confidences, correct)
     return conf.astype(np.float64), flags.astype(np.float64)
 
 
@@ -122,7 +106,7 @@ def debiased_l2_calibration_error(confidences: Any, correct: Any, n_bins: int = 
     scores with many ties (fewer than N/4 distinct values) it switches to one bin per distinct value;
     this function always uses ``n_bins`` equal-mass bins. Computed in float64.
     """
-    _check_n_bins(n_bins)
+    check_n_bins(n_bins)
     conf, flags = _top1(confidences, correct)
     boundaries = _equal_mass_boundaries(conf, int(n_bins))
     idx = np.searchsorted(boundaries, conf, side="left")
@@ -198,11 +182,9 @@ def ece_sweep(
     ``O(max_bins * N)``, so pass ``max_bins`` for very large, very well-calibrated sets.
     """
     conf, flags = _top1(confidences, correct)
-    if not (isinstance(p, (int, float, np.integer, np.floating)) and not isinstance(p, bool) and p >= 1):
-        raise InputValidationError(f"p must be a number >= 1 (1 for the ECE, 2 for the L2 error), got {p!r}")
+    check_number(p, "p", minimum=1, expected="must be a number >= 1 (1 for the ECE, 2 for the L2 error)")
     limit = len(conf) if max_bins is None else max_bins
-    if isinstance(limit, bool) or not isinstance(limit, (int, np.integer)) or limit < 1:
-        raise InputValidationError(f"max_bins must be a positive integer or None (all examples), got {limit!r}")
+    check_count(limit, "max_bins", expected="must be a positive integer or None (all examples)")
     best = 1
     for b in range(2, int(limit) + 1):
         bins = reliability_bins(conf, flags, b, adaptive=adaptive)
@@ -367,8 +349,7 @@ def smooth_reliability_curve(
     ``"ce"`` entries of ``relplot.prepare_rel_diagram(f, y, plot_confidence_band=False)`` for the
     default ``n_points=200`` (relplot's ``config.plot_mesh_pts``).
     """
-    if isinstance(n_points, bool) or not isinstance(n_points, (int, np.integer)) or n_points < 2:
-        raise InputValidationError(f"n_points must be an integer >= 2, got {n_points!r}")
+    check_count(n_points, "n_points", minimum=2, expected="must be an integer >= 2")
     f, y = _top1(confidences, correct)
     ce, sigma = _smece_with_width(f, y)
     x = np.linspace(0, 1, int(n_points))
@@ -382,59 +363,10 @@ def smooth_reliability_curve(
 # --------------------------------------------------------------------------------------------------
 
 
-def _is_real(arr: np.ndarray) -> bool:
-    """Real numbers: integer or float dtype, not bool, not complex."""
-    dtype = arr.dtype
-    return dtype != np.bool_ and np.issubdtype(dtype, np.number) and not np.issubdtype(dtype, np.complexfloating)
-
-
-def _checked_labels(labels: Any, n: int, n_classes: int | None) -> np.ndarray:
-    """``(n,)`` integer labels (integral floats accepted), in ``[0, n_classes)`` when that is given."""
-    y = _as_numpy(labels, "labels")
-    if y.shape != (n,):
-        raise InputValidationError(f"labels must have shape ({n},), one class index per example, got {y.shape}")
-    if not _is_real(y):
-        raise InputValidationError(f"labels must be integer class indices, got dtype {y.dtype}")
-    if not np.issubdtype(y.dtype, np.integer):
-        if not (np.isfinite(y).all() and np.all(np.mod(y, 1) == 0)):
-            raise InputValidationError("labels must be integer class indices; found NaN or fractional values")
-        y = y.astype(np.int64)
-    if (y < 0).any() or (n_classes is not None and (y >= n_classes).any()):
-        upper = "" if n_classes is None else f" and < {n_classes} (the number of probability columns)"
-        raise InputValidationError(f"labels must be >= 0{upper}; got values from {y.min()} to {y.max()}")
-    return y.astype(np.int64, copy=False)
-
-
-def _checked_probs(probs: Any, labels: Any) -> tuple[np.ndarray, np.ndarray, np.dtype[Any]]:
-    """float64 ``(N, C)`` probabilities, int labels and the input's float dtype (float64 if not float)."""
-    given = _as_numpy(probs, "probs")
-    if given.ndim != 2 or given.shape[1] < 2:
-        raise InputValidationError(
-            f"probs must have shape (N, C) with C >= 2 classes, got {given.shape}; "
-            "for top-1 confidences use the top-1 estimators"
-        )
-    if given.shape[0] == 0:
-        raise InputValidationError("no examples: the metric is undefined for an empty set")
-    if not _is_real(given):
-        raise InputValidationError(f"probs must be real numbers, got dtype {given.dtype}")
-    dtype = given.dtype if np.issubdtype(given.dtype, np.floating) else np.dtype(np.float64)
-    p = given.astype(np.float64)
-    check_probability_rows(p, "pass logits=True (or apply softmax first)")
-    return p, _checked_labels(labels, p.shape[0], p.shape[1]), dtype
-
-
-def _checked_logits(logits: Any, labels: Any) -> tuple[np.ndarray, np.ndarray]:
-    z = _as_numpy(logits, "logits")
-    if z.ndim != 2 or z.shape[1] < 2:
-        raise InputValidationError(f"logits must have shape (N, C) with C >= 2 classes, got {z.shape}")
-    if z.shape[0] == 0:
-        raise InputValidationError("no examples: the metric is undefined for an empty set")
-    if not _is_real(z):
-        raise InputValidationError(f"logits must be real numbers, got dtype {z.dtype}")
-    z = z.astype(np.float64)
-    if not np.isfinite(z).all():
-        raise InputValidationError("logits contain NaN or infinite values; fix or drop those rows")
-    return z, _checked_labels(labels, z.shape[0], z.shape[1])
+def _probs(probs: Any, labels: Any) -> tuple[np.ndarray, np.ndarray, np.dtype[Any]]:
+    """float64 ``(N, C)`` probabilities, their class indices and the input's float dtype."""
+    p, dtype = validate_probs(probs)
+    return p, check_class_indices(labels, "labels", n=p.shape[0], num_classes=p.shape[1], scores="probs"), dtype
 
 
 def classwise_calibration_error(probs: Any, labels: Any, n_bins: int = 15) -> float:
@@ -451,8 +383,8 @@ def classwise_calibration_error(probs: Any, labels: Any, n_bins: int = 15) -> fl
     ``numpy.linspace`` in the last bit, so a score exactly on an edge may be binned differently).
     netcal and torchmetrics have no class-wise ECE. Computed in float64.
     """
-    _check_n_bins(n_bins)
-    p, y, _ = _checked_probs(probs, labels)
+    check_n_bins(n_bins)
+    p, y, _ = _probs(probs, labels)
     n, classes = p.shape
     inner = np.linspace(0.0, 1.0, int(n_bins) + 1)[1:-1]  # the edges of _bin_indices (default convention)
     # All classes at once, a block of columns at a time (temporaries of about 4 M entries): one Python step
@@ -475,9 +407,9 @@ def classwise_calibration_error(probs: Any, labels: Any, n_bins: int = 15) -> fl
 
 def _probabilities(probs_or_logits: Any, labels: Any, logits: bool) -> tuple[np.ndarray, np.ndarray]:
     if logits:
-        z, y = _checked_logits(probs_or_logits, labels)
+        z, y = validate_logits(probs_or_logits, labels)
         return softmax(z), y
-    p, y, _ = _checked_probs(probs_or_logits, labels)
+    p, y, _ = _probs(probs_or_logits, labels)
     return p, y
 
 
@@ -514,9 +446,9 @@ def negative_log_likelihood(probs_or_logits: Any, labels: Any, *, logits: bool =
     paths agree up to rounding wherever ``eps <= p_y <= 1 - eps``.
     """
     if logits:
-        z, y = _checked_logits(probs_or_logits, labels)
+        z, y = validate_logits(probs_or_logits, labels)
         return float(-np.mean(log_softmax(z)[np.arange(len(y)), y]))
-    p, y, dtype = _checked_probs(probs_or_logits, labels)
+    p, y, dtype = _probs(probs_or_logits, labels)
     eps = float(np.finfo(dtype).eps)
     p_true = np.clip(p[np.arange(len(y)), y], eps, 1 - eps)
     return float(-np.mean(np.log(p_true)))
@@ -536,9 +468,7 @@ def auto_n_bins(n: int) -> int:
     unless told otherwise. Computed in exact integer arithmetic, so perfect cubes are not rounded up
     (``auto_n_bins(1000) == 10``, ``auto_n_bins(1001) == 11``).
     """
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
-        raise InputValidationError(f"n must be a positive integer (the number of examples), got {n!r}")
-    n = int(n)
+    n = check_count(n, "n", expected="must be a positive integer (the number of examples)")
     k = max(1, round(n ** (1 / 3)))
     while k**3 < n:
         k += 1
@@ -549,10 +479,9 @@ def auto_n_bins(n: int) -> int:
 
 def resolve_n_bins(n_bins: int | Literal["auto"], n: int) -> tuple[int, str | None]:
     """``(bins, rule)``: ``auto`` becomes the cube-root rule's count for ``n`` examples."""
+    check_n_bins(n_bins, auto=True)
     if n_bins == "auto":
         return auto_n_bins(n), f"auto: ceil(n^(1/3)) for n = {n}"
-    if isinstance(n_bins, bool) or not isinstance(n_bins, (int, np.integer)) or n_bins < 1:
-        raise InputValidationError(f"n_bins must be a positive integer or 'auto', got {n_bins!r}")
     return int(n_bins), None
 
 
@@ -572,7 +501,7 @@ def ece_at_bin_counts(
     if not counts:
         raise InputValidationError("bin_counts is empty; give at least one bin count, e.g. (5, 10, 15)")
     for n_bins in counts:
-        _check_n_bins(n_bins)
+        check_n_bins(n_bins)
     conf, flags = _top1(confidences, correct)
     return {int(b): expected_calibration_error(conf, flags, int(b), adaptive=adaptive) for b in counts}
 
@@ -589,7 +518,7 @@ class GroupECE:
 
 
 def _group_ids(name: str, ids: Any) -> np.ndarray:
-    arr = _as_numpy(list(ids) if isinstance(ids, (set, frozenset)) else ids, f"groups[{name!r}]").reshape(-1)
+    arr = as_array(list(ids) if isinstance(ids, (set, frozenset)) else ids, f"groups[{name!r}]").reshape(-1)
     integral = arr.size == 0 or np.issubdtype(arr.dtype, np.integer)
     if not integral and np.issubdtype(arr.dtype, np.floating):
         integral = bool(np.isfinite(arr).all() and np.all(np.mod(arr, 1) == 0))
@@ -614,9 +543,9 @@ def ece_by_group(
     A group without examples (no class ids, or none of its classes in ``labels``) gets ``ece=None`` and a
     ``reason``; no NaN is ever returned. Groups may overlap; examples in no group are ignored.
     """
-    _check_n_bins(n_bins)
+    check_n_bins(n_bins)
     conf, flags = _top1(confidences, correct)
-    y = _checked_labels(labels, len(conf), None)
+    y = check_class_indices(labels, "labels", n=len(conf), scores="confidences")
     if not isinstance(groups, Mapping):
         raise InputValidationError(
             f"groups must be a mapping of group name -> class ids, e.g. {{'few': [3, 7]}}, got {type(groups).__name__}"

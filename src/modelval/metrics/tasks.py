@@ -33,7 +33,7 @@ from typing import Any, Literal
 import numpy as np
 
 from modelval.errors import InputValidationError
-from modelval.metrics.calibration import PROB_SUM_TOL, _as_numpy
+from modelval.metrics.validation import PROB_SUM_TOL, as_array, check_choice
 
 Task = Literal["binary", "multiclass", "multilabel"]
 TASKS: tuple[str, ...] = ("binary", "multiclass", "multilabel")
@@ -86,17 +86,25 @@ def detect_task(labels: Any, *, logits: Any = None, probs: Any = None, task: str
     that the arrays fit it; ``None`` or ``"auto"`` detects. Exactly one of ``logits`` and ``probs``.
     Values are not validated beyond what the decision needs (NaN, ranges and label values are checked
     by the task's own functions afterwards).
+
+    Parameters
+    ----------
+    labels
+        Class indices ``(N,)``, 0/1 labels ``(N,)`` or an ``(N, L)`` 0/1 label matrix.
+    logits, probs
+        The scores, exactly one of them.
+    task
+        The task, or ``None``/``"auto"`` to detect it.
     """
     if (logits is None) == (probs is None):
         raise InputValidationError("give exactly one of logits and probs")
     from_logits = logits is not None
     kind = "logits" if from_logits else "probs"
-    s = _as_numpy(logits if from_logits else probs, kind)
-    y = _as_numpy(labels, "labels")
+    s = as_array(logits if from_logits else probs, kind)
+    y = as_array(labels, "labels")
     if task in (None, "auto"):
         return _detect(s, y, from_logits, kind)
-    if task not in TASKS:
-        raise InputValidationError(f"task must be one of {TASKS} or 'auto', got {task!r}")
+    check_choice(task, "task", TASKS, hint=" or 'auto'")
     given = f"given: task='{task}'"
     if task == "binary":
         return _as_binary(s, y, from_logits, kind, given)
