@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from modelval.errors import DataError, InputValidationError
 from modelval.metrics.calibration import expected_calibration_error
-from modelval.metrics.estimators import negative_log_likelihood
+from modelval.metrics.scoring import negative_log_likelihood
 from modelval.metrics.temperature import (
     ScalingFitWarning,
     fit_scaling,

@@ -11,12 +11,7 @@ from modelval.errors import DownloadError
 
 
 def download_wandb_predictions(
-    runs: Iterable[Any] | str,
-    root: str | Path,
-    *,
-    api: Any = None,
-    prefix: str = "preds",
-    offline: bool | None = None,
+    runs: Iterable[Any] | str, root: str | Path, *, api: Any = None, prefix: str = "preds", offline: bool | None = None
 ) -> list[Path]:
     """Download a run's logged artifacts whose name starts with ``prefix`` into ``root``; the folders written.
 

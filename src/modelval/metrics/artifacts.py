@@ -121,17 +121,9 @@ def discover_prediction_files(paths: Iterable[str | Path]) -> list[Path]:
     return list(unique.values())
 
 
-def evaluate_file(
-    path: str | Path,
-    *,
-    n_bins: int | Literal["auto"] = DEFAULT_N_BINS,
-    convention: Convention = "default",
-    adaptive: bool = False,
-    strict: bool = False,
-    key: ArtifactKey | None = None,
-    n_bootstrap: int = 0,
-    seed: int = 0,
-) -> EceRecord:
+def evaluate_file(path: str | Path, *, n_bins: int | Literal["auto"] = DEFAULT_N_BINS,
+                  convention: Convention = "default", adaptive: bool = False, strict: bool = False,
+                  key: ArtifactKey | None = None, n_bootstrap: int = 0, seed: int = 0) -> EceRecord:  # fmt: skip
     """ECE, MCE and RMS of one prediction file (15 bins by default, as everywhere; seed 001 used ``n_bins=4``).
 
     Parameters
@@ -167,26 +159,15 @@ def evaluate_file(
     return record
 
 
-def evaluate_paths(
-    paths: Sequence[str | Path],
-    *,
-    n_bins: int | Literal["auto"] = DEFAULT_N_BINS,
-    convention: Convention = "default",
-    adaptive: bool = False,
-    strict: bool = False,
-    n_bootstrap: int = 0,
-    seed: int = 0,
-    per_seed: bool = False,
-) -> list[EceRecord]:
-    """Evaluate every prediction file under ``paths`` with the seed's de-duplication.
+def evaluate_paths(paths: Sequence[str | Path], *, n_bins: int | Literal["auto"] = DEFAULT_N_BINS,
+                   convention: Convention = "default", adaptive: bool = False, strict: bool = False,
+                   n_bootstrap: int = 0, seed: int = 0, per_seed: bool = False) -> list[EceRecord]:  # fmt: skip
+    """Evaluate every prediction file under ``paths``, de-duplicating artifact folders (see the module docstring).
 
-    Files in artifact folders are grouped by ``(event, label budget, set)``: eligible files of the
-    winning folder (newest version, then highest seed, then path) are evaluated; files of the other
-    folders are reported as superseded. Folders are never merged: two folders with the same key (the
-    same artifact downloaded twice) are separate, the one whose path sorts first wins and the other is
-    reported as its duplicate. A winning folder with more than one eligible JSONL file is ambiguous
-    and all its files are skipped with that reason. Files outside artifact folders are
-    evaluated one by one. Records are sorted by event, numeric label budget, set, then path.
+    Folders are never merged: the same artifact downloaded twice is two folders, the one whose path sorts first
+    wins and the other is reported as its duplicate. A winning folder with more than one eligible JSONL file is
+    ambiguous, and all its files are skipped with that reason. Records are sorted by event, numeric label budget,
+    set, then path.
 
     Parameters
     ----------
@@ -195,8 +176,7 @@ def evaluate_paths(
     n_bins, convention, adaptive, strict, n_bootstrap, seed
         As :func:`evaluate_file`.
     per_seed
-        Apply the rule per (event, label budget, set, seed): each seed's newest usable version is
-        evaluated, which is what :func:`summarize_seeds` needs.
+        Apply the rule per (event, label budget, set, seed), as :func:`summarize_seeds` needs.
     """
     options: dict[str, Any] = dict(
         n_bins=n_bins, convention=convention, adaptive=adaptive, strict=strict, n_bootstrap=n_bootstrap, seed=seed
@@ -289,11 +269,10 @@ class SummaryTable:
 
 
 def summarize(records: Sequence[EceRecord]) -> SummaryTable:
-    """Pivot evaluated artifact records (skipped and non-artifact files are left out).
+    """Pivot the evaluated artifact records (skipped and non-artifact files are left out).
 
-    ``set_means[j]`` is the mean of ``ece_set<j>`` over the rows that have it (the Sheets pivot's
-    ``AVERAGE``); ``mean_of_sets`` is the mean of those set means (the seed's calculated field).
-    Each row also gets ``ece_mean``, the mean over the sets present in that row.
+    ``set_means[j]`` is the mean of ``ece_set<j>`` over the rows that have it (the Sheets pivot's ``AVERAGE``),
+    ``mean_of_sets`` the mean of those (the seed's calculated field), each row's ``ece_mean`` the mean over its sets.
 
     Parameters
     ----------
@@ -458,13 +437,12 @@ def ece_of_artifacts(
 ) -> ECEReport:
     """Top-1 expected and maximum calibration error of prediction JSONL files (``modelval ece``).
 
-    Each file's rows ``{label, pred, conf}`` give the top-1 confidence ``conf`` and whether the prediction was
-    right (``label == pred``). The estimand is the binned top-1 ECE of Guo et al. (2017, eq. 3),
-    ``sum_m |B_m| / N * |acc(B_m) - conf(B_m)|``, with MCE (the largest bin gap), RMS and the accuracy beside
-    it, over the bins of :func:`modelval.metrics.calibration.reliability_bins`. Intervals are seeded
-    percentile bootstrap 95% intervals whose unit is the prediction (:mod:`modelval.metrics.bootstrap`), with
-    the bin edges held fixed. Artifact folders are de-duplicated as the module docstring says (the others are
-    reported as skipped, with the reason); a file without ``conf`` is skipped, never repaired.
+    Each file's rows ``{label, pred, conf}`` give the top-1 confidence and whether the prediction was right. The
+    estimand is the binned top-1 ECE of Guo et al. (2017, eq. 3), with MCE, RMS and the accuracy beside it, over
+    the bins of :func:`modelval.metrics.calibration.reliability_bins`; the intervals are seeded percentile bootstrap
+    95% intervals over predictions (:mod:`modelval.metrics.bootstrap`), the bin edges held fixed. Artifact folders
+    are de-duplicated as the module docstring says, the others reported as skipped with the reason; a file without
+    ``conf`` is skipped, never repaired.
 
     Parameters
     ----------

@@ -1,44 +1,13 @@
 """Calibrators for one score per example (binary), and the same per label (multilabel).
 
-Fitted on held-out ``(score_i, y_i)`` with ``y_i`` 0/1; they map a new score to a calibrated
-positive-class probability.
-
-Platt scaling (Platt 1999), :class:`PlattScaling`
-    ``q = sigmoid(a z + b)`` on the logit ``z``, ``(a, b)`` minimising the mean cross-entropy
-    ``-(1/N) sum_i [t_i log q_i + (1 - t_i) log(1 - q_i)]``. The targets ``t_i`` are either Platt's
-    smoothed ones (``targets="platt"``, the default): ``(N+ + 1) / (N+ + 2)`` for a positive and
-    ``1 / (N- + 2)`` for a negative, with ``N+`` / ``N-`` the numbers of positives / negatives, which
-    is what scikit-learn's ``CalibratedClassifierCV(method="sigmoid")`` fits (``_SigmoidCalibration``,
-    parametrised there as ``1 / (1 + exp(A z + B))``, so ``A = -a``, ``B = -b``); or the labels
-    themselves (``targets="hard"``): plain logistic regression on ``z``, the maximum-likelihood fit of
-    netcal's ``LogisticCalibration`` on 1-D input and of ``sklearn.linear_model.LogisticRegression``
-    without penalty. Platt's targets keep the optimum finite even when a threshold on ``z`` separates
-    the classes; with hard targets such data have no finite optimum, and the fit refuses them.
-    Solved by Newton's method with a backtracking (Armijo) line search in float64, from Platt's start
-    ``a = 0``, ``b = log((N+ + 1) / (N- + 1))`` (the algorithm of Lin, Lin & Weng 2007); once the Newton
-    decrement is below 1e-10 (where the mean loss can no longer rank steps) full Newton steps are taken,
-    until the largest gradient entry is below ``tol`` (1e-12 by default) or a step no longer changes
-    the parameters.
-
-Temperature scaling of one logit, :class:`BinaryTemperatureScaling`
-    ``q = sigmoid(z / T)``, ``T > 0`` minimising the NLL. A logit ``z`` is the two-class logit vector
-    ``[0, z]`` (``softmax([0, z])[1] = sigmoid(z)``), so this is
-    :func:`~modelval.metrics.temperature.fit_temperature` on ``[0, z]``: the same bounded search
-    (``T`` in [1e-3, 1e3], a :class:`~modelval.metrics.temperature.ScalingFitWarning` on a bound) and
-    Newton polish. scikit-learn's ``CalibratedClassifierCV(method="temperature")`` turns a binary
-    decision value ``z`` into ``[-z, z]``, i.e. ``sigmoid(2 beta z)``: its ``beta_`` is ``1 / (2 T)``.
-    netcal's ``TemperatureScaling`` on 1-D input fits ``sigmoid(w * logit(p))``: ``w = 1 / T``.
-
-Histogram binning and isotonic regression
-    :class:`~modelval.metrics.calibrators.HistogramBinningCalibrator` and
-    :class:`~modelval.metrics.calibrators.IsotonicCalibrator` fitted on ``(p, y)``: their 1-D
-    ``(confidence, 0/1)`` input is exactly a binary problem, so the same classes (and conventions:
-    ``(lo, hi]`` bins, empty bin = midpoint, scikit-learn's isotonic ties) calibrate binary scores.
-
-:class:`BinaryCalibrator` picks one of the four by name and converts between scores: the scaling
-methods need logits (probabilities are turned into ``logit(clip(p, eps, 1 - eps))``, float64
-``eps`` = 2.2e-16, netcal's rule), binning and isotonic need probabilities (logits go through the
-sigmoid). :class:`MultilabelCalibrator` fits one :class:`BinaryCalibrator` per label column.
+Fitted on held-out ``(score_i, y_i)`` with ``y_i`` 0/1, they map a new score to a calibrated positive-class
+probability. :class:`PlattScaling` fits ``sigmoid(a z + b)`` by Newton's method (Lin, Lin & Weng 2007) on Platt's
+smoothed targets (scikit-learn's ``CalibratedClassifierCV(method="sigmoid")``) or on the labels
+(``targets="hard"``: plain logistic regression, refused on separable data); :class:`BinaryTemperatureScaling` is
+:func:`~modelval.metrics.temperature.fit_temperature` on ``[0, z]``; histogram binning and isotonic regression are
+the classes of :mod:`modelval.metrics.calibrators` on ``(p, y)``. :class:`BinaryCalibrator` picks one by name and
+converts between probabilities and logits (``logit(clip(p, eps, 1 - eps))``, netcal's rule);
+:class:`MultilabelCalibrator` fits one per label column. The references matched are in ``docs/calibrators.md``.
 """
 
 from __future__ import annotations
@@ -99,12 +68,7 @@ def _separated(z: np.ndarray, y: np.ndarray) -> bool:
 
 
 def fit_platt(
-    logits: Any,
-    labels: Any,
-    *,
-    targets: Targets = "platt",
-    max_iter: int = PLATT_MAX_ITER,
-    tol: float = 1e-12,
+    logits: Any, labels: Any, *, targets: Targets = "platt", max_iter: int = PLATT_MAX_ITER, tol: float = 1e-12
 ) -> tuple[float, float, bool]:
     """``(a, b, converged)`` of Platt scaling ``sigmoid(a z + b)`` (see the module docstring).
 

@@ -1,34 +1,18 @@
 """Top-1 calibration: reliability bins, ECE, MCE and RMS calibration error.
 
-A prediction contributes its top-1 confidence ``conf`` (the largest softmax probability) and whether
-the top-1 class was right. Confidences are grouped into bins ``B_1 .. B_M`` and
+A prediction contributes its top-1 confidence ``conf`` and whether the top-1 class was right; with the
+confidences grouped into bins ``B_1 .. B_M``:
 
     ECE = sum_m |B_m| / N * |acc(B_m) - conf(B_m)|          (Guo et al. 2017, eq. 3)
     MCE = max_m over non-empty bins |acc(B_m) - conf(B_m)|
     RMS = sqrt(sum_m |B_m| / N * (acc(B_m) - conf(B_m))^2)
 
-Bin convention (``convention="default"``): uniform bins are half-open on the left, ``(lo, hi]``, and a
-confidence of exactly 0 goes into the first bin, so every value in [0, 1] lands in exactly one of the
-``n_bins`` bins. This is the rule of the seed artifacts, of Guo et al.'s evaluation code and of
-scikit-learn's ``calibration_curve``. Bin edges are ``numpy.linspace(0, 1, n_bins + 1)`` in float64.
-
-``convention="torchmetrics"`` reproduces torchmetrics 1.x (``_binning_bucketize``): edges are
-``torch.linspace(0, 1, n_bins + 1)`` in the confidences' precision, bins are ``[lo, hi)`` and a
-confidence of exactly 1.0 falls into an extra, hidden bin ``[1, 1]`` (torchmetrics issue #3510). The
-result then has ``n_bins + 1`` bins; the extra one counts towards ECE, MCE and RMS as in torchmetrics.
-Precision: float64 confidences keep float64 edges (torchmetrics' binary path on float64 input);
-float32 and float16 confidences are binned in float32 (its multiclass path, which calls ``.float()``).
-Per-bin sums are always accumulated in float64, so the numbers equal torchmetrics run in float64, and
-differ from its float32 accumulation (``scatter_add_`` in float32) by float32 rounding only.
-
-Adaptive (equal-mass) bins use the edges of scikit-learn's ``calibration_curve(strategy="quantile")``:
-the ``k / n_bins`` percentiles of the confidences, with the same ``(lo, hi]`` rule.
-
-Ties in adaptive bins: tied confidences are never split across bins (a value's bin depends only on
-the value), and bins that end up empty are dropped. With 60% of the confidences at exactly 1.0, the
-percentiles 0.4 .. 1.0 all equal 1.0, so 10 requested bins leave about 5 non-empty ones; the result
-then has those bins only, and says so: ``effective_bins`` is the number of non-empty bins and
-``min_bin_count`` the smallest count among them (for every convention, uniform bins included).
+``convention="default"``: ``n_bins`` uniform bins ``(lo, hi]`` (edges ``numpy.linspace(0, 1, n_bins + 1)``),
+a confidence of exactly 0 in the first, as scikit-learn's ``calibration_curve``. ``convention="torchmetrics"``
+reproduces torchmetrics 1.x: bins ``[lo, hi)`` plus a hidden ``[1, 1]`` bin (issue #3510), edges in the
+confidences' precision, sums in float64. ``adaptive=True``: equal-mass bins at scikit-learn's quantile edges;
+tied confidences are never split, and the empty bins they leave are dropped (``effective_bins`` says how many
+bins hold examples). The peers' binning and what is matched to which precision: ``docs/metrics.md``.
 """
 
 from __future__ import annotations
@@ -257,12 +241,7 @@ def _bin_indices(conf: np.ndarray, n_bins: int, adaptive: bool, convention: str)
 
 
 def reliability_bins(
-    confidences: Any,
-    correct: Any,
-    n_bins: int = 15,
-    *,
-    adaptive: bool = False,
-    convention: Convention = "default",
+    confidences: Any, correct: Any, n_bins: int = 15, *, adaptive: bool = False, convention: Convention = "default"
 ) -> ReliabilityBins:
     """Count, accuracy and mean confidence per confidence bin (see the module docstring for the edges).
 
@@ -334,12 +313,7 @@ def reliability_bins(
 
 
 def expected_calibration_error(
-    confidences: Any,
-    correct: Any,
-    n_bins: int = 15,
-    *,
-    adaptive: bool = False,
-    convention: Convention = "default",
+    confidences: Any, correct: Any, n_bins: int = 15, *, adaptive: bool = False, convention: Convention = "default"
 ) -> float:
     """ECE: bin-mass-weighted mean of ``|accuracy - confidence|`` over the confidence bins.
 
@@ -385,12 +359,7 @@ def expected_calibration_error(
 
 
 def maximum_calibration_error(
-    confidences: Any,
-    correct: Any,
-    n_bins: int = 15,
-    *,
-    adaptive: bool = False,
-    convention: Convention = "default",
+    confidences: Any, correct: Any, n_bins: int = 15, *, adaptive: bool = False, convention: Convention = "default"
 ) -> float:
     """MCE: the largest ``|accuracy - confidence|`` over the non-empty bins.
 
@@ -403,12 +372,7 @@ def maximum_calibration_error(
 
 
 def rms_calibration_error(
-    confidences: Any,
-    correct: Any,
-    n_bins: int = 15,
-    *,
-    adaptive: bool = False,
-    convention: Convention = "default",
+    confidences: Any, correct: Any, n_bins: int = 15, *, adaptive: bool = False, convention: Convention = "default"
 ) -> float:
     """RMS calibration error (torchmetrics' ``norm="l2"`` without debiasing).
 

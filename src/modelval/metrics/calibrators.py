@@ -1,56 +1,17 @@
 """Top-label calibrators: histogram binning and isotonic regression of the top-1 confidence.
 
-Both are fitted on held-out pairs ``(conf_i, correct_i)``: the top-1 confidence of a prediction and
-whether the top-1 class was right. They learn a map ``g`` from a confidence to an estimate of
-``P(correct | conf)`` and apply it to new top-1 confidences. The predicted class is never changed:
-:func:`calibrate_top_label` returns ``g(max_k p_k)`` together with the unchanged ``argmax_k p_k``
-(top-label calibration, Gupta & Ramdas 2022). The other classes' probabilities are not recalibrated.
-
-Histogram binning (Zadrozny & Elkan 2001), :class:`HistogramBinningCalibrator`
-    ``[0, 1]`` is cut into ``n_bins`` bins with edges ``numpy.linspace(0, 1, n_bins + 1)``, or, with
-    ``adaptive=True``, equal-mass bins whose edges are ``numpy.quantile(conf, linspace(0, 1, n_bins + 1))``
-    with the outer edges set to 0 and 1. A bin's calibrated value is the accuracy (fraction correct) of
-    the fit examples in it; an empty bin gets the midpoint of its edges, ``(lo + hi) / 2``, as in
-    netcal. New confidences are mapped to the value of their bin (a step function).
-
-    Matches ``netcal.binning.HistogramBinning(bins=n_bins)`` fitted on the 1-D top-1 confidences and
-    0/1 correctness (netcal 1.4.0). Bins, for new confidences (``transform``): ``(lo, hi]``, a
-    confidence of exactly 0 in the first bin (netcal's ``numpy.digitize(..., right=True) - 1``), the
-    same rule as :func:`modelval.metrics.calibration.reliability_bins`. Bins while fitting:
-
-    * ``convention="default"``: the same ``(lo, hi]`` rule, so a confidence lying exactly on an inner
-      edge is fitted and mapped in the same bin, and with uniform bins the fitted values of non-empty
-      bins equal ``reliability_bins(conf, correct, n_bins).accuracy``.
-    * ``convention="netcal"``: netcal's fit rule, bit for bit: ``scipy.stats.binned_statistic_dd``,
-      i.e. bins ``[lo, hi)``, on confidences first clipped to ``[eps, 1 - eps]`` (float64 machine
-      epsilon). A confidence exactly on an inner edge then counts towards the upper bin when fitting
-      but is mapped with the lower bin's value. Off the edges both conventions give identical results.
-
-    Equal-mass edges are computed as netcal computes them (on the clipped confidences) in both
-    conventions. Tied confidences can make edges repeat; the zero-width bins between them are empty
-    and get their edge as value (netcal instead raises scipy's "smallest edge difference is
-    numerically 0"). netcal has no ``transform`` for equal-mass bins; here it uses the same rule as
-    for uniform bins.
-
-Isotonic regression (Zadrozny & Elkan 2002), :class:`IsotonicCalibrator`
-    The non-decreasing function minimising ``sum_i (g(conf_i) - correct_i)^2``, found by
-    pool-adjacent-violators (:func:`pool_adjacent_violators`), evaluated between fitted points by
-    linear interpolation and clipped to the fitted range outside it. Matches
-    ``sklearn.isotonic.IsotonicRegression(out_of_bounds="clip", y_min=0, y_max=1)`` (scikit-learn 1.9)
-    and ``netcal.binning.IsotonicRegression`` (which calls it), including scikit-learn's treatment of
-    ties: confidences are sorted, and a confidence closer than ``numpy.finfo(float64).resolution``
-    (1e-15) to the first confidence of the current group of equal values joins that group; each group
-    becomes one point (its first confidence) with the group's accuracy and size as weight. The
-    thresholds kept are scikit-learn's (``X_thresholds_``, ``y_thresholds_``): the first and last
-    point and every point whose value differs from a neighbour's.
-
-Confidences are converted to float64 (netcal does the same for isotonic regression; scikit-learn
-would otherwise fit float32 input in float32).
+Both are fitted on held-out pairs ``(conf_i, correct_i)`` and learn a map ``g`` from a top-1 confidence to an
+estimate of ``P(correct | conf)``; the predicted class never changes (top-label calibration, Gupta & Ramdas
+2022: :func:`calibrate_top_label` returns ``g(max_k p_k)`` with the unchanged ``argmax_k p_k``).
+:class:`HistogramBinningCalibrator` (Zadrozny & Elkan 2001) matches ``netcal.binning.HistogramBinning``
+(netcal 1.4.0; ``convention="netcal"`` bit for bit while fitting); :class:`IsotonicCalibrator` (Zadrozny & Elkan
+2002) matches ``sklearn.isotonic.IsotonicRegression(out_of_bounds="clip", y_min=0, y_max=1)`` including its
+ties. Bins, empty bins, ties and the reference calls are in ``docs/calibrators.md``; confidences are float64.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import numpy as np
 
@@ -76,22 +37,50 @@ def _fit_inputs(confidences: Any, correct: Any, minimum: int, what: str, hint: s
     return conf.astype(np.float64), flags
 
 
-def _new_confidences(confidences: Any) -> np.ndarray:
-    """Validated 1-D float64 confidences in [0, 1] for ``transform`` (may be empty)."""
-    conf, _ = check_confidences(confidences, matrix_hint="calibrate_top_label(calibrator, probs)")
-    return conf.astype(np.float64)
+_Calibrator = TypeVar("_Calibrator", bound="_TopLabel")
+
+
+class _TopLabel:
+    """What both top-label calibrators share: fitting on probabilities, and the checks of new confidences."""
+
+    def fit(self: _Calibrator, confidences: Any, correct: Any) -> _Calibrator:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def transform(self, confidences: Any) -> np.ndarray:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    @property
+    def fitted(self) -> bool:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def fit_probs(self: _Calibrator, probs: Any, labels: Any) -> _Calibrator:
+        """Fit on an ``(N, C)`` probability matrix and labels (its top-1 confidence and correctness).
+
+        Parameters
+        ----------
+        probs, labels
+            ``(N, C)`` probabilities and the true class of each row.
+        """
+        return self.fit(*top1_confidences(probs, labels))
+
+    def _new_confidences(self, confidences: Any) -> np.ndarray:
+        """Validated 1-D float64 confidences in [0, 1] for ``transform`` (may be empty), once fitted."""
+        if not self.fitted:
+            raise InputValidationError(
+                f"{type(self).__name__} is not fitted: call fit(confidences, correct) (or fit_probs) first"
+            )
+        conf, _ = check_confidences(confidences, matrix_hint="calibrate_top_label(calibrator, probs)")
+        return conf.astype(np.float64)
+
+    def __call__(self, confidences: Any) -> np.ndarray:
+        return self.transform(confidences)
 
 
 # --------------------------------------------------------------------------------------------------
 # Histogram binning
 
 
-def histogram_bin_edges(
-    confidences: Any,
-    n_bins: int = 10,
-    *,
-    adaptive: bool = False,
-) -> np.ndarray:
+def histogram_bin_edges(confidences: Any, n_bins: int = 10, *, adaptive: bool = False) -> np.ndarray:
     """The ``n_bins + 1`` edges of histogram binning, as netcal's ``HistogramBinning`` computes them.
 
     Uniform: ``numpy.linspace(0, 1, n_bins + 1)``. Adaptive (equal-mass): ``numpy.quantile`` of the
@@ -143,9 +132,8 @@ def histogram_binning(
 
     ``edges`` has ``n_bins + 1`` entries (see :func:`histogram_bin_edges`), ``values[m]`` is the
     accuracy of the fit examples in bin ``m`` (the midpoint ``(lo + hi) / 2`` where the bin is empty, as
-    in netcal) and ``counts[m]`` their number. ``convention`` selects the bin rule while fitting (see the
-    module docstring); with ``"netcal"`` the values equal ``netcal.binning.HistogramBinning(n_bins,
-    equal_intervals=not adaptive).fit(conf, correct)._bin_map`` exactly.
+    in netcal) and ``counts[m]`` their number. With ``convention="netcal"`` the values equal
+    ``netcal.binning.HistogramBinning(n_bins, equal_intervals=not adaptive).fit(conf, correct)._bin_map``.
 
     Parameters
     ----------
@@ -175,22 +163,18 @@ def histogram_binning(
     return edges, values, counts
 
 
-class HistogramBinningCalibrator:
+class HistogramBinningCalibrator(_TopLabel):
     """Top-label histogram binning (Zadrozny & Elkan 2001), matching ``netcal.binning.HistogramBinning``.
 
     ``fit(confidences, correct)`` (or ``fit_probs(probs, labels)``) learns one accuracy per confidence
     bin; ``transform(confidences)`` (also ``calibrator(confidences)``) maps each new confidence to the
-    value of its bin, ``(lo, hi]`` bins. See the module docstring for bins, empty bins and conventions.
+    value of its bin, ``(lo, hi]`` bins.
 
     Fitted attributes: ``edges_`` (``n_bins + 1``), ``values_`` and ``counts_`` (``n_bins`` each).
     """
 
     def __init__(
-        self,
-        n_bins: int = 10,
-        *,
-        adaptive: bool = False,
-        convention: HistogramConvention = "default",
+        self, n_bins: int = 10, *, adaptive: bool = False, convention: HistogramConvention = "default"
     ) -> None:
         check_n_bins(n_bins)
         check_choice(convention, "convention", HISTOGRAM_CONVENTIONS)
@@ -214,16 +198,6 @@ class HistogramBinningCalibrator:
         )
         return self
 
-    def fit_probs(self, probs: Any, labels: Any) -> HistogramBinningCalibrator:
-        """Fit on an ``(N, C)`` probability matrix and labels (its top-1 confidence and correctness).
-
-        Parameters
-        ----------
-        probs, labels
-            ``(N, C)`` probabilities and the true class of each row.
-        """
-        return self.fit(*top1_confidences(probs, labels))
-
     @property
     def fitted(self) -> bool:
         return self.values_ is not None
@@ -236,14 +210,9 @@ class HistogramBinningCalibrator:
         confidences
             Top-1 confidences in [0, 1].
         """
-        if self.edges_ is None or self.values_ is None:
-            raise InputValidationError(
-                "HistogramBinningCalibrator is not fitted: call fit(confidences, correct) (or fit_probs) first"
-            )
-        conf = _new_confidences(confidences)
+        conf = self._new_confidences(confidences)
+        assert self.edges_ is not None and self.values_ is not None  # fitted
         return self.values_[_transform_bins(self.edges_, conf)]
-
-    __call__ = transform
 
     def __repr__(self) -> str:
         state = "fitted" if self.fitted else "not fitted"
@@ -328,8 +297,8 @@ def isotonic_regression(confidences: Any, correct: Any) -> tuple[np.ndarray, np.
     """Fit top-label isotonic regression: the thresholds ``(x, y)`` of the monotone map.
 
     The same thresholds as ``sklearn.isotonic.IsotonicRegression(out_of_bounds="clip", y_min=0,
-    y_max=1).fit(conf, correct)`` (``X_thresholds_``, ``y_thresholds_``); see the module docstring for
-    ties. The calibrated value of a confidence ``c`` is ``numpy.interp(clip(c, x[0], x[-1]), x, y)``.
+    y_max=1).fit(conf, correct)`` (``X_thresholds_``, ``y_thresholds_``), ties included. The calibrated value
+    of a confidence ``c`` is ``numpy.interp(clip(c, x[0], x[-1]), x, y)``.
 
     Parameters
     ----------
@@ -353,7 +322,7 @@ def isotonic_regression(confidences: Any, correct: Any) -> tuple[np.ndarray, np.
     return x, y
 
 
-class IsotonicCalibrator:
+class IsotonicCalibrator(_TopLabel):
     """Top-label isotonic regression, matching ``sklearn.isotonic.IsotonicRegression(out_of_bounds="clip",
     y_min=0, y_max=1)`` and ``netcal.binning.IsotonicRegression`` on 1-D top-1 confidences.
 
@@ -380,16 +349,6 @@ class IsotonicCalibrator:
         self.x_thresholds_, self.y_thresholds_ = isotonic_regression(confidences, correct)
         return self
 
-    def fit_probs(self, probs: Any, labels: Any) -> IsotonicCalibrator:
-        """Fit on an ``(N, C)`` probability matrix and labels (its top-1 confidence and correctness).
-
-        Parameters
-        ----------
-        probs, labels
-            ``(N, C)`` probabilities and the true class of each row.
-        """
-        return self.fit(*top1_confidences(probs, labels))
-
     @property
     def fitted(self) -> bool:
         return self.x_thresholds_ is not None
@@ -402,15 +361,10 @@ class IsotonicCalibrator:
         confidences
             Top-1 confidences in [0, 1].
         """
-        if self.x_thresholds_ is None or self.y_thresholds_ is None:
-            raise InputValidationError(
-                "IsotonicCalibrator is not fitted: call fit(confidences, correct) (or fit_probs) first"
-            )
-        conf = _new_confidences(confidences)
+        conf = self._new_confidences(confidences)
         x, y = self.x_thresholds_, self.y_thresholds_
+        assert x is not None and y is not None  # fitted
         return np.asarray(np.interp(np.clip(conf, x[0], x[-1]), x, y), dtype=np.float64)
-
-    __call__ = transform
 
     def __repr__(self) -> str:
         if self.x_thresholds_ is None:

@@ -1,26 +1,11 @@
 """The calibration card: every calibration number of one set of predictions, and how each was computed.
 
 ``calibration_card(labels, logits=...)`` (or ``probs=...``) returns one JSON-ready dict, the output of
-``modelval calibration FILE --json``. It first decides the task from the shapes and ranges
-(:func:`modelval.metrics.tasks.detect_task`, or ``task=`` forces it) and says so: ``task``
-(``"binary"``, ``"multiclass"`` or ``"multilabel"``) and ``task_detection`` (how it was decided).
-
-* multiclass (top-label): ``n``, ``num_classes``, ``accuracy``, ``accuracy_ci95``, ``ece``, ``ece_ci95``,
-  ``mce``, ``rms``, ``brier``, ``nll``, ``classwise_ece``, ``debiased_l2``, ``smece``, ``effective_bins``,
-  ``min_bin_count``, the ECE at several bin counts (``ece_by_bins``) and the ECE sweep (``ece_sweep``);
-* binary (:mod:`modelval.metrics.binary`): ``n``, ``n_positive``, ``positive_rate``, ``accuracy`` (at
-  the threshold 0.5), ``ece``, ``mce``, ``rms`` of the **positive-class** probability (fraction of
-  positives per bin), ``top_label_ece`` (confidence ``max(p, 1 - p)``, a different number), ``brier``,
-  ``nll``, ``debiased_l2``, ``smece``, ``ece_by_bins``, ``ece_sweep`` (all on the positive class), and
-  the intervals ``ece_ci95``, ``mce_ci95``, ``rms_ci95``, ``positive_rate_ci95``,
-  ``top_label_ece_ci95``, ``accuracy_ci95``;
-* multilabel (:mod:`modelval.metrics.multilabel`): ``n``, ``num_labels``, the summaries ``macro``,
-  ``micro`` and ``weighted`` (each ``{"ece", "mce", "rms", "brier", "nll", "debiased_l2", "smece"}``)
-  and the per-label table ``labels`` (with each label's ``ece_ci95``);
-
-and for every task how the numbers were computed: ``convention``, ``n_bins`` (and ``n_bins_rule`` for
-``auto``), ``input``, ``bootstrap``, ``definitions`` (what each number is and which library it
-matches) and ``versions`` (this package, numpy, and the installed reference packages).
+``modelval calibration FILE --json``: the task and how it was decided (:func:`modelval.metrics.tasks.detect_task`),
+the task's numbers (multiclass: top-label; binary: positive-class, with the top-label ECE beside them; multilabel:
+per label and macro / micro / weighted), their bootstrap intervals, and how they were computed: ``convention``,
+``n_bins`` (``n_bins_rule`` for ``auto``), ``input``, ``bootstrap``, ``definitions`` (what each number is and
+which library it matches) and ``versions``. The fields of each task's card are listed in ``docs/binary.md``.
 """
 
 from __future__ import annotations
@@ -51,17 +36,15 @@ from modelval.metrics.bootstrap import (
 )
 from modelval.metrics.calibration import Convention, ReliabilityBins, reliability_bins, top1_confidences
 from modelval.metrics.estimators import (
-    brier_score,
-    classwise_calibration_error,
     debiased_l2_calibration_error,
     ece_at_bin_counts,
     ece_sweep,
-    negative_log_likelihood,
     resolve_n_bins,
     smooth_ece,
 )
 from modelval.metrics.multilabel import METRICS as MULTILABEL_METRICS
 from modelval.metrics.multilabel import multilabel_calibration
+from modelval.metrics.scoring import brier_score, classwise_calibration_error, negative_log_likelihood
 from modelval.metrics.tasks import TaskInput, detect_task
 from modelval.metrics.temperature import softmax
 from modelval.metrics.validation import validate_binary, validate_logits

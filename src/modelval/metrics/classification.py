@@ -1,20 +1,11 @@
 """Confusion matrix, precision, recall and F1 with scikit-learn's averaging and ``zero_division`` rules.
 
-Rows of the confusion matrix are true classes, columns predicted classes (``M[i, j]`` counts true
-``i`` predicted ``j``), as in scikit-learn. Precision of class ``c`` is ``M[c, c] / column sum``,
-recall ``M[c, c] / row sum``, F1 ``2 TP / (2 TP + FP + FN)``.
-
-``average``: ``None`` (per class), ``"macro"`` (unweighted mean over classes), ``"weighted"`` (mean
-weighted by true support), ``"micro"`` (pooled TP/FP/FN; for single-label multiclass data micro
-precision = recall = F1 = accuracy).
-
-``zero_division`` is the value of a ratio whose denominator is 0: ``"warn"`` (0 with a
-``RuntimeWarning``, scikit-learn's default), ``0``, ``1`` or ``nan``. With ``nan``, undefined classes
-are left out of the macro/weighted average, as in scikit-learn >= 1.3.
-
-Classes: ``range(num_classes)`` when ``num_classes`` is given (a class absent from both labels and
-predictions then counts, as in torchmetrics); otherwise the sorted union of the labels and predictions
-present (scikit-learn's default).
+Rows of the confusion matrix are true classes, columns predicted classes, as in scikit-learn. ``average`` is
+``None`` (per class), ``"macro"``, ``"weighted"`` (by true support) or ``"micro"`` (pooled counts: for
+single-label data precision = recall = F1 = accuracy); ``zero_division`` (``"warn"``, 0, 1 or NaN, which leaves
+undefined classes out of the averages as scikit-learn >= 1.3) is the value of a ratio whose denominator is 0.
+The classes are ``range(num_classes)`` when it is given (absent classes count, as in torchmetrics), else the
+sorted union of the labels and predictions present.
 """
 
 from __future__ import annotations

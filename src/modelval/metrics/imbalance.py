@@ -1,15 +1,10 @@
 """Metrics for long-tailed training evaluated on (usually balanced) test sets.
 
-* per-class accuracy ``acc_c`` = recall of class ``c``; NaN for a class without test examples.
-* balanced accuracy = mean of ``acc_c`` over classes with test examples
-  (``sklearn.metrics.balanced_accuracy_score``).
-* reweighted accuracy = ``sum_c w_c * acc_c`` with class weights ``w`` normalised to sum 1, usually
-  the training-set class frequencies (``class_weights.json``). A class with weight > 0 but no test
-  examples makes it undefined, and we say so rather than silently dropping the class.
-* head/medium/few ("many/medium/few-shot") groups by training count. Boundary rule (the one of Liu et
-  al. 2019, OLTR, ``shot_acc``): many if ``count > many_threshold`` (100), few if
-  ``count < few_threshold`` (20), medium otherwise, i.e. ``20 <= count <= 100``. Some repositories use
-  ``>= 100``; a class with exactly 100 training images is *medium* here.
+Per-class accuracy ``acc_c`` is the recall of class ``c`` (NaN without test examples); balanced accuracy their
+mean over the classes with examples (``sklearn.metrics.balanced_accuracy_score``); reweighted accuracy
+``sum_c w_c acc_c`` with class weights normalised to sum 1, undefined (an error, never a class silently dropped)
+when a class with weight > 0 has no test examples. Many/medium/few groups by training count follow OLTR's
+``shot_acc`` (Liu et al. 2019): many if ``count > 100``, few if ``count < 20``, medium otherwise.
 """
 
 from __future__ import annotations

@@ -1,21 +1,10 @@
 """Multilabel calibration: ``(N, L)`` sigmoid scores against an ``(N, L)`` 0/1 label matrix.
 
-Each of the ``L`` labels is its own binary problem (is label ``k`` present in example ``i``?), with
-its own positive-class probability ``p_ik``; the rows need not sum to 1. Every number is first
-computed **per label** with the binary estimators of :mod:`modelval.metrics.binary` (positive-class
-ECE, MCE, RMS, Brier, NLL, debiased L2, smooth ECE) on column ``k``, then summarised three ways:
-
-* ``macro``: the unweighted mean over the labels, every label counting once (also labels that are
-  never positive: their column is scored against all-zero targets);
-* ``weighted``: the mean over the labels weighted by their number of positives (scikit-learn's
-  ``average="weighted"``, weights = support); undefined (``None``) when no label has a positive;
-* ``micro``: the estimator on the ``N * L`` pooled pairs ``(p_ik, y_ik)``, i.e. one reliability
-  diagram of all label decisions. For the Brier score and the NLL (means over examples) micro equals
-  macro, since every label has the same ``N`` examples; for the binned errors it does not.
-
-Bins, clipping and logits follow :mod:`modelval.metrics.binary` (``(lo, hi]`` uniform bins by default,
-each label binned on its own; adaptive edges are per label, and for ``micro`` over the pooled
-scores). ``logits=True`` applies the sigmoid element-wise.
+Each label is its own binary problem: every number is computed per label with the estimators of
+:mod:`modelval.metrics.binary` (positive-class ECE, MCE, RMS, Brier, NLL, debiased L2, smooth ECE) and then
+summarised as ``macro`` (the mean over labels), ``weighted`` (weighted by each label's positives, scikit-learn's
+``average="weighted"``; undefined when no label has one) and ``micro`` (on the ``N * L`` pooled pairs, which
+equals macro for the Brier score and the NLL). ``docs/binary.md`` has the details.
 """
 
 from __future__ import annotations

@@ -345,8 +345,10 @@ def prediction_metrics(
         counts = (load_train_counts(Path(train_counts)) if isinstance(train_counts, from_file)
                   else check_per_class(train_counts, "train_counts"))  # fmt: skip
     y, p = data.labels, data.preds
-    k = num_classes or len(weights if weights is not None else counts if counts is not None else []) or int(
-        max(y.max(), p.max()) + 1
+    k = (
+        num_classes
+        or len(weights if weights is not None else counts if counts is not None else [])
+        or int(max(y.max(), p.max()) + 1)
     )
     if not num_classes and weights is None and counts is None and k > MAX_DERIVED_CLASSES:
         raise DataError(

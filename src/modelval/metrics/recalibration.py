@@ -18,8 +18,8 @@ import numpy as np
 from modelval import jsonio
 from modelval.errors import DataError, InputValidationError
 from modelval.metrics.calibration import reliability_bins, top1_confidences
-from modelval.metrics.estimators import brier_score, negative_log_likelihood
 from modelval.metrics.predictions import JSONReport
+from modelval.metrics.scoring import brier_score, negative_log_likelihood
 from modelval.metrics.temperature import TemperatureSweepPoint, load_logits_file, softmax
 from modelval.metrics.validation import check_choice, check_n_bins, validate_logits
 

@@ -1,18 +1,12 @@
 """Post-hoc scaling of logits (Guo et al. 2017): temperature, vector and matrix scaling.
 
-All three are fitted on held-out ``(N, C)`` logits by minimising the mean negative log-likelihood.
-
-* Temperature scaling divides the logits by one scalar ``T > 0``. ``T`` is found by a bounded
-  golden-section search over ``log T`` (the NLL is convex in ``1 / T``, hence unimodal in ``log T``),
-  followed by a few Newton steps on ``1 / T``. The search is deterministic: no random start, no
-  dependence on the thread count. ``argmax`` is unchanged because ``T > 0``.
-* Vector scaling learns ``softmax(w * z + b)`` and matrix scaling ``softmax(z W^T + b)`` with
-  ``torch.optim.LBFGS`` in float64 from the identity. Both may change the predicted class.
-
-A fit that did not find an interior optimum says so: a temperature that ends on a bound of
-``[1e-3, 1e3]``, or an LBFGS run that stopped on its iteration or evaluation cap (or with a gradient
-still above ``GRAD_TOL``), issues a :class:`ScalingFitWarning` and the fitted
-:class:`LogitScaler` has ``converged=False`` (``modelval temperature --json`` reports ``converged``).
+Each is fitted on held-out ``(N, C)`` logits by minimising the mean negative log-likelihood. Temperature
+scaling divides the logits by one ``T > 0``, found by a deterministic golden-section search on ``log T`` (the
+NLL is convex in ``1 / T``) polished by Newton steps on ``1 / T``; ``argmax`` never changes. Vector
+(``softmax(w * z + b)``) and matrix (``softmax(z W^T + b)``) scaling use ``torch.optim.LBFGS`` in float64 from
+the identity. A fit that found no interior optimum (a temperature on a bound of ``[1e-3, 1e3]``, LBFGS stopped
+on a cap or with a gradient above ``GRAD_TOL``) issues a :class:`ScalingFitWarning` and reports
+``converged=False``.
 """
 
 from __future__ import annotations
@@ -180,11 +174,7 @@ class TemperatureSweepPoint:
 
 
 def temperature_sweep(
-    logits: Any,
-    labels: Any,
-    temperatures: Sequence[float] = (0.5, 1.0, 1.5, 2.0),
-    *,
-    n_bins: int = 15,
+    logits: Any, labels: Any, temperatures: Sequence[float] = (0.5, 1.0, 1.5, 2.0), *, n_bins: int = 15
 ) -> list[TemperatureSweepPoint]:
     """NLL, ECE and accuracy at fixed temperatures (the seed's sweep ``T in {0.5, 1, 1.5, 2}``, 15 bins).
 

@@ -28,10 +28,8 @@ def as_array(values: Any, name: str) -> np.ndarray:
 
     Parameters
     ----------
-    values
-        A numpy array, a list or a torch tensor.
-    name
-        Its name in the error messages.
+    values, name
+        A numpy array, a list or a torch tensor, and its name in the error messages.
     """
     if hasattr(values, "detach"):
         try:
@@ -76,19 +74,14 @@ def sigmoid(z: np.ndarray) -> np.ndarray:
     return out
 
 
-# --- settings ---------------------------------------------------------------------------------------------
-
-
 def check_count(value: Any, name: str, *, minimum: int = 1, expected: str = "must be a positive integer",
                 hint: str = "") -> int:  # fmt: skip
     """``value`` as an ``int``: an integer (never a bool) of at least ``minimum``.
 
     Parameters
     ----------
-    value, name
-        The setting and its name.
-    minimum
-        The smallest value allowed.
+    value, name, minimum
+        The setting, its name and the smallest value allowed.
     expected, hint
         What the message says the setting must be, and what it adds after the value.
     """
@@ -102,10 +95,8 @@ def check_n_bins(n_bins: Any, *, auto: bool = False) -> None:
 
     Parameters
     ----------
-    n_bins
-        The bin count.
-    auto
-        Whether ``"auto"`` is allowed.
+    n_bins, auto
+        The bin count, and whether ``"auto"`` is allowed.
     """
     if not (auto and n_bins == "auto"):
         check_count(n_bins, "n_bins", expected="must be a positive integer" + (" or 'auto'" if auto else ""))
@@ -117,21 +108,14 @@ def check_number(value: Any, name: str, *, expected: str, minimum: float | None 
 
     Parameters
     ----------
-    value, name
-        The setting and its name.
-    expected
-        What the message says the setting must be.
+    value, name, expected
+        The setting, its name and what the message says it must be.
     minimum, above, below
         ``value >= minimum``, ``value > above``, ``value < below`` (``None``: no bound).
     """
-    number = isinstance(value, int | float | np.integer | np.floating) and not isinstance(value, bool)
-    if not (
-        number
-        and math.isfinite(value)
-        and (minimum is None or value >= minimum)
-        and (above is None or value > above)
-        and (below is None or value < below)
-    ):
+    ok = isinstance(value, int | float | np.integer | np.floating) and not isinstance(value, bool)
+    ok = ok and math.isfinite(value) and (minimum is None or value >= minimum)
+    if not (ok and (above is None or value > above) and (below is None or value < below)):
         raise InputValidationError(f"{name} {expected}, got {value!r}")
     return float(value)
 
@@ -141,10 +125,8 @@ def check_choice(value: Any, name: str, choices: Sequence[Any], *, hint: str = "
 
     Parameters
     ----------
-    value, name
-        The setting and its name.
-    choices
-        The values allowed.
+    value, name, choices
+        The setting, its name and the values allowed.
     hint
         Text after the choices in the message.
     """
@@ -177,9 +159,6 @@ def check_per_class(values: Any, name: str, num_classes: int | None = None) -> n
     return w
 
 
-# --- arrays -----------------------------------------------------------------------------------------------
-
-
 def _real(values: np.ndarray, name: str) -> np.ndarray:
     if not np.issubdtype(values.dtype, np.number) or np.issubdtype(values.dtype, np.complexfloating):
         raise InputValidationError(f"{name} must be real numbers, got dtype {values.dtype}")
@@ -208,10 +187,8 @@ def check_flags(values: Any, name: str = "correct", hint: str = "") -> np.ndarra
 
     Parameters
     ----------
-    values, name
-        The flags and their name.
-    hint
-        Text appended to the messages.
+    values, name, hint
+        The flags, their name and text appended to the messages.
     """
     flags = as_array(values, name)
     if flags.dtype == bool:
@@ -275,10 +252,8 @@ def check_class_indices(values: Any, name: str, *, n: int | None = None, num_cla
     ----------
     values, name
         The class indices and their name (``"labels"``, ``"preds"``).
-    n
-        How many there must be: one per row of ``scores``.
-    num_classes
-        The number of classes (``None``: no upper bound).
+    n, num_classes
+        How many there must be (one per row of the scores) and the number of classes (``None``: no check).
     scores
         What the indices index (``"logits"``, ``"probs"``), for the messages; ``None``: ``num_classes``.
     """
@@ -350,14 +325,10 @@ def validate_probs(probs: Any, *, min_classes: int = 2, fix: str = "pass logits=
 
     Parameters
     ----------
-    probs
-        The matrix.
-    min_classes
-        The fewest columns allowed.
+    probs, min_classes, allow_empty
+        The matrix, the fewest columns allowed, and whether ``N = 0`` is.
     fix, hint
         What to do with logits, and what to call with another shape, for the messages.
-    allow_empty
-        Whether ``N = 0`` is allowed.
     """
     given = as_array(probs, "probs")
     if given.ndim != 2 or given.shape[1] < min_classes:
@@ -392,9 +363,6 @@ def validate_logits(logits: Any, labels: Any) -> tuple[np.ndarray, np.ndarray]:
     return z, y
 
 
-# --- binary and multilabel scores -------------------------------------------------------------------------
-
-
 def _column(values: Any, name: str) -> np.ndarray:
     """``(N,)`` from ``(N,)`` or ``(N, 1)``; anything else is refused with what to pass instead."""
     arr = as_array(values, name)
@@ -421,10 +389,8 @@ def binary_labels(labels: Any, n: int | None = None) -> np.ndarray:
 
     Parameters
     ----------
-    labels
-        The labels (1 = positive class).
-    n
-        How many there must be (``None``: any number but 0).
+    labels, n
+        The labels (1 = positive class) and how many there must be (``None``: any number but 0).
     """
     y = _column(labels, "labels")
     if n is None and y.size == 0:
@@ -439,10 +405,8 @@ def binary_logits(scores: Any, *, allow_empty: bool = False) -> np.ndarray:
 
     Parameters
     ----------
-    scores
-        The logits.
-    allow_empty
-        Whether no examples is allowed.
+    scores, allow_empty
+        The logits, and whether no examples is allowed.
     """
     z = _scores(scores, "logits", allow_empty).astype(np.float64)
     if not np.isfinite(z).all():
@@ -457,12 +421,10 @@ def binary_probabilities(scores: Any, *, logits: bool = False, allow_empty: bool
 
     Parameters
     ----------
-    scores
-        The probabilities, shape ``(N,)`` or ``(N, 1)``.
+    scores, allow_empty
+        The probabilities, shape ``(N,)`` or ``(N, 1)``, and whether no examples is allowed.
     logits
         The scores are logits: their sigmoid is returned.
-    allow_empty
-        Whether no examples is allowed.
     """
     if logits:
         return sigmoid(binary_logits(scores, allow_empty=allow_empty))
