@@ -299,16 +299,11 @@ def recalibrate(
     """Fit a post-hoc calibrator on validation logits and score the test logits before and after it.
 
     As ``modelval temperature``: ``method`` is a logit scaling fitted by minimising the validation NLL
-    (Guo et al. 2017): ``"temperature"`` (``softmax(z / T)``), ``"vector"`` (``softmax(w * z + b)``) or ``"matrix"``
-    (``softmax(W z + b)``), the last two optionally with the ODIR regularisation of Kull et al. 2019; or a
-    top-label calibrator of the top-1 confidence (``"histogram"``: histogram binning with ``n_bins`` bins;
-    ``"isotonic"``: isotonic regression), which gives no distribution over the classes and so no NLL or
-    Brier score after it.
-
-    On the test logits it reports the mean NLL (from the exact log-softmax), the multiclass Brier score (sum
-    over classes, not halved), the top-1 binned ECE/MCE/RMS with ``n_bins`` uniform ``(lo, hi]`` bins
-    (:func:`modelval.metrics.calibration.reliability_bins`, default convention) and the accuracy, before
-    and after. For the logit scalings it also reports NLL/ECE at the fixed temperatures of ``sweep``.
+    (:func:`modelval.metrics.temperature.fit_scaling`: ``softmax(z / T)``, ``softmax(w * z + b)`` or
+    ``softmax(W z + b)``), or a top-label calibrator of the top-1 confidence (:mod:`modelval.metrics.calibrators`),
+    which gives no distribution over the classes and so no NLL or Brier score after it. On the test logits it
+    reports the mean NLL (exact log-softmax), the multiclass Brier score, the top-1 binned ECE/MCE/RMS and the
+    accuracy, before and after; for the logit scalings also NLL/ECE at the fixed temperatures of ``sweep``.
 
     Parameters
     ----------

@@ -251,19 +251,11 @@ def prediction_metrics(
     """The imbalance-aware metrics of one prediction JSONL file (``modelval metrics``).
 
     Accuracy, balanced and reweighted accuracy, many/medium/few-shot accuracy, precision/recall/F1 and the
-    confusion matrix, with its calibration when the rows carry ``conf``.
-
-    Rows need ``label`` and ``pred``; ``conf`` is optional (a row without a valid one still counts for
-    accuracy). With ``acc_c`` the accuracy (recall) on the examples of class ``c``: balanced accuracy is the
-    mean of ``acc_c`` over the classes with examples (scikit-learn's ``balanced_accuracy_score``); reweighted
-    accuracy is ``sum_c w_c acc_c`` with ``class_weights`` normalised to sum 1 (undefined, and an error, when
-    a class with weight > 0 has no examples); the shot groups split the classes by ``train_counts``: many if
-    more than ``many`` training images, few if fewer than ``few``, medium otherwise (Liu et al. 2019).
-    Precision, recall and F1 follow scikit-learn's macro/micro/weighted averages with ``zero_division=0``,
-    over the classes ``0 .. num_classes - 1``. When every row carries a valid ``conf``, the binned top-1
-    ECE/MCE/RMS (``n_bins`` uniform ``(lo, hi]`` bins) and the ECE within each shot group are added.
-    Intervals are seeded percentile bootstrap 95% intervals over predictions (``stratify``: within each true
-    class).
+    confusion matrix (the definitions of :mod:`modelval.metrics.imbalance` and
+    :mod:`modelval.metrics.classification`, with ``zero_division=0``), and, when every row carries a valid
+    ``conf``, the binned top-1 ECE/MCE/RMS and the ECE within each shot group. Rows need ``label`` and ``pred``;
+    a row without a valid ``conf`` still counts for accuracy. Intervals are seeded percentile bootstrap 95%
+    intervals over predictions.
 
     Parameters
     ----------
