@@ -1,6 +1,6 @@
-"""The front door of prediction files (modelval.api.predictions): the same numbers and JSON as `modelval ece`,
-`reliability`, `temperature` and `metrics`; the numbers agree with packages we did not write; bad inputs are
-one-line errors."""
+"""The calibration door's questions about prediction files (modelval.api.calibration): the same numbers and JSON
+as `modelval ece`, `reliability`, `temperature` and `metrics`; the numbers agree with packages we did not write;
+bad inputs are one-line errors."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from modelval.api.predictions import (
+from modelval.api.calibration import (
     ECEReport,
     PredictionMetricsReport,
     RecalibrationReport,
@@ -112,7 +112,7 @@ def test_ece_of_artifacts_seed_summary_is_the_commands_csv(tree, tmp_path, capsy
     argv = ["ece", str(tree), "--bootstrap", "0", "--seeds-csv", str(seeds_csv), "--csv", str(table_csv)]
     assert main(argv) == 0
     capsys.readouterr()
-    from modelval.contrib.wandb_artifacts import write_seed_summary_csv, write_summary_csv
+    from modelval.metrics.artifacts import write_seed_summary_csv, write_summary_csv
 
     per_seed = ece_of_artifacts(tree, bootstrap=0, per_seed=True)
     assert write_seed_summary_csv(per_seed.seed_summary, tmp_path / "s2.csv").read_text() == seeds_csv.read_text()

@@ -390,8 +390,8 @@ def test_bins_auto_is_the_cube_root_rule_per_file(tmp_path, capsys):
 
 
 def test_the_text_tables_show_the_front_doors_numbers(tmp_path, capsys):
-    """The commands format what modelval.api.predictions returns: the text and a notebook agree."""
-    from modelval.api.predictions import prediction_metrics, reliability
+    """The commands format what modelval.api.calibration returns: the text and a notebook agree."""
+    from modelval.api.calibration import prediction_metrics, reliability
 
     path = write_jsonl(tmp_path / "p.jsonl", good_rows())
     figure = tmp_path / "rel.png"

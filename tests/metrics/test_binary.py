@@ -217,7 +217,7 @@ def test_brier_and_nll_hand_computed():
     assert binary_nll([0.0], [1]) == pytest.approx(-math.log(np.finfo(np.float64).eps), abs=1e-12)
     assert binary_nll([0.0], [1], logits=True) == pytest.approx(math.log(2), abs=1e-15)
     # Binary Brier = half the two-column multiclass Brier score.
-    from modelval.metrics.estimators import brier_score
+    from modelval.metrics.scoring import brier_score
 
     p, y = overconfident(100, 9)
     assert 2 * binary_brier_score(p, y) == pytest.approx(brier_score(np.stack([1 - p, p], 1), y), abs=1e-15)

@@ -12,10 +12,10 @@ from modelval.metrics.bootstrap import (
     accuracy_intervals,
     calibration_intervals,
     naive_bootstrap,
-    wilson_interval,
 )
 from modelval.metrics.calibration import reliability_bins
 from modelval.metrics.imbalance import balanced_accuracy, reweighted_accuracy, shot_accuracy
+from modelval.proportions import wilson_interval
 
 
 def overconfident(n: int, seed: int, classes: int = 10) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

@@ -1,6 +1,6 @@
 """One default bin count, 15, for every ECE of the library and every command's ``--bins`` (issue 32, point 7).
 
-The artifact ECE (``modelval.contrib.wandb_artifacts.evaluate_file``) once defaulted to 4 bins, the setting of
+The artifact ECE (``modelval.metrics.artifacts.evaluate_file``) once defaulted to 4 bins, the setting of
 one set of prediction artifacts, while ``expected_calibration_error`` and the CLI said 15.
 """
 
@@ -11,13 +11,20 @@ import inspect
 import pytest
 
 import modelval.api.calibration
-import modelval.api.predictions
-import modelval.contrib.wandb_artifacts
 import modelval.metrics
+import modelval.metrics.artifacts
+import modelval.metrics.predictions
+import modelval.metrics.recalibration
 from modelval.cli import build_parser
 from modelval.metrics.calibration import DEFAULT_N_BINS, expected_calibration_error
 
-MODULES = (modelval.metrics, modelval.api.predictions, modelval.api.calibration, modelval.contrib.wandb_artifacts)
+MODULES = (
+    modelval.metrics,
+    modelval.metrics.artifacts,
+    modelval.metrics.predictions,
+    modelval.metrics.recalibration,
+    modelval.api.calibration,
+)
 
 
 def _bin_defaults() -> dict[str, object]:
@@ -32,7 +39,7 @@ def _bin_defaults() -> dict[str, object]:
 
 def test_every_function_defaults_to_15_bins():
     defaults = _bin_defaults()
-    assert "modelval.contrib.wandb_artifacts.evaluate_file" in defaults and len(defaults) > 15
+    assert "modelval.metrics.artifacts.evaluate_file" in defaults and len(defaults) > 15
     assert {name: value for name, value in defaults.items() if value != DEFAULT_N_BINS} == {}
     assert DEFAULT_N_BINS == 15
 

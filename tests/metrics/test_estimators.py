@@ -20,16 +20,14 @@ from modelval.metrics.estimators import (
     GroupECE,
     SweepResult,
     auto_n_bins,
-    brier_score,
-    classwise_calibration_error,
     debiased_l2_calibration_error,
     ece_at_bin_counts,
     ece_by_group,
     ece_sweep,
-    negative_log_likelihood,
     smooth_ece,
     smooth_reliability_curve,
 )
+from modelval.metrics.scoring import brier_score, classwise_calibration_error, negative_log_likelihood
 from modelval.metrics.temperature import softmax
 from reference_packages import reference, reference_names
 

@@ -12,13 +12,13 @@ from hypothesis import strategies as st
 
 from modelval.errors import DataError, InputValidationError
 from modelval.metrics.calibration import expected_calibration_error
+from modelval.metrics.scoring import negative_log_likelihood
 from modelval.metrics.temperature import (
     ScalingFitWarning,
-    apply_temperature,
     fit_scaling,
     fit_temperature,
     load_logits_file,
-    negative_log_likelihood,
+    softmax,
     temperature_sweep,
 )
 from reference_packages import reference_names
@@ -65,6 +65,11 @@ def seed_compute_ece(logits: np.ndarray, labels: np.ndarray, t: float, n_bins: i
     return torch.sum((bin_counts[nonzero] / total_samples) * torch.abs(accs - confs)).item()
 
 
+def nll(z: np.ndarray, y: np.ndarray, t: float = 1.0) -> float:
+    """Mean NLL of softmax(z / t), from the exact log-softmax."""
+    return negative_log_likelihood(z / t, y, logits=True)
+
+
 @pytest.fixture(scope="module")
 def val_test():
     return overconfident_logits(3000, seed=1), overconfident_logits(3000, seed=2)
@@ -75,13 +80,13 @@ def test_overconfident_logits_give_t_above_one_and_lower_ece(val_test):
     t = fit_temperature(val_z, val_y)
     assert 2.5 < t < 3.5  # the logits were sharpened by 3
     before = torch.tensor(test_z).softmax(1).numpy()
-    after = apply_temperature(test_z, t)
+    after = softmax(test_z / t)
     assert (after.argmax(1) == before.argmax(1)).all()
     correct = before.argmax(1) == test_y
     ece_before = expected_calibration_error(before.max(1), correct, 15)
     ece_after = expected_calibration_error(after.max(1), correct, 15)
     assert ece_after < ece_before / 3
-    assert negative_log_likelihood(test_z, test_y, t) < negative_log_likelihood(test_z, test_y)
+    assert nll(test_z, test_y, t) < nll(test_z, test_y)
 
 
 def test_fit_matches_scipy_bounded_search_on_log_t(val_test):
@@ -109,7 +114,7 @@ def test_nll_matches_torch_cross_entropy(seed, t, n_classes):
     rng = np.random.default_rng(seed)
     z = rng.normal(size=(20, n_classes)) * 4
     y = rng.integers(0, n_classes, 20)
-    assert negative_log_likelihood(z, y, t) == pytest.approx(torch_nll(z, y, t), rel=1e-10, abs=1e-12)
+    assert nll(z, y, t) == pytest.approx(torch_nll(z, y, t), rel=1e-10, abs=1e-12)
 
 
 @settings(max_examples=20, deadline=None)
@@ -117,9 +122,9 @@ def test_nll_matches_torch_cross_entropy(seed, t, n_classes):
 def test_property_fitted_t_is_a_minimum(seed, sharpen):
     z, y = overconfident_logits(200, n_classes=4, sharpen=sharpen, seed=seed)
     t = fit_temperature(z, y)
-    nll = negative_log_likelihood(z, y, t)
+    at_t = nll(z, y, t)
     for factor in (0.98, 1.02):
-        assert nll <= negative_log_likelihood(z, y, t * factor) + 1e-12
+        assert at_t <= nll(z, y, t * factor) + 1e-12
 
 
 def test_seed_fixed_temperature_sweep_reproduced(val_test):
@@ -182,7 +187,7 @@ class TestBadInputs:
     @pytest.mark.parametrize("t", [0, -1.0, float("nan"), float("inf")])
     def test_bad_temperature(self, t):
         with pytest.raises(InputValidationError, match="temperature must be a finite number > 0"):
-            apply_temperature(np.zeros((1, 2)), t)
+            temperature_sweep(np.zeros((1, 2)), [0], [t])
 
     def test_unknown_method(self):
         with pytest.raises(InputValidationError, match="method must be"):

@@ -44,14 +44,14 @@ _EXPORTS = {
     "compare": "modelval.api.comparison",
     "nightly_verdict": "modelval.api.recording",
     "plan_trials": "modelval.api.benchmark",
-    "ECEReport": "modelval.api.predictions",
-    "PredictionMetricsReport": "modelval.api.predictions",
-    "RecalibrationReport": "modelval.api.predictions",
-    "ReliabilityReport": "modelval.api.predictions",
-    "ece_of_artifacts": "modelval.api.predictions",
-    "prediction_metrics": "modelval.api.predictions",
-    "recalibrate": "modelval.api.predictions",
-    "reliability": "modelval.api.predictions",
+    "ECEReport": "modelval.api.calibration",
+    "PredictionMetricsReport": "modelval.api.calibration",
+    "RecalibrationReport": "modelval.api.calibration",
+    "ReliabilityReport": "modelval.api.calibration",
+    "ece_of_artifacts": "modelval.api.calibration",
+    "prediction_metrics": "modelval.api.calibration",
+    "recalibrate": "modelval.api.calibration",
+    "reliability": "modelval.api.calibration",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -1,6 +1,6 @@
 """``modelval ece``, ``reliability``, ``temperature`` and ``metrics``: calibration and imbalance metrics.
 
-Each command is argparse -> :mod:`modelval.api.predictions` (where the numbers, the checks of the inputs and
+Each command is argparse -> :mod:`modelval.api.calibration` (where the numbers, the checks of the inputs and
 the files written come from) -> a formatter of the text table; ``--json`` prints the result's ``to_dict()``.
 """
 
@@ -11,7 +11,7 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from modelval.api.predictions import METHODS
+from modelval.api.calibration import METHODS
 from modelval.cli._args import (
     CONVENTION_HELP,
     add_bins_option,
@@ -31,7 +31,7 @@ from modelval.cli._output import out_json, warn
 from modelval.metrics.calibration import CONVENTIONS
 
 if TYPE_CHECKING:
-    from modelval.api.predictions import PredictionMetricsReport, RecalibrationReport
+    from modelval.api.calibration import PredictionMetricsReport, RecalibrationReport
 
 ADAPTIVE_HELP = "equal-mass (quantile) bins instead of uniform ones"
 STRICT_HELP = "a malformed row is an error instead of being dropped (and counted)"
@@ -164,8 +164,8 @@ def _fmt_ci_list(interval: list[float] | None) -> str:
 
 
 def _run_ece(args: argparse.Namespace) -> int:
-    from modelval.api.predictions import ece_of_artifacts
-    from modelval.contrib.wandb_artifacts import write_seed_summary_csv, write_summary_csv
+    from modelval.api.calibration import ece_of_artifacts
+    from modelval.metrics.artifacts import write_seed_summary_csv, write_summary_csv
 
     options: dict[str, Any] = dict(
         n_bins=args.bins, convention=args.convention, adaptive=args.adaptive, strict=args.strict
@@ -217,7 +217,7 @@ def _run_ece(args: argparse.Namespace) -> int:
 
 
 def _run_reliability(args: argparse.Namespace) -> int:
-    from modelval.api.predictions import reliability
+    from modelval.api.calibration import reliability
 
     if args.out is None and args.report_dir is None:
         args._parser.error("give --out FILE (the diagram) or --report-dir DIR (the diagram and reliability.json)")
@@ -250,7 +250,7 @@ def _run_reliability(args: argparse.Namespace) -> int:
 
 
 def _run_temperature(args: argparse.Namespace) -> int:
-    from modelval.api.predictions import recalibrate
+    from modelval.api.calibration import recalibrate
 
     report = recalibrate(
         args.val, args.test, method=args.method, n_bins=args.bins, odir=tuple(args.odir) if args.odir else None,
@@ -290,7 +290,7 @@ def _print_top_label(args: argparse.Namespace, report: RecalibrationReport) -> N
 
 
 def _run_metrics(args: argparse.Namespace) -> int:
-    from modelval.api.predictions import prediction_metrics
+    from modelval.api.calibration import prediction_metrics
 
     report = prediction_metrics(
         args.path, num_classes=args.num_classes, class_weights=args.class_weights, train_counts=args.train_counts,

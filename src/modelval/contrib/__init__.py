@@ -1,2 +1,2 @@
-"""Conventions of particular projects, kept out of the wings' public API: the ECE of one project's W&B
-prediction-artifact folders (:mod:`modelval.contrib.wandb_artifacts`, ``modelval ece``)."""
+"""Conventions of particular projects, kept out of the wings' public API: downloading one project's W&B
+prediction artifacts (:mod:`modelval.contrib.wandb_artifacts`), whose ECE :mod:`modelval.metrics.artifacts` computes."""

@@ -1,43 +1,12 @@
 """Binary calibration: one positive-class probability (or one logit) per example, labels 0/1.
 
-A binary classifier reports, for each example ``i``, ``p_i = P(y_i = 1)`` (or a logit ``z_i`` with
-``p_i = sigmoid(z_i)``); the label ``y_i`` is 0 or 1. Two different calibration errors exist, and
-this module names them apart:
-
-* **Positive-class ECE** (:func:`binary_calibration_error`, the card's ``ece``): bin the ``p_i`` and
-  compare, per bin, the mean ``p`` with the **fraction of positives** (``mean y``):
-
-      ECE = sum_m |B_m| / N * |frac_pos(B_m) - mean_p(B_m)|
-
-  This is what torchmetrics' ``binary_calibration_error`` (despite its docstring's "top-label"),
-  netcal's ``ECE`` on 1-D input, scikit-learn's ``calibration_curve`` and uncertainty-calibration on
-  1-D probabilities compute. MCE (``norm="max"``) and RMS (``norm="l2"``) follow from the same bins.
-* **Top-label ECE of a binary classifier** (:func:`binary_top_label_calibration_error`, the card's
-  ``top_label_ece``): the confidence is ``max(p, 1 - p)`` and the outcome whether the predicted class
-  (positive iff ``p > 0.5``; a tie at exactly 0.5 predicts the negative class, as ``argmax`` over
-  ``[1 - p, p]``) equals the label. It is the multiclass top-1 ECE of the two-column matrix
-  ``[1 - p, p]``, and it can be small when the positive-class ECE is not (it folds the two halves of
-  the reliability diagram onto each other).
-
-Conventions (shared with :mod:`modelval.metrics.calibration`, whose binning is reused unchanged):
-
-* Bins: ``numpy.linspace(0, 1, n_bins + 1)``, ``(lo, hi]`` with 0 in the first bin
-  (``convention="default"``, scikit-learn's ``calibration_curve``); ``convention="torchmetrics"``
-  gives ``[lo, hi)`` with a hidden ``[1, 1]`` bin, as torchmetrics 1.x; ``adaptive=True`` gives the
-  equal-mass edges of ``calibration_curve(strategy="quantile")``. Empty bins count nowhere (no weight
-  in ECE/RMS, skipped by MCE).
-* Logits (``logits=True``): ``p = sigmoid(z)`` in float64, computed as ``1 / (1 + exp(-z))`` for
-  ``z >= 0`` and ``exp(z) / (1 + exp(z))`` otherwise, so no overflow; ``|z| > 36.7`` gives exactly 1 or
-  a value below 1e-16. Probabilities keep float32 precision for float16/float32 input (so
-  ``convention="torchmetrics"`` bins them as torchmetrics does); everything else is float64.
-* NLL from probabilities clips ``p`` to ``[eps, 1 - eps]`` (``eps`` the machine epsilon of the input's
-  float dtype), as scikit-learn's ``log_loss``; from logits it is the exact
-  ``softplus(z) - y z`` (``torch.nn.functional.binary_cross_entropy_with_logits``), no clipping.
-* Brier: ``mean((p - y)^2)`` in [0, 1], scikit-learn's binary ``brier_score_loss`` (half the
-  two-column multiclass Brier score of :func:`~modelval.metrics.estimators.brier_score`).
-
-Inputs: ``probs`` of shape ``(N,)`` or ``(N, 1)`` (numpy, list or torch tensor), ``labels`` of shape
-``(N,)`` (or ``(N, 1)``) with values 0/1 or bool. Validation lives in :func:`validate_binary`.
+Two calibration errors are named apart: the **positive-class ECE** (:func:`binary_calibration_error`, the
+card's ``ece``) compares, per bin of ``p = P(y = 1)``, the mean ``p`` with the fraction of positives, as
+torchmetrics' ``binary_calibration_error``, netcal, scikit-learn's ``calibration_curve`` and
+uncertainty-calibration do; the **top-label ECE** (:func:`binary_top_label_calibration_error`, the card's
+``top_label_ece``) is the multiclass top-1 ECE of ``[1 - p, p]``, which folds the two halves of the reliability
+diagram onto each other. Bins, logits, clipping and dtypes follow :mod:`modelval.metrics.calibration` and
+:mod:`modelval.metrics.validation`; the conventions and references are in ``docs/binary.md``.
 """
 
 from __future__ import annotations
@@ -47,45 +16,22 @@ from typing import Any, Literal
 
 import numpy as np
 
-from modelval.errors import InputValidationError
 from modelval.metrics.bootstrap import BootstrapInterval, calibration_intervals
-from modelval.metrics.calibration import (
-    Convention,
-    ReliabilityBins,
-    _as_numpy,
-    _binning_dtype,
-    _check_n_bins,
-    _validated_flags,
-    reliability_bins,
-    top1_confidences,
-)
+from modelval.metrics.calibration import Convention, ReliabilityBins, reliability_bins, top1_confidences
 from modelval.metrics.estimators import (
     SmoothReliabilityCurve,
     debiased_l2_calibration_error,
     smooth_ece,
     smooth_reliability_curve,
 )
-
-__all__ = [
-    "FRACTION_OF_POSITIVES",
-    "binary_brier_score",
-    "binary_calibration_error",
-    "binary_calibration_intervals",
-    "binary_debiased_l2_calibration_error",
-    "binary_logits",
-    "binary_negative_log_likelihood",
-    "binary_probabilities",
-    "binary_reliability_bins",
-    "binary_smooth_ece",
-    "binary_smooth_reliability_curve",
-    "binary_top_label",
-    "binary_top_label_calibration_error",
-    "logit",
-    "positive_rate",
-    "sigmoid",
-    "validate_binary",
-    "validate_binary_logits",
-]
+from modelval.metrics.validation import (
+    binary_labels,
+    check_choice,
+    check_n_bins,
+    validate_binary,
+    validate_binary_logits,
+)
+from modelval.metrics.validation import sigmoid as sigmoid  # the logistic link of the logits, also public here
 
 Norm = Literal["l1", "l2", "max"]
 NORMS: tuple[str, ...] = ("l1", "l2", "max")
@@ -93,115 +39,22 @@ NORMS: tuple[str, ...] = ("l1", "l2", "max")
 #: ``ReliabilityBins.target`` of positive-class bins: what the reliability diagram's y-axis shows.
 FRACTION_OF_POSITIVES = "fraction of positives"
 
-_LABEL_HINT = " (1 = positive class); for class indices of a multiclass model use the multiclass functions"
-
-
-def sigmoid(z: np.ndarray) -> np.ndarray:
-    """``1 / (1 + exp(-z))`` in float64 without overflow (the two branches of the logistic function)."""
-    z = np.asarray(z, dtype=np.float64)
-    out = np.empty_like(z)
-    positive = z >= 0
-    out[positive] = 1.0 / (1.0 + np.exp(-z[positive]))
-    e = np.exp(z[~positive])
-    out[~positive] = e / (1.0 + e)
-    return out
-
 
 def logit(p: np.ndarray, eps: float = float(np.finfo(np.float64).eps)) -> np.ndarray:
     """``log(p / (1 - p))`` of ``p`` clipped to ``[eps, 1 - eps]`` (float64 machine epsilon by default).
 
     The clipping keeps 0 and 1 finite (about -36.04 and +36.04) and is netcal's rule for turning
     probabilities into logits; ``log1p`` keeps ``1 - p`` accurate for small ``p``.
+
+    Parameters
+    ----------
+    p
+        Probabilities.
+    eps
+        The clipping margin.
     """
     clipped = np.clip(np.asarray(p, dtype=np.float64), eps, 1.0 - eps)
     return np.log(clipped) - np.log1p(-clipped)
-
-
-def _column(values: Any, name: str) -> np.ndarray:
-    """``(N,)`` from ``(N,)`` or ``(N, 1)``; anything else is refused with what to pass instead."""
-    arr = _as_numpy(values, name)
-    if arr.ndim == 2 and arr.shape[1] == 1:
-        arr = arr[:, 0]
-    if arr.ndim != 1:
-        raise InputValidationError(
-            f"{name} must have shape (N,) or (N, 1): one score per example for a binary classifier, got "
-            f"{arr.shape}; for an (N, 2) softmax take column 1 (probs[:, 1], or logits[:, 1] - logits[:, 0]); "
-            "for (N, L) multilabel scores use modelval.metrics.multilabel"
-        )
-    return arr
-
-
-def _real(arr: np.ndarray, name: str) -> None:
-    if arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.number) or np.issubdtype(arr.dtype, np.complexfloating):
-        raise InputValidationError(f"{name} must be real numbers, got dtype {arr.dtype}")
-
-
-def _binary_labels(labels: Any, n: int) -> np.ndarray:
-    y = _column(labels, "labels")
-    if y.shape != (n,):
-        raise InputValidationError(f"labels must have shape ({n},), one 0/1 label per score, got {y.shape}")
-    return _validated_flags(y, "labels", _LABEL_HINT)
-
-
-def _scores(scores: Any, name: str, allow_empty: bool) -> np.ndarray:
-    s = _column(scores, name)
-    if s.size == 0 and not allow_empty:
-        raise InputValidationError("no examples: calibration is undefined for an empty set")
-    _real(s, name)
-    return s
-
-
-def binary_probabilities(scores: Any, *, logits: bool = False, allow_empty: bool = False) -> np.ndarray:
-    """Validated positive-class probabilities of ``(N,)`` or ``(N, 1)`` scores (no labels needed).
-
-    With ``logits=True`` the scores are logits and ``sigmoid`` is applied (float64). Probabilities keep
-    float32 for float16/float32 input, float64 otherwise. NaN, infinite logits and probabilities
-    outside [0, 1] (the message suggests ``logits=True``) are refused.
-    """
-    if logits:
-        return sigmoid(binary_logits(scores, allow_empty=allow_empty))
-    p = _scores(scores, "probs", allow_empty)
-    p = p.astype(_binning_dtype(p) if np.issubdtype(p.dtype, np.floating) else np.float64)
-    if p.size == 0:
-        return p
-    low, high = p.min(), p.max()
-    if np.isnan(low) or np.isnan(high):
-        raise InputValidationError(f"probs contain {int(np.isnan(p).sum())} NaN value(s); drop or fix those examples")
-    if low < 0 or high > 1:
-        bad = p[(p < 0) | (p > 1)]
-        raise InputValidationError(
-            f"probs must be positive-class probabilities in [0, 1]; {bad.size} value(s) outside, e.g. "
-            f"{bad[0]!r}: for logits pass logits=True (the card: store them as 'logits')"
-        )
-    return p
-
-
-def binary_logits(scores: Any, *, allow_empty: bool = False) -> np.ndarray:
-    """Validated float64 logits of ``(N,)`` or ``(N, 1)`` scores: finite real numbers."""
-    z = _scores(scores, "logits", allow_empty).astype(np.float64)
-    if not np.isfinite(z).all():
-        raise InputValidationError(
-            f"logits contain {int((~np.isfinite(z)).sum())} NaN or infinite value(s); fix or drop those examples"
-        )
-    return z
-
-
-def validate_binary(probs: Any, labels: Any, *, logits: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    """Validated positive-class probabilities and bool labels: the one place binary input is checked.
-
-    ``probs`` as :func:`binary_probabilities` (``logits=True``: logits, sigmoid applied); ``labels``
-    ``(N,)`` or ``(N, 1)``, 0/1 or bool. Raises :class:`~modelval.errors.InputValidationError` for
-    NaN, infinite logits, probabilities outside [0, 1], labels other than 0/1, mismatched lengths and
-    empty input.
-    """
-    p = binary_probabilities(probs, logits=logits)
-    return p, _binary_labels(labels, p.shape[0])
-
-
-def validate_binary_logits(logits: Any, labels: Any) -> tuple[np.ndarray, np.ndarray]:
-    """Validated float64 logits (finite) and bool labels, shapes as :func:`validate_binary`."""
-    z = binary_logits(logits)
-    return z, _binary_labels(labels, z.shape[0])
 
 
 def _norm_of(bins: ReliabilityBins, norm: Norm) -> float:
@@ -209,9 +62,8 @@ def _norm_of(bins: ReliabilityBins, norm: Norm) -> float:
         return bins.ece
     if norm == "l2":
         return bins.rms
-    if norm == "max":
-        return bins.mce
-    raise InputValidationError(f"norm must be one of {NORMS} ('l1' ECE, 'l2' RMS, 'max' MCE), got {norm!r}")
+    check_choice(norm, "norm", NORMS, hint=" ('l1' ECE, 'l2' RMS, 'max' MCE)")
+    return bins.mce
 
 
 # --------------------------------------------------------------------------------------------------
@@ -229,13 +81,22 @@ def binary_reliability_bins(
 ) -> ReliabilityBins:
     """Count, fraction of positives and mean positive-class probability per probability bin.
 
-    The bins of :func:`~modelval.metrics.calibration.reliability_bins` on ``(p, y)``, so every bin
-    convention applies unchanged; the result's ``accuracy`` holds the fraction of positives and its
-    ``target`` is ``"fraction of positives"`` (the plots label their y-axis with it). ``.ece``,
-    ``.mce``, ``.rms`` are the positive-class errors; ``accuracy_interval()`` the Wilson intervals of
-    the fractions of positives.
+    The bins of :func:`~modelval.metrics.calibration.reliability_bins` on ``(p, y)``; the result's ``accuracy`` holds
+    the fraction of positives and its ``target`` is ``"fraction of positives"``, so ``.ece``, ``.mce``, ``.rms`` are
+    the positive-class errors.
+
+    Parameters
+    ----------
+    probs, labels
+        One positive-class probability (or logit) and one 0/1 label per example, shape ``(N,)`` or ``(N, 1)``.
+    n_bins
+        The number of bins.
+    logits
+        The scores are logits: ``sigmoid`` is applied.
+    adaptive, convention
+        As :func:`~modelval.metrics.calibration.reliability_bins`.
     """
-    _check_n_bins(n_bins)
+    check_n_bins(n_bins)
     p, y = validate_binary(probs, labels, logits=logits)
     bins = reliability_bins(p, y, n_bins, adaptive=adaptive, convention=convention)
     return dataclasses.replace(bins, target=FRACTION_OF_POSITIVES)
@@ -253,10 +114,22 @@ def binary_calibration_error(
 ) -> float:
     """Positive-class calibration error: ``norm="l1"`` ECE, ``"l2"`` RMS, ``"max"`` MCE.
 
-    ``sum_m |B_m|/N |frac_pos(B_m) - mean_p(B_m)|`` over the bins of :func:`binary_reliability_bins`.
-    Equals ``torchmetrics.functional.classification.binary_calibration_error(p, y, n_bins, norm)`` on
-    float64 input with ``convention="torchmetrics"``, and netcal's ``ECE(n_bins).measure(p, y)`` with
-    the default convention (both differ only for a probability exactly on an inner bin edge).
+    ``sum_m |B_m|/N |frac_pos(B_m) - mean_p(B_m)|`` over the bins of :func:`binary_reliability_bins`. Equals
+    torchmetrics' ``binary_calibration_error(p, y, n_bins, norm)`` (``convention="torchmetrics"``, float64) and
+    netcal's ``ECE(n_bins).measure(p, y)`` (default convention).
+
+    Parameters
+    ----------
+    probs, labels
+        One positive-class probability (or logit) and one 0/1 label per example, shape ``(N,)`` or ``(N, 1)``.
+    n_bins
+        The number of bins.
+    norm
+        ``"l1"``, ``"l2"`` or ``"max"``.
+    logits
+        The scores are logits: ``sigmoid`` is applied.
+    adaptive, convention
+        As :func:`~modelval.metrics.calibration.reliability_bins`.
     """
     return _norm_of(
         binary_reliability_bins(probs, labels, n_bins, logits=logits, adaptive=adaptive, convention=convention), norm
@@ -268,12 +141,17 @@ def binary_calibration_error(
 
 
 def binary_top_label(probs: Any, labels: Any, *, logits: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    """``(confidence, correct)`` of a binary classifier's top label: ``max(1 - p, p)`` and 0/1 right.
+    """``(confidence, correct)`` of a binary classifier's top label: ``max(1 - p, p)`` and whether it is right.
 
-    The predicted class is the argmax of ``[1 - p, p]``: positive iff ``p > 0.5``, negative at exactly
-    0.5 (ties to the lowest index, as ``numpy.argmax`` and ``torch.argmax``). Computed by
-    :func:`~modelval.metrics.calibration.top1_confidences` on that two-column matrix, so it is exactly
-    the multiclass top-1 input of a two-class softmax.
+    The predicted class is the argmax of ``[1 - p, p]`` (a tie at 0.5 predicts the negative class):
+    :func:`~modelval.metrics.calibration.top1_confidences` of that two-column matrix.
+
+    Parameters
+    ----------
+    probs, labels
+        One positive-class probability (or logit) and one 0/1 label per example, shape ``(N,)`` or ``(N, 1)``.
+    logits
+        The scores are logits: ``sigmoid`` is applied.
     """
     p, y = validate_binary(probs, labels, logits=logits)
     two = np.stack([1 - p, p], axis=1)
@@ -290,13 +168,24 @@ def binary_top_label_calibration_error(
     adaptive: bool = False,
     convention: Convention = "default",
 ) -> float:
-    """Top-label calibration error of a binary classifier (confidence ``max(p, 1 - p)``), NOT the
-    positive-class error of :func:`binary_calibration_error`.
+    """Top-label calibration error of a binary classifier (confidence ``max(p, 1 - p)``), not the positive-class one.
 
-    Equals the multiclass top-1 ECE of ``[1 - p, p]``: ``torchmetrics``' ``multiclass_calibration_error``
-    with ``num_classes=2`` (``convention="torchmetrics"``) and uncertainty-calibration's
-    ``get_ece(probs2, labels, mode="top-label")``. Its confidences lie in [0.5, 1], so the bins below
-    0.5 stay empty.
+    The multiclass top-1 error of ``[1 - p, p]``: torchmetrics' ``multiclass_calibration_error`` with
+    ``num_classes=2`` and uncertainty-calibration's ``get_ece(probs2, labels, mode="top-label")``. Its
+    confidences lie in [0.5, 1], so the bins below 0.5 stay empty.
+
+    Parameters
+    ----------
+    probs, labels
+        One positive-class probability (or logit) and one 0/1 label per example, shape ``(N,)`` or ``(N, 1)``.
+    n_bins
+        The number of bins.
+    norm
+        ``"l1"`` (ECE), ``"l2"`` (RMS) or ``"max"`` (MCE).
+    logits
+        The scores are logits: ``sigmoid`` is applied.
+    adaptive, convention
+        As :func:`~modelval.metrics.calibration.reliability_bins`.
     """
     conf, correct = binary_top_label(probs, labels, logits=logits)
     return _norm_of(reliability_bins(conf, correct, n_bins, adaptive=adaptive, convention=convention), norm)
@@ -307,11 +196,14 @@ def binary_top_label_calibration_error(
 
 
 def binary_brier_score(probs: Any, labels: Any, *, logits: bool = False) -> float:
-    """Binary Brier score ``(1/N) sum_i (p_i - y_i)^2``, in [0, 1].
+    """Binary Brier score ``(1/N) sum_i (p_i - y_i)^2``, in [0, 1]: scikit-learn's binary ``brier_score_loss``.
 
-    Equals scikit-learn's ``brier_score_loss(labels, p)`` (binary input, default ``scale_by_half``),
-    which is half the two-column multiclass score of :func:`~modelval.metrics.estimators.brier_score`.
-    Computed in float64.
+    Parameters
+    ----------
+    probs, labels
+        One positive-class probability (or logit) and one 0/1 label per example, shape ``(N,)`` or ``(N, 1)``.
+    logits
+        The scores are logits: ``sigmoid`` is applied.
     """
     p, y = validate_binary(probs, labels, logits=logits)
     diff = p.astype(np.float64) - y
@@ -319,13 +211,18 @@ def binary_brier_score(probs: Any, labels: Any, *, logits: bool = False) -> floa
 
 
 def binary_negative_log_likelihood(probs: Any, labels: Any, *, logits: bool = False) -> float:
-    """Mean binary cross-entropy ``-(1/N) sum_i [y_i log p_i + (1 - y_i) log(1 - p_i)]``.
+    """Mean binary cross-entropy ``-(1/N) sum_i [y_i log p_i + (1 - y_i) log(1 - p_i)]``, in float64.
 
-    From probabilities: ``p`` clipped to ``[eps, 1 - eps]`` with ``eps`` the machine epsilon of the
-    input's float dtype (float64 for non-float input), as scikit-learn's ``log_loss(labels, p)``; a
-    probability of exactly 0 for a positive costs ``-log(eps)`` (36.04 in float64). From logits
-    (``logits=True``): ``softplus(z) - y z = max(z, 0) - y z + log1p(exp(-|z|))`` exactly, as
-    ``torch.nn.functional.binary_cross_entropy_with_logits``, no clipping. Computed in float64.
+    From probabilities ``p`` is clipped to ``[eps, 1 - eps]`` (the input's machine epsilon), as scikit-learn's
+    ``log_loss``; from logits it is the exact ``softplus(z) - y z``, as
+    ``torch.nn.functional.binary_cross_entropy_with_logits``.
+
+    Parameters
+    ----------
+    probs, labels
+        One positive-class probability (or logit) and one 0/1 label per example, shape ``(N,)`` or ``(N, 1)``.
+    logits
+        The scores are logits: ``sigmoid`` is applied.
     """
     if logits:
         z, y = validate_binary_logits(probs, labels)
@@ -342,9 +239,16 @@ def binary_debiased_l2_calibration_error(
 ) -> float:
     """Debiased L2 calibration error of the positive-class probability (Kumar, Liang & Ma 2019).
 
-    :func:`~modelval.metrics.estimators.debiased_l2_calibration_error` on ``(p, y)``: equal-mass bins,
-    ``(lo, hi]``. Equals ``calibration.get_calibration_error(p, y, p=2, debias=True)`` of
-    uncertainty-calibration on 1-D (binary) input with continuous scores.
+    :func:`~modelval.metrics.estimators.debiased_l2_calibration_error` on ``(p, y)``.
+
+    Parameters
+    ----------
+    probs, labels
+        One positive-class probability (or logit) and one 0/1 label per example, shape ``(N,)`` or ``(N, 1)``.
+    n_bins, squared
+        As :func:`~modelval.metrics.estimators.debiased_l2_calibration_error`.
+    logits
+        The scores are logits: ``sigmoid`` is applied.
     """
     p, y = validate_binary(probs, labels, logits=logits)
     return debiased_l2_calibration_error(p, y, n_bins, squared=squared)
@@ -353,7 +257,12 @@ def binary_debiased_l2_calibration_error(
 def binary_smooth_ece(probs: Any, labels: Any, *, logits: bool = False) -> float:
     """Smooth ECE of the positive-class probability (Blasiok & Nakkiran 2023): ``relplot.smECE(p, y)``.
 
-    :func:`~modelval.metrics.estimators.smooth_ece` on ``(p, y)``; relplot's own definition is binary.
+    Parameters
+    ----------
+    probs, labels
+        One positive-class probability (or logit) and one 0/1 label per example, shape ``(N,)`` or ``(N, 1)``.
+    logits
+        The scores are logits: ``sigmoid`` is applied.
     """
     p, y = validate_binary(probs, labels, logits=logits)
     return smooth_ece(p, y)
@@ -362,10 +271,16 @@ def binary_smooth_ece(probs: Any, labels: Any, *, logits: bool = False) -> float
 def binary_smooth_reliability_curve(
     probs: Any, labels: Any, *, logits: bool = False, n_points: int = 200
 ) -> SmoothReliabilityCurve:
-    """Smoothed fraction of positives against ``p`` (:func:`~modelval.metrics.estimators.smooth_reliability_curve`).
+    """Smoothed fraction of positives against ``p``: :func:`~modelval.metrics.estimators.smooth_reliability_curve`.
 
-    Returns a :class:`~modelval.metrics.estimators.SmoothReliabilityCurve` whose ``accuracy`` is the
-    kernel-smoothed fraction of positives.
+    Parameters
+    ----------
+    probs, labels
+        One positive-class probability (or logit) and one 0/1 label per example, shape ``(N,)`` or ``(N, 1)``.
+    logits
+        The scores are logits: ``sigmoid`` is applied.
+    n_points
+        Points of the mesh.
     """
     p, y = validate_binary(probs, labels, logits=logits)
     return smooth_reliability_curve(p, y, n_points=n_points)
@@ -390,9 +305,21 @@ def binary_calibration_intervals(
 ) -> dict[str, BootstrapInterval]:
     """Percentile bootstrap intervals of the positive-class ECE, MCE, RMS and the positive rate.
 
-    :func:`~modelval.metrics.bootstrap.calibration_intervals` on ``(p, y)`` (multinomial cell counts,
-    the same bins), with its ``accuracy`` renamed ``positive_rate`` (the fraction of positives, which
-    is what it is here). ``stratify=True`` keeps the number of positives and negatives fixed.
+    :func:`~modelval.metrics.bootstrap.calibration_intervals` on ``(p, y)``, its ``accuracy`` renamed
+    ``positive_rate``; ``stratify=True`` keeps the numbers of positives and negatives fixed.
+
+    Parameters
+    ----------
+    probs, labels
+        One positive-class probability (or logit) and one 0/1 label per example, shape ``(N,)`` or ``(N, 1)``.
+    n_bins
+        The number of bins.
+    logits
+        The scores are logits: ``sigmoid`` is applied.
+    adaptive, convention
+        As :func:`~modelval.metrics.calibration.reliability_bins`.
+    n_resamples, seed, stratify, level
+        As :func:`~modelval.metrics.bootstrap.calibration_intervals`.
     """
     p, y = validate_binary(probs, labels, logits=logits)
     found = calibration_intervals(
@@ -411,9 +338,11 @@ def binary_calibration_intervals(
 
 
 def positive_rate(labels: Any) -> float:
-    """Fraction of positive labels (validated 0/1)."""
-    y = _column(labels, "labels")
-    if y.size == 0:
-        raise InputValidationError("no examples: the positive rate is undefined for an empty set")
-    flags = _validated_flags(y, "labels", _LABEL_HINT)
-    return float(flags.mean())
+    """Fraction of positive labels.
+
+    Parameters
+    ----------
+    labels
+        0/1 labels, shape ``(N,)`` or ``(N, 1)``.
+    """
+    return float(binary_labels(labels).mean())

@@ -1,77 +1,37 @@
 """Calibrators for one score per example (binary), and the same per label (multilabel).
 
-Fitted on held-out ``(score_i, y_i)`` with ``y_i`` 0/1; they map a new score to a calibrated
-positive-class probability.
-
-Platt scaling (Platt 1999), :class:`PlattScaling`
-    ``q = sigmoid(a z + b)`` on the logit ``z``, ``(a, b)`` minimising the mean cross-entropy
-    ``-(1/N) sum_i [t_i log q_i + (1 - t_i) log(1 - q_i)]``. The targets ``t_i`` are either Platt's
-    smoothed ones (``targets="platt"``, the default): ``(N+ + 1) / (N+ + 2)`` for a positive and
-    ``1 / (N- + 2)`` for a negative, with ``N+`` / ``N-`` the numbers of positives / negatives, which
-    is what scikit-learn's ``CalibratedClassifierCV(method="sigmoid")`` fits (``_SigmoidCalibration``,
-    parametrised there as ``1 / (1 + exp(A z + B))``, so ``A = -a``, ``B = -b``); or the labels
-    themselves (``targets="hard"``): plain logistic regression on ``z``, the maximum-likelihood fit of
-    netcal's ``LogisticCalibration`` on 1-D input and of ``sklearn.linear_model.LogisticRegression``
-    without penalty. Platt's targets keep the optimum finite even when a threshold on ``z`` separates
-    the classes; with hard targets such data have no finite optimum, and the fit refuses them.
-    Solved by Newton's method with a backtracking (Armijo) line search in float64, from Platt's start
-    ``a = 0``, ``b = log((N+ + 1) / (N- + 1))`` (the algorithm of Lin, Lin & Weng 2007); once the Newton
-    decrement is below 1e-10 (where the mean loss can no longer rank steps) full Newton steps are taken,
-    until the largest gradient entry is below ``tol`` (1e-12 by default) or a step no longer changes
-    the parameters.
-
-Temperature scaling of one logit, :class:`BinaryTemperatureScaling`
-    ``q = sigmoid(z / T)``, ``T > 0`` minimising the NLL. A logit ``z`` is the two-class logit vector
-    ``[0, z]`` (``softmax([0, z])[1] = sigmoid(z)``), so this is
-    :func:`~modelval.metrics.temperature.fit_temperature` on ``[0, z]``: the same bounded search
-    (``T`` in [1e-3, 1e3], a :class:`~modelval.metrics.temperature.ScalingFitWarning` on a bound) and
-    Newton polish. scikit-learn's ``CalibratedClassifierCV(method="temperature")`` turns a binary
-    decision value ``z`` into ``[-z, z]``, i.e. ``sigmoid(2 beta z)``: its ``beta_`` is ``1 / (2 T)``.
-    netcal's ``TemperatureScaling`` on 1-D input fits ``sigmoid(w * logit(p))``: ``w = 1 / T``.
-
-Histogram binning and isotonic regression
-    :class:`~modelval.metrics.calibrators.HistogramBinningCalibrator` and
-    :class:`~modelval.metrics.calibrators.IsotonicCalibrator` fitted on ``(p, y)``: their 1-D
-    ``(confidence, 0/1)`` input is exactly a binary problem, so the same classes (and conventions:
-    ``(lo, hi]`` bins, empty bin = midpoint, scikit-learn's isotonic ties) calibrate binary scores.
-
-:class:`BinaryCalibrator` picks one of the four by name and converts between scores: the scaling
-methods need logits (probabilities are turned into ``logit(clip(p, eps, 1 - eps))``, float64
-``eps`` = 2.2e-16, netcal's rule), binning and isotonic need probabilities (logits go through the
-sigmoid). :class:`MultilabelCalibrator` fits one :class:`BinaryCalibrator` per label column.
+Fitted on held-out ``(score_i, y_i)`` with ``y_i`` 0/1, they map a new score to a calibrated positive-class
+probability. :class:`PlattScaling` fits ``sigmoid(a z + b)`` by Newton's method (Lin, Lin & Weng 2007) on Platt's
+smoothed targets (scikit-learn's ``CalibratedClassifierCV(method="sigmoid")``) or on the labels
+(``targets="hard"``: plain logistic regression, refused on separable data); :class:`BinaryTemperatureScaling` is
+:func:`~modelval.metrics.temperature.fit_temperature` on ``[0, z]``; histogram binning and isotonic regression are
+the classes of :mod:`modelval.metrics.calibrators` on ``(p, y)``. :class:`BinaryCalibrator` picks one by name and
+converts between probabilities and logits (``logit(clip(p, eps, 1 - eps))``, netcal's rule);
+:class:`MultilabelCalibrator` fits one per label column. The references matched are in ``docs/calibrators.md``.
 """
 
 from __future__ import annotations
 
 import math
 import warnings
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import numpy as np
 
 from modelval.errors import InputValidationError
-from modelval.metrics.binary import (
+from modelval.metrics.binary import logit
+from modelval.metrics.calibrators import HistogramBinningCalibrator, IsotonicCalibrator
+from modelval.metrics.temperature import ScalingFitWarning, fit_temperature
+from modelval.metrics.validation import (
+    as_array,
     binary_logits,
     binary_probabilities,
-    logit,
+    check_choice,
     sigmoid,
     validate_binary,
     validate_binary_logits,
+    validate_multilabel,
 )
-from modelval.metrics.calibration import _as_numpy
-from modelval.metrics.calibrators import HistogramBinningCalibrator, IsotonicCalibrator
-from modelval.metrics.multilabel import validate_multilabel
-from modelval.metrics.temperature import ScalingFitWarning, fit_temperature
-
-__all__ = [
-    "METHODS",
-    "BinaryCalibrator",
-    "BinaryTemperatureScaling",
-    "MultilabelCalibrator",
-    "PlattScaling",
-    "fit_binary_temperature",
-    "fit_platt",
-]
 
 Targets = Literal["platt", "hard"]
 TARGETS: tuple[str, ...] = ("platt", "hard")
@@ -108,12 +68,7 @@ def _separated(z: np.ndarray, y: np.ndarray) -> bool:
 
 
 def fit_platt(
-    logits: Any,
-    labels: Any,
-    *,
-    targets: Targets = "platt",
-    max_iter: int = PLATT_MAX_ITER,
-    tol: float = 1e-12,
+    logits: Any, labels: Any, *, targets: Targets = "platt", max_iter: int = PLATT_MAX_ITER, tol: float = 1e-12
 ) -> tuple[float, float, bool]:
     """``(a, b, converged)`` of Platt scaling ``sigmoid(a z + b)`` (see the module docstring).
 
@@ -121,9 +76,17 @@ def fit_platt(
     ``max_iter`` Newton steps did not bring the gradient below ``tol``. ``targets="hard"`` on data
     that a threshold on ``z`` separates (or with one class only) raises
     :class:`~modelval.errors.InputValidationError`: the likelihood then keeps growing as ``a`` grows.
+
+    Parameters
+    ----------
+    logits, labels
+        One logit and one 0/1 label per example.
+    targets
+        ``"platt"`` (Platt's smoothed targets) or ``"hard"`` (the labels).
+    max_iter, tol
+        Newton steps at most, and the largest gradient entry at which the fit has converged.
     """
-    if targets not in TARGETS:
-        raise InputValidationError(f"targets must be one of {TARGETS}, got {targets!r}")
+    check_choice(targets, "targets", TARGETS)
     z, y = validate_binary_logits(logits, labels)
     constant = bool(np.all(z == z[0]))
     if targets == "hard" and (_separated(z, y) if not constant else (y.all() or not y.any())):
@@ -190,7 +153,13 @@ def fit_platt(
 
 
 def fit_binary_temperature(logits: Any, labels: Any) -> float:
-    """The temperature ``T`` minimising the NLL of ``sigmoid(z / T)``: ``fit_temperature`` on ``[0, z]``."""
+    """The temperature ``T`` minimising the NLL of ``sigmoid(z / T)``: ``fit_temperature`` on ``[0, z]``.
+
+    Parameters
+    ----------
+    logits, labels
+        One logit and one 0/1 label per example.
+    """
     z, y = validate_binary_logits(logits, labels)
     pair = np.stack([np.zeros_like(z), z], axis=1)
     with warnings.catch_warnings(record=True) as caught:
@@ -205,7 +174,44 @@ def _not_fitted(name: str) -> InputValidationError:
     return InputValidationError(f"{name} is not fitted: call fit(logits, labels) (or fit_probs) first")
 
 
-class PlattScaling:
+_Scaling = TypeVar("_Scaling", bound="_OneLogit")
+
+
+class _OneLogit:
+    """A calibrator of one logit, which also takes probabilities (as ``logit(clip(p, eps, 1 - eps))``)."""
+
+    def fit(self: _Scaling, logits: Any, labels: Any) -> _Scaling:  # pragma: no cover - each scaling has its own
+        raise NotImplementedError
+
+    def transform(self, logits: Any) -> np.ndarray:  # pragma: no cover - each scaling has its own
+        raise NotImplementedError
+
+    def fit_probs(self: _Scaling, probs: Any, labels: Any) -> _Scaling:
+        """Fit on positive-class probabilities.
+
+        Parameters
+        ----------
+        probs, labels
+            One probability and one 0/1 label per example.
+        """
+        p, y = validate_binary(probs, labels)
+        return self.fit(logit(p), y)
+
+    def transform_probs(self, probs: Any) -> np.ndarray:
+        """Calibrated probabilities (float64) of positive-class probabilities.
+
+        Parameters
+        ----------
+        probs
+            One probability per example.
+        """
+        return self.transform(logit(binary_probabilities(probs, allow_empty=True)))
+
+    def __call__(self, logits: Any) -> np.ndarray:
+        return self.transform(logits)
+
+
+class PlattScaling(_OneLogit):
     """Platt scaling ``sigmoid(a z + b)`` of one logit (see the module docstring).
 
     ``fit(logits, labels)`` or ``fit_probs(probs, labels)`` (probabilities become
@@ -214,61 +220,68 @@ class PlattScaling:
     """
 
     def __init__(self, *, targets: Targets = "platt") -> None:
-        if targets not in TARGETS:
-            raise InputValidationError(f"targets must be one of {TARGETS}, got {targets!r}")
+        check_choice(targets, "targets", TARGETS)
         self.targets: Targets = targets
         self.a_: float | None = None
         self.b_: float | None = None
         self.converged_: bool | None = None
 
     def fit(self, logits: Any, labels: Any) -> PlattScaling:
+        """Fit ``a`` and ``b`` (:func:`fit_platt`).
+
+        Parameters
+        ----------
+        logits, labels
+            One logit and one 0/1 label per example.
+        """
         self.a_, self.b_, self.converged_ = fit_platt(logits, labels, targets=self.targets)
         return self
 
-    def fit_probs(self, probs: Any, labels: Any) -> PlattScaling:
-        p, y = validate_binary(probs, labels)
-        return self.fit(logit(p), y)
-
     def transform(self, logits: Any) -> np.ndarray:
-        """Calibrated probabilities ``sigmoid(a z + b)`` (float64)."""
+        """Calibrated probabilities ``sigmoid(a z + b)`` (float64).
+
+        Parameters
+        ----------
+        logits
+            One logit per example.
+        """
         if self.a_ is None or self.b_ is None:
             raise _not_fitted("PlattScaling")
         return sigmoid(self.a_ * binary_logits(logits, allow_empty=True) + self.b_)
-
-    def transform_probs(self, probs: Any) -> np.ndarray:
-        return self.transform(logit(binary_probabilities(probs, allow_empty=True)))
-
-    __call__ = transform
 
     def __repr__(self) -> str:
         state = "not fitted" if self.a_ is None else f"a={self.a_:.6g}, b={self.b_:.6g}"
         return f"PlattScaling(targets={self.targets!r}; {state})"
 
 
-class BinaryTemperatureScaling:
+class BinaryTemperatureScaling(_OneLogit):
     """Temperature scaling ``sigmoid(z / T)`` of one logit. Fitted: ``temperature_``."""
 
     def __init__(self) -> None:
         self.temperature_: float | None = None
 
     def fit(self, logits: Any, labels: Any) -> BinaryTemperatureScaling:
+        """Fit ``T`` (:func:`fit_binary_temperature`).
+
+        Parameters
+        ----------
+        logits, labels
+            One logit and one 0/1 label per example.
+        """
         self.temperature_ = fit_binary_temperature(logits, labels)
         return self
 
-    def fit_probs(self, probs: Any, labels: Any) -> BinaryTemperatureScaling:
-        p, y = validate_binary(probs, labels)
-        return self.fit(logit(p), y)
-
     def transform(self, logits: Any) -> np.ndarray:
-        """Calibrated probabilities ``sigmoid(z / T)`` (float64)."""
+        """Calibrated probabilities ``sigmoid(z / T)`` (float64).
+
+        Parameters
+        ----------
+        logits
+            One logit per example.
+        """
         if self.temperature_ is None:
             raise _not_fitted("BinaryTemperatureScaling")
         return sigmoid(binary_logits(logits, allow_empty=True) / self.temperature_)
-
-    def transform_probs(self, probs: Any) -> np.ndarray:
-        return self.transform(logit(binary_probabilities(probs, allow_empty=True)))
-
-    __call__ = transform
 
     def __repr__(self) -> str:
         state = "not fitted" if self.temperature_ is None else f"T={self.temperature_:.6g}"
@@ -287,8 +300,7 @@ class BinaryCalibrator:
     def __init__(
         self, method: Method = "platt", *, targets: Targets = "platt", n_bins: int = 10, adaptive: bool = False
     ) -> None:
-        if method not in METHODS:
-            raise InputValidationError(f"method must be one of {METHODS}, got {method!r}")
+        check_choice(method, "method", METHODS)
         self.method: Method = method
         self.targets: Targets = targets
         self.n_bins = n_bins
@@ -307,41 +319,44 @@ class BinaryCalibrator:
         else:
             self.calibrator_ = IsotonicCalibrator()
 
-    @property
-    def wants_logits(self) -> bool:
-        """Whether the method works on logits (Platt, temperature) rather than probabilities."""
-        return self.method in ("platt", "temperature")
-
     def fit(self, scores: Any, labels: Any, *, logits: bool = False) -> BinaryCalibrator:
+        """Fit the calibrator.
+
+        Parameters
+        ----------
+        scores, labels
+            One score and one 0/1 label per example.
+        logits
+            The scores are logits, not probabilities.
+        """
         self._new()
         cal = self.calibrator_
-        if isinstance(cal, (PlattScaling, BinaryTemperatureScaling)):
-            if logits:
-                z, y = validate_binary_logits(scores, labels)
-            else:
-                p, y = validate_binary(scores, labels)
-                z = logit(p)
-            cal.fit(z, y)
+        if isinstance(cal, _OneLogit) and logits:
+            cal.fit(scores, labels)
+        elif isinstance(cal, _OneLogit):
+            cal.fit_probs(scores, labels)
         else:
-            p, y = validate_binary(scores, labels, logits=logits)
-            cal.fit(p, y)
+            cal.fit(*validate_binary(scores, labels, logits=logits))
         self._fitted = True
         return self
 
     def predict_proba(self, scores: Any, *, logits: bool = False) -> np.ndarray:
-        """Calibrated positive-class probabilities (float64), one per score."""
+        """Calibrated positive-class probabilities (float64), one per score.
+
+        Parameters
+        ----------
+        scores
+            One score per example.
+        logits
+            The scores are logits, not probabilities.
+        """
         if not self._fitted:
             raise InputValidationError(
                 f"BinaryCalibrator({self.method!r}) is not fitted: call fit(scores, labels) first"
             )
         cal = self.calibrator_
-        if isinstance(cal, (PlattScaling, BinaryTemperatureScaling)):
-            z = (
-                binary_logits(scores, allow_empty=True)
-                if logits
-                else logit(binary_probabilities(scores, allow_empty=True))
-            )
-            return cal.transform(z)
+        if isinstance(cal, _OneLogit):
+            return cal.transform(scores) if logits else cal.transform_probs(scores)
         return cal.transform(binary_probabilities(scores, logits=logits, allow_empty=True))
 
     __call__ = predict_proba
@@ -367,8 +382,17 @@ class MultilabelCalibrator:
         self.calibrators_: list[BinaryCalibrator] = []
 
     def fit(self, scores: Any, labels: Any, *, logits: bool = False) -> MultilabelCalibrator:
+        """Fit one calibrator per label column.
+
+        Parameters
+        ----------
+        scores, labels
+            ``(N, L)`` scores and the ``(N, L)`` 0/1 label matrix.
+        logits
+            The scores are logits, not probabilities.
+        """
         if logits:
-            z = _as_numpy(scores, "logits").astype(np.float64)
+            z = as_array(scores, "logits").astype(np.float64)
             _, y = validate_multilabel(z, labels, logits=True)  # shapes, finiteness and 0/1 labels
             columns = z
         else:
@@ -383,9 +407,18 @@ class MultilabelCalibrator:
         return self
 
     def predict_proba(self, scores: Any, *, logits: bool = False) -> np.ndarray:
+        """Calibrated probabilities, ``(M, L)``: column ``k`` from label ``k``'s calibrator.
+
+        Parameters
+        ----------
+        scores
+            ``(M, L)`` scores.
+        logits
+            The scores are logits, not probabilities.
+        """
         if not self.calibrators_:
             raise InputValidationError("MultilabelCalibrator is not fitted: call fit(scores, labels) first")
-        s = _as_numpy(scores, "logits" if logits else "probs")
+        s = as_array(scores, "logits" if logits else "probs")
         if s.ndim != 2 or s.shape[1] != len(self.calibrators_):
             raise InputValidationError(
                 f"scores must be (M, {len(self.calibrators_)}): one column per fitted label, got shape {s.shape}"

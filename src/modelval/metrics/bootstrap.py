@@ -1,38 +1,10 @@
-"""Bootstrap confidence intervals for calibration and accuracy numbers, and Wilson intervals for bins.
+"""Bootstrap confidence intervals for calibration and accuracy numbers.
 
-Every interval here is a seeded **percentile bootstrap** (Efron & Tibshirani 1993, ch. 13): the
-statistic is recomputed on ``n_resamples`` resamples of the examples, drawn with replacement, and the
-interval is the ``(1 - level) / 2`` and ``(1 + level) / 2`` percentiles of those values
-(``numpy.percentile``, linear interpolation). ``stratify=True`` resamples within each class, keeping
-every class's example count fixed.
-
-The method: cell counts, not example indices
---------------------------------------------
-A naive bootstrap draws ``N`` example indices per resample: 1000 resamples of 10 million predictions
-are 10^10 draws. But the statistics here depend on the examples only through a few **cells**:
-
-* accuracy, balanced, reweighted and many/medium/few accuracy: the number of right and wrong
-  predictions of each class, i.e. cells ``(class, correct)``;
-* ECE, MCE and RMS: per confidence bin, the count, the number right and the sum of confidences, i.e.
-  cells ``(bin, correct)`` (``(class, bin, correct)`` when stratified).
-
-Drawing ``N`` examples with replacement puts ``Multinomial(N, n_c / N)`` of them in the cells, exactly
-as drawing the indices would. So each resample draws the cell counts directly (one multinomial over a
-few dozen cells), and the statistic follows from the counts. For the accuracy family this **is** the
-example-level bootstrap, in distribution.
-
-For ECE/MCE/RMS one quantity is not a count: the sum of the resampled confidences of a cell, which
-given ``m`` draws from the cell is a sum of ``m`` draws from that cell's confidences. It is drawn from
-the normal distribution with the exact mean ``m * mean_c`` and variance ``m * var_c`` (central limit
-theorem). Within one bin of width ``1/15`` the confidences vary little, so this term is a small part
-of the spread (the right/wrong counts dominate); the interval matches a naive example-level bootstrap
-to within Monte-Carlo error (tested on 100k predictions: endpoints within 10% of the interval width).
-
-Bins: uniform edges do not depend on the sample. Adaptive (equal-mass) edges would; here they are
-computed once on the full data and held fixed over the resamples (stated in every result).
-
-Cost: one pass over the examples to fill the cells (about the cost of one ECE), then
-``n_resamples`` multinomial draws over the cells, independent of ``N``.
+Every interval is a seeded **percentile bootstrap** (Efron & Tibshirani 1993, ch. 13) whose unit is the example
+(``stratify=True``: resampled within each class). A resample is drawn as multinomial counts of the few cells the
+statistic depends on (``(class, correct)`` for the accuracy family, ``(bin, correct)`` for ECE/MCE/RMS, whose sum of
+confidences per cell is drawn from its normal approximation), so its cost does not grow with the number of
+examples; adaptive bin edges are held at the full data's. The method and its checks are in ``docs/uncertainty.md``.
 """
 
 from __future__ import annotations
@@ -45,29 +17,18 @@ from typing import Any
 import numpy as np
 
 from modelval.errors import InputValidationError
-from modelval.metrics.calibration import (
-    Convention,
-    _bin_indices,
-    _binning_dtype,
-    _check_n_bins,
-    _checked,
-    reliability_bins,
-)
-from modelval.metrics.classification import validate_labels
+from modelval.metrics.calibration import Convention, _bin_indices, reliability_bins
 from modelval.metrics.imbalance import normalize_class_weights, shot_groups
-from modelval.metrics.intervals import wilson_interval
+from modelval.metrics.validation import (
+    binning_dtype,
+    check_class_indices,
+    check_confidences,
+    check_count,
+    check_n_bins,
+    check_number,
+    validate_labels,
+)
 from modelval.runtime import check_seed
-
-__all__ = [
-    "BootstrapInterval",
-    "accuracy_intervals",
-    "bootstrap_json",
-    "calibration_intervals",
-    "interval_notes",
-    "intervals_json",
-    "naive_bootstrap",
-    "wilson_interval",
-]
 
 #: Resamples drawn per chunk: bounds the memory of stratified draws over many classes.
 _CHUNK_CELLS = 4_000_000
@@ -108,10 +69,14 @@ class BootstrapInterval:
     def note(self, name: str) -> str | None:
         """One line when the estimate lies outside its interval: why, and how to read the two (else ``None``).
 
-        A binned calibration error (ECE, MCE, RMS) sums ``|acc - conf|`` over bins, so sampling noise can only
-        add to it: it is biased upward, and a resample adds its own noise on top. For a well calibrated model
-        every resample can exceed the estimate, and the percentile interval (of the resampled estimator) then
-        lies above it. The interval is the estimator's spread under resampling, not a range the point must be in.
+        A binned calibration error sums ``|acc - conf|`` over bins, so sampling noise can only add to it: it is biased
+        upward, and for a well calibrated model every resample can exceed the estimate. The interval is the
+        estimator's spread under resampling, not a range the point must be in.
+
+        Parameters
+        ----------
+        name
+            The number's name in the line.
         """
         if self.contains_estimate:
             return None
@@ -130,12 +95,9 @@ class BootstrapInterval:
 
 
 def _check_bootstrap_args(n_resamples: int, level: float) -> None:
-    if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) or n_resamples < 1:
-        raise InputValidationError(
-            f"n_resamples must be a positive integer, got {n_resamples!r} (0 means no interval: skip the call)"
-        )
-    if not 0 < level < 1:
-        raise InputValidationError(f"level must lie strictly between 0 and 1 (0.95 for a 95% interval), got {level!r}")
+    check_count(n_resamples, "n_resamples", hint=" (0 means no interval: skip the call)")
+    expected = "must lie strictly between 0 and 1 (0.95 for a 95% interval)"
+    check_number(level, "level", above=0, below=1, expected=expected)
 
 
 def _interval(
@@ -192,13 +154,23 @@ def accuracy_intervals(
     stratify: bool = False,
     level: float = 0.95,
 ) -> dict[str, BootstrapInterval]:
-    """Bootstrap intervals of accuracy, balanced accuracy, and (when given the inputs they need)
-    reweighted accuracy and the many/medium/few accuracies (keys ``shot_many`` etc.).
+    """Bootstrap intervals of the accuracy family: accuracy, balanced, reweighted and many/medium/few accuracy.
 
-    The definitions are those of :mod:`modelval.metrics.imbalance`; a resample in which a statistic is
-    undefined (a class with positive weight and no examples, an empty group) is left out of its
-    percentiles and counted in ``n_valid``. Exact in distribution: these statistics depend on the data
-    only through the per-class right/wrong counts, which are drawn directly.
+    Reweighted and shot accuracy (keys ``shot_many`` ...) need their inputs; the definitions are those of
+    :mod:`modelval.metrics.imbalance`.
+
+    A resample in which a statistic is undefined (a class with positive weight and no examples, an empty group)
+    is left out of its percentiles and counted in ``n_valid``. Exact in distribution: these statistics depend on
+    the data only through the per-class right/wrong counts, which are drawn directly.
+
+    Parameters
+    ----------
+    labels, preds, num_classes
+        True and predicted classes, and the number of classes (``None``: the largest index + 1).
+    class_weights, train_counts, many_threshold, few_threshold
+        As :func:`~modelval.metrics.imbalance.reweighted_accuracy` and :func:`~modelval.metrics.imbalance.shot_groups`.
+    n_resamples, seed, stratify, level
+        Resamples, their seed, resampling within each class, and the interval's level.
     """
     _check_bootstrap_args(n_resamples, level)
     y, p = validate_labels(labels, preds, num_classes)
@@ -272,21 +244,26 @@ def calibration_intervals(
 ) -> dict[str, BootstrapInterval]:
     """Bootstrap intervals of top-1 ECE, MCE, RMS and accuracy (keys ``ece``, ``mce``, ``rms``, ``accuracy``).
 
-    Bins follow :func:`modelval.metrics.calibration.reliability_bins` (same edges, same convention);
-    adaptive edges are fixed at the full data's. ``stratify=True`` needs ``labels`` (the true class of
-    each example). See the module docstring for the method.
+    Parameters
+    ----------
+    confidences, correct
+        Top-1 confidences in [0, 1] and whether each prediction was right (0/1 or bool).
+    n_bins, adaptive, convention
+        The bins of :func:`~modelval.metrics.calibration.reliability_bins` (adaptive edges: the full data's).
+    labels
+        The true class of each example (needed by ``stratify``).
+    n_resamples, seed, stratify, level
+        Resamples, their seed, resampling within each class, and the interval's level.
     """
     _check_bootstrap_args(n_resamples, level)
-    _check_n_bins(n_bins)
-    conf, flags = _checked(confidences, correct)
-    conf = conf.astype(_binning_dtype(conf) if convention == "torchmetrics" else np.float64, copy=False)
+    check_n_bins(n_bins)
+    conf, flags = check_confidences(confidences, correct)
+    conf = conf.astype(binning_dtype(conf.dtype) if convention == "torchmetrics" else np.float64, copy=False)
     idx, _, size = _bin_indices(conf, int(n_bins), adaptive, convention)
     if stratify:
         if labels is None:
             raise InputValidationError("stratify=True needs labels (the true class of each example)")
-        y = np.asarray(labels)
-        if y.shape != conf.shape or not np.issubdtype(y.dtype, np.integer) or (y < 0).any():
-            raise InputValidationError(f"labels must be non-negative integers, one per example ({conf.shape[0]})")
+        y = check_class_indices(labels, "labels", n=conf.shape[0], scores="confidences")
         strata = int(y.max()) + 1
         cell = (y.astype(np.intp) * size + idx) * 2 + flags
     else:
@@ -341,15 +318,20 @@ def calibration_intervals(
 
 
 def naive_bootstrap(
-    statistic: Callable[..., float],
-    *arrays: Any,
-    n_resamples: int = 1000,
-    seed: int = 0,
-    level: float = 0.95,
+    statistic: Callable[..., float], *arrays: Any, n_resamples: int = 1000, seed: int = 0, level: float = 0.95
 ) -> BootstrapInterval:
     """The textbook example-level percentile bootstrap: ``n_resamples`` draws of ``N`` indices.
 
     Slow (``n_resamples`` full passes); it is the reference the fast intervals are checked against.
+
+    Parameters
+    ----------
+    statistic
+        A function of the arrays, returning a number.
+    *arrays
+        The data, one row per example.
+    n_resamples, seed, level
+        Resamples, their seed and the interval's level.
     """
     _check_bootstrap_args(n_resamples, level)
     data = [np.asarray(a) for a in arrays]
@@ -363,20 +345,41 @@ def naive_bootstrap(
 
 
 def intervals_json(intervals: Mapping[str, BootstrapInterval], prefix: str = "") -> dict[str, Any]:
-    """``{"<name>_ci95": [low, high]}`` for each interval (the JSON outputs' keys)."""
+    """``{"<name>_ci95": [low, high]}`` for each interval (the JSON outputs' keys).
+
+    Parameters
+    ----------
+    intervals
+        The intervals by name.
+    prefix
+        Put before each name.
+    """
     suffix = f"_ci{round(next(iter(intervals.values())).level * 100)}" if intervals else "_ci95"
     return {f"{prefix}{name}{suffix}": iv.as_list() for name, iv in intervals.items()}
 
 
 def interval_notes(intervals: Mapping[str, BootstrapInterval], prefix: str = "") -> dict[str, str]:
-    """``{"<name>": note}`` for each interval whose point estimate lies outside it (see
-    :meth:`BootstrapInterval.note`); empty when every estimate is inside its interval."""
+    """``{"<name>": note}`` for each interval whose point estimate lies outside it (:meth:`BootstrapInterval.note`).
+
+    Parameters
+    ----------
+    intervals
+        The intervals by name.
+    prefix
+        Put before each name.
+    """
     found = {f"{prefix}{name}": iv.note(f"{prefix}{name}") for name, iv in intervals.items()}
     return {name: note for name, note in found.items() if note}
 
 
 def bootstrap_json(intervals: Mapping[str, BootstrapInterval]) -> dict[str, Any]:
-    """How the intervals were made: the ``bootstrap`` object of the JSON outputs."""
+    """How the intervals were made: the ``bootstrap`` object of the JSON outputs.
+
+    Parameters
+    ----------
+    intervals
+        The intervals by name (all made alike).
+    """
     first = next(iter(intervals.values()))
     return {
         "method": METHOD,

@@ -1,34 +1,18 @@
 """Top-1 calibration: reliability bins, ECE, MCE and RMS calibration error.
 
-A prediction contributes its top-1 confidence ``conf`` (the largest softmax probability) and whether
-the top-1 class was right. Confidences are grouped into bins ``B_1 .. B_M`` and
+A prediction contributes its top-1 confidence ``conf`` and whether the top-1 class was right; with the
+confidences grouped into bins ``B_1 .. B_M``:
 
     ECE = sum_m |B_m| / N * |acc(B_m) - conf(B_m)|          (Guo et al. 2017, eq. 3)
     MCE = max_m over non-empty bins |acc(B_m) - conf(B_m)|
     RMS = sqrt(sum_m |B_m| / N * (acc(B_m) - conf(B_m))^2)
 
-Bin convention (``convention="default"``): uniform bins are half-open on the left, ``(lo, hi]``, and a
-confidence of exactly 0 goes into the first bin, so every value in [0, 1] lands in exactly one of the
-``n_bins`` bins. This is the rule of the seed artifacts, of Guo et al.'s evaluation code and of
-scikit-learn's ``calibration_curve``. Bin edges are ``numpy.linspace(0, 1, n_bins + 1)`` in float64.
-
-``convention="torchmetrics"`` reproduces torchmetrics 1.x (``_binning_bucketize``): edges are
-``torch.linspace(0, 1, n_bins + 1)`` in the confidences' precision, bins are ``[lo, hi)`` and a
-confidence of exactly 1.0 falls into an extra, hidden bin ``[1, 1]`` (torchmetrics issue #3510). The
-result then has ``n_bins + 1`` bins; the extra one counts towards ECE, MCE and RMS as in torchmetrics.
-Precision: float64 confidences keep float64 edges (torchmetrics' binary path on float64 input);
-float32 and float16 confidences are binned in float32 (its multiclass path, which calls ``.float()``).
-Per-bin sums are always accumulated in float64, so the numbers equal torchmetrics run in float64, and
-differ from its float32 accumulation (``scatter_add_`` in float32) by float32 rounding only.
-
-Adaptive (equal-mass) bins use the edges of scikit-learn's ``calibration_curve(strategy="quantile")``:
-the ``k / n_bins`` percentiles of the confidences, with the same ``(lo, hi]`` rule.
-
-Ties in adaptive bins: tied confidences are never split across bins (a value's bin depends only on
-the value), and bins that end up empty are dropped. With 60% of the confidences at exactly 1.0, the
-percentiles 0.4 .. 1.0 all equal 1.0, so 10 requested bins leave about 5 non-empty ones; the result
-then has those bins only, and says so: ``effective_bins`` is the number of non-empty bins and
-``min_bin_count`` the smallest count among them (for every convention, uniform bins included).
+``convention="default"``: ``n_bins`` uniform bins ``(lo, hi]`` (edges ``numpy.linspace(0, 1, n_bins + 1)``),
+a confidence of exactly 0 in the first, as scikit-learn's ``calibration_curve``. ``convention="torchmetrics"``
+reproduces torchmetrics 1.x: bins ``[lo, hi)`` plus a hidden ``[1, 1]`` bin (issue #3510), edges in the
+confidences' precision, sums in float64. ``adaptive=True``: equal-mass bins at scikit-learn's quantile edges;
+tied confidences are never split, and the empty bins they leave are dropped (``effective_bins`` says how many
+bins hold examples). The peers' binning and what is matched to which precision: ``docs/metrics.md``.
 """
 
 from __future__ import annotations
@@ -40,7 +24,15 @@ from typing import Any, Literal
 import numpy as np
 
 from modelval.errors import InputValidationError
-from modelval.metrics.intervals import wilson_interval
+from modelval.metrics.validation import (
+    binning_dtype,
+    check_choice,
+    check_class_indices,
+    check_confidences,
+    check_n_bins,
+    validate_probs,
+)
+from modelval.proportions import wilson_interval
 
 Convention = Literal["default", "torchmetrics"]
 CONVENTIONS: tuple[str, ...] = ("default", "torchmetrics")
@@ -49,135 +41,22 @@ CONVENTIONS: tuple[str, ...] = ("default", "torchmetrics")
 DEFAULT_N_BINS = 15
 
 
-#: Largest accepted ``|sum(row) - 1|`` of a probability row (float32 softmax over 100k classes stays well inside).
-PROB_SUM_TOL = 1e-3
-
-
-def _as_numpy(values: Any, name: str) -> np.ndarray:
-    # torch tensors (also on GPU or with grad) and lists become plain numpy arrays.
-    if hasattr(values, "detach"):
-        try:
-            values = values.detach().cpu().numpy()
-        except TypeError as error:  # bfloat16 and other dtypes numpy has no equivalent for
-            dtype = getattr(values, "dtype", "?")
-            raise InputValidationError(
-                f"{name} is a tensor of dtype {dtype}, which numpy cannot represent; convert it first, "
-                f"e.g. {name}.float() (float32) or {name}.double() (float64)"
-            ) from error
-    try:
-        return np.asarray(values)
-    except (TypeError, ValueError) as error:
-        raise InputValidationError(f"{name} could not be converted to an array: {error}") from error
-
-
-def _binning_dtype(conf: np.ndarray) -> type[np.floating[Any]]:
-    """float32 for float16/float32 confidences, float64 otherwise (float64 input keeps float64 edges)."""
-    return np.float32 if conf.dtype in (np.float16, np.float32) else np.float64
-
-
-def validate_confidences(confidences: Any, correct: Any) -> tuple[np.ndarray, np.ndarray]:
-    """Check and convert top-1 confidences in [0, 1] and matching 0/1 (or bool) correctness flags."""
-    conf, flags = _checked(confidences, correct)
-    return conf.astype(np.float64), flags.astype(np.float64)
-
-
-def _checked(confidences: Any, correct: Any) -> tuple[np.ndarray, np.ndarray]:
-    """Validated inputs without copies: confidences in their own real dtype, flags as bool.
-
-    Large inputs (10 million predictions) are why this avoids float64 copies and extra passes: one
-    min and one max pass find NaN and out-of-range values; details are computed only on failure.
-    """
-    conf = _as_numpy(confidences, "confidences")
-    corr = _as_numpy(correct, "correct")
-    if conf.ndim != 1 or corr.ndim != 1:
-        raise InputValidationError(
-            f"confidences and correct must be 1-D (one value per example), got shapes {conf.shape} and "
-            f"{corr.shape}; for an (N, C) probability matrix use top1_confidences(probs, labels) first"
-        )
-    if conf.shape != corr.shape:
-        raise InputValidationError(
-            f"confidences and correct must have the same length, got {conf.shape[0]} and {corr.shape[0]}"
-        )
-    if conf.size == 0:
-        raise InputValidationError("no examples: calibration error is undefined for an empty set")
-    if not np.issubdtype(conf.dtype, np.number) or np.issubdtype(conf.dtype, np.complexfloating):
-        raise InputValidationError(f"confidences must be real numbers, got dtype {conf.dtype}")
-    _check_range(conf)
-    return conf, _validated_flags(corr)
-
-
-def _check_range(conf: np.ndarray) -> None:
-    """Reject NaN and values outside [0, 1] (NaN propagates through min and max)."""
-    low, high = conf.min(), conf.max()
-    if not (np.isnan(low) or np.isnan(high)) and low >= 0 and high <= 1:
-        return
-    nan = np.isnan(conf)
-    if nan.any():
-        raise InputValidationError(f"confidences contain {int(nan.sum())} NaN value(s); drop or fix those examples")
-    bad = (conf < 0) | (conf > 1)
-    raise InputValidationError(
-        f"confidences must lie in [0, 1]; {int(bad.sum())} value(s) outside, e.g. {conf[bad][0]!r} "
-        "(did you pass logits? apply softmax and take the maximum)"
-    )
-
-
-def _validated_flags(corr: np.ndarray, name: str = "correct", hint: str = "") -> np.ndarray:
-    """0/1 or bool flags as a bool array; ``name`` and ``hint`` make the message fit the caller's argument."""
-    if corr.dtype == bool:
-        return corr
-    if not np.issubdtype(corr.dtype, np.number):
-        raise InputValidationError(f"{name} must be bool or 0/1, got dtype {corr.dtype}{hint}")
-    flags = corr == 1
-    if not (flags | (corr == 0)).all():
-        bad = corr[~(flags | (corr == 0))]
-        raise InputValidationError(
-            f"{name} must contain only 0/1 (or True/False) values, found e.g. {bad.flat[0]!r}{hint}"
-        )
-    return flags
-
-
-def check_probability_rows(p: np.ndarray, fix: str) -> None:
-    """Reject NaN, values outside [0, 1] and rows that do not sum to 1 (within ``PROB_SUM_TOL``).
-
-    ``p`` is a float ``(N, C)`` array; ``fix`` says what the caller's user should do with logits
-    ("apply softmax to the logits", "pass logits=True"), and ends every message.
-    """
-    nan = np.isnan(p)
-    if nan.any():
-        raise InputValidationError(f"probs contain {int(nan.sum())} NaN value(s); drop or fix those rows")
-    if (p < 0).any() or (p > 1).any():
-        raise InputValidationError(f"probs must be probabilities in [0, 1]; for logits {fix}")
-    off = np.abs(p.sum(axis=1) - 1.0) > PROB_SUM_TOL
-    if off.any():
-        row = int(np.flatnonzero(off)[0])
-        raise InputValidationError(
-            f"probs rows must sum to 1 (within {PROB_SUM_TOL:g}); {int(off.sum())} of {len(p)} row(s) do not, "
-            f"e.g. row {row} sums to {p[row].sum():.6g}. Sigmoid or multilabel scores are not one distribution "
-            f"over the classes: for a single-label classifier {fix}; for multilabel scores use the per-label "
-            "calibration of modelval.metrics.multilabel (the calibration card takes them with an (N, L) 0/1 "
-            "label matrix)"
-        )
-
-
 def top1_confidences(probs: Any, labels: Any) -> tuple[np.ndarray, np.ndarray]:
     """Top-1 confidence and correctness from an ``(N, C)`` matrix of probabilities.
 
     Every row must sum to 1 within ``PROB_SUM_TOL`` (1e-3): sigmoid or multilabel scores are rejected.
     The confidences keep float32 precision for float16/float32 input (float64 otherwise).
     Ties go to the lowest class index (``numpy.argmax``, same as ``torch.max`` on CPU).
+
+    Parameters
+    ----------
+    probs, labels
+        ``(N, C)`` probabilities and the true class of each row.
     """
-    given = _as_numpy(probs, "probs")
-    p = given.astype(np.float64)
-    y = _as_numpy(labels, "labels")
-    if p.ndim != 2:
-        raise InputValidationError(f"probs must be (N, C), got shape {p.shape}")
-    if y.shape != (p.shape[0],):
-        raise InputValidationError(f"labels must have shape ({p.shape[0]},), got {y.shape}")
-    check_probability_rows(p, "apply softmax to the logits")
-    pred = p.argmax(axis=1)
+    p, dtype = validate_probs(probs, min_classes=1, fix="apply softmax to the logits", hint="")
+    y = check_class_indices(labels, "labels", n=p.shape[0], num_classes=p.shape[1], scores="probs")
     # float32 probabilities keep float32 confidences, so convention="torchmetrics" bins them in float32.
-    dtype = _binning_dtype(given) if np.issubdtype(given.dtype, np.floating) else np.float64
-    return p.max(axis=1).astype(dtype), (pred == y).astype(np.float64)
+    return p.max(axis=1).astype(binning_dtype(dtype)), (p.argmax(axis=1) == y).astype(np.float64)
 
 
 #: What a bin's ``accuracy`` measures: the top-1 accuracy, or (binary, positive-class calibration)
@@ -260,7 +139,13 @@ class ReliabilityBins:
         return np.rint(np.nan_to_num(self.accuracy) * self.counts).astype(np.int64)
 
     def accuracy_interval(self, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
-        """Wilson score interval of each bin's accuracy (NaN for empty bins)."""
+        """Wilson score interval of each bin's accuracy (NaN for empty bins).
+
+        Parameters
+        ----------
+        level
+            The confidence level.
+        """
         return wilson_interval(self.correct, self.counts, level)
 
     def as_records(self) -> list[dict[str, Any]]:
@@ -289,11 +174,6 @@ class ReliabilityBins:
                 self.edges, self.counts, self.accuracy, self.confidence, self.gap, low, high, strict=True
             )
         ]
-
-
-def _check_n_bins(n_bins: int) -> None:
-    if isinstance(n_bins, bool) or not isinstance(n_bins, (int, np.integer)) or n_bins < 1:
-        raise InputValidationError(f"n_bins must be a positive integer, got {n_bins!r}")
 
 
 def _searchsorted_even(edges: np.ndarray, values: np.ndarray, side: Literal["left", "right"]) -> np.ndarray:
@@ -346,8 +226,7 @@ def _bin_indices(conf: np.ndarray, n_bins: int, adaptive: bool, convention: str)
         lows = bounds.astype(np.float64)
         edges = np.stack([lows, np.append(lows[1:], 1.0)], axis=1)
         return idx, edges, n_bins + 1
-    if convention != "default":
-        raise InputValidationError(f"convention must be one of {CONVENTIONS}, got {convention!r}")
+    check_choice(convention, "convention", CONVENTIONS)
     if adaptive:
         # Same edges as sklearn.calibration.calibration_curve(strategy="quantile").
         bounds = np.percentile(conf, np.linspace(0, 1, n_bins + 1) * 100)
@@ -362,12 +241,7 @@ def _bin_indices(conf: np.ndarray, n_bins: int, adaptive: bool, convention: str)
 
 
 def reliability_bins(
-    confidences: Any,
-    correct: Any,
-    n_bins: int = 15,
-    *,
-    adaptive: bool = False,
-    convention: Convention = "default",
+    confidences: Any, correct: Any, n_bins: int = 15, *, adaptive: bool = False, convention: Convention = "default"
 ) -> ReliabilityBins:
     """Count, accuracy and mean confidence per confidence bin (see the module docstring for the edges).
 
@@ -409,10 +283,10 @@ def reliability_bins(
     >>> bins.confidence.round(4).tolist(), round(bins.ece, 4), round(bins.mce, 4)
     ([0.125, 0.4333, 0.675, 0.9667], 0.26, 0.375)
     """
-    _check_n_bins(n_bins)
-    conf, flags = _checked(confidences, correct)
+    check_n_bins(n_bins)
+    conf, flags = check_confidences(confidences, correct)
     # torchmetrics bins float32 input in float32 and float64 input in float64; the default convention uses float64.
-    conf = conf.astype(_binning_dtype(conf) if convention == "torchmetrics" else np.float64, copy=False)
+    conf = conf.astype(binning_dtype(conf.dtype) if convention == "torchmetrics" else np.float64, copy=False)
     idx, edges, size = _bin_indices(conf, int(n_bins), adaptive, convention)
     # One integer bincount gives per-bin counts of wrong (column 0) and right (column 1) predictions:
     # the same numbers as summing 0/1 weights, without converting 10 million flags to float64.
@@ -439,12 +313,7 @@ def reliability_bins(
 
 
 def expected_calibration_error(
-    confidences: Any,
-    correct: Any,
-    n_bins: int = 15,
-    *,
-    adaptive: bool = False,
-    convention: Convention = "default",
+    confidences: Any, correct: Any, n_bins: int = 15, *, adaptive: bool = False, convention: Convention = "default"
 ) -> float:
     """ECE: bin-mass-weighted mean of ``|accuracy - confidence|`` over the confidence bins.
 
@@ -490,26 +359,28 @@ def expected_calibration_error(
 
 
 def maximum_calibration_error(
-    confidences: Any,
-    correct: Any,
-    n_bins: int = 15,
-    *,
-    adaptive: bool = False,
-    convention: Convention = "default",
+    confidences: Any, correct: Any, n_bins: int = 15, *, adaptive: bool = False, convention: Convention = "default"
 ) -> float:
-    """MCE: the largest ``|accuracy - confidence|`` over the non-empty bins."""
+    """MCE: the largest ``|accuracy - confidence|`` over the non-empty bins.
+
+    Parameters
+    ----------
+    confidences, correct, n_bins, adaptive, convention
+        As :func:`expected_calibration_error`.
+    """
     return reliability_bins(confidences, correct, n_bins, adaptive=adaptive, convention=convention).mce
 
 
 def rms_calibration_error(
-    confidences: Any,
-    correct: Any,
-    n_bins: int = 15,
-    *,
-    adaptive: bool = False,
-    convention: Convention = "default",
+    confidences: Any, correct: Any, n_bins: int = 15, *, adaptive: bool = False, convention: Convention = "default"
 ) -> float:
-    """RMS calibration error (torchmetrics' ``norm="l2"`` without debiasing)."""
+    """RMS calibration error (torchmetrics' ``norm="l2"`` without debiasing).
+
+    Parameters
+    ----------
+    confidences, correct, n_bins, adaptive, convention
+        As :func:`expected_calibration_error`.
+    """
     return reliability_bins(confidences, correct, n_bins, adaptive=adaptive, convention=convention).rms
 
 
@@ -522,9 +393,8 @@ class CalibrationError:
     """
 
     def __init__(self, n_bins: int = 15, *, adaptive: bool = False, convention: Convention = "default") -> None:
-        _check_n_bins(n_bins)
-        if convention not in CONVENTIONS:
-            raise InputValidationError(f"convention must be one of {CONVENTIONS}, got {convention!r}")
+        check_n_bins(n_bins)
+        check_choice(convention, "convention", CONVENTIONS)
         self.n_bins = int(n_bins)
         self.adaptive = adaptive
         self.convention: Convention = convention
@@ -535,12 +405,26 @@ class CalibrationError:
         self._correct: list[np.ndarray] = []
 
     def update(self, confidences: Any, correct: Any) -> None:
-        conf, flags = _checked(confidences, correct)
+        """Add a batch.
+
+        Parameters
+        ----------
+        confidences, correct
+            Top-1 confidences in [0, 1] and whether each prediction was right (0/1 or bool).
+        """
+        conf, flags = check_confidences(confidences, correct)
         # float32 batches stay float32 (binned in float32 by convention="torchmetrics"); others become float64
-        self._conf.append(conf.astype(_binning_dtype(conf)))
+        self._conf.append(conf.astype(binning_dtype(conf.dtype)))
         self._correct.append(flags.astype(np.float64))
 
     def update_probs(self, probs: Any, labels: Any) -> None:
+        """Add a batch of probabilities.
+
+        Parameters
+        ----------
+        probs, labels
+            ``(N, C)`` probabilities and the true class of each row.
+        """
         self.update(*top1_confidences(probs, labels))
 
     def compute(self) -> ReliabilityBins:

@@ -1,68 +1,23 @@
 """Top-label calibrators: histogram binning and isotonic regression of the top-1 confidence.
 
-Both are fitted on held-out pairs ``(conf_i, correct_i)``: the top-1 confidence of a prediction and
-whether the top-1 class was right. They learn a map ``g`` from a confidence to an estimate of
-``P(correct | conf)`` and apply it to new top-1 confidences. The predicted class is never changed:
-:func:`calibrate_top_label` returns ``g(max_k p_k)`` together with the unchanged ``argmax_k p_k``
-(top-label calibration, Gupta & Ramdas 2022). The other classes' probabilities are not recalibrated.
-
-Histogram binning (Zadrozny & Elkan 2001), :class:`HistogramBinningCalibrator`
-    ``[0, 1]`` is cut into ``n_bins`` bins with edges ``numpy.linspace(0, 1, n_bins + 1)``, or, with
-    ``adaptive=True``, equal-mass bins whose edges are ``numpy.quantile(conf, linspace(0, 1, n_bins + 1))``
-    with the outer edges set to 0 and 1. A bin's calibrated value is the accuracy (fraction correct) of
-    the fit examples in it; an empty bin gets the midpoint of its edges, ``(lo + hi) / 2``, as in
-    netcal. New confidences are mapped to the value of their bin (a step function).
-
-    Matches ``netcal.binning.HistogramBinning(bins=n_bins)`` fitted on the 1-D top-1 confidences and
-    0/1 correctness (netcal 1.4.0). Bins, for new confidences (``transform``): ``(lo, hi]``, a
-    confidence of exactly 0 in the first bin (netcal's ``numpy.digitize(..., right=True) - 1``), the
-    same rule as :func:`modelval.metrics.calibration.reliability_bins`. Bins while fitting:
-
-    * ``convention="default"``: the same ``(lo, hi]`` rule, so a confidence lying exactly on an inner
-      edge is fitted and mapped in the same bin, and with uniform bins the fitted values of non-empty
-      bins equal ``reliability_bins(conf, correct, n_bins).accuracy``.
-    * ``convention="netcal"``: netcal's fit rule, bit for bit: ``scipy.stats.binned_statistic_dd``,
-      i.e. bins ``[lo, hi)``, on confidences first clipped to ``[eps, 1 - eps]`` (float64 machine
-      epsilon). A confidence exactly on an inner edge then counts towards the upper bin when fitting
-      but is mapped with the lower bin's value. Off the edges both conventions give identical results.
-
-    Equal-mass edges are computed as netcal computes them (on the clipped confidences) in both
-    conventions. Tied confidences can make edges repeat; the zero-width bins between them are empty
-    and get their edge as value (netcal instead raises scipy's "smallest edge difference is
-    numerically 0"). netcal has no ``transform`` for equal-mass bins; here it uses the same rule as
-    for uniform bins.
-
-Isotonic regression (Zadrozny & Elkan 2002), :class:`IsotonicCalibrator`
-    The non-decreasing function minimising ``sum_i (g(conf_i) - correct_i)^2``, found by
-    pool-adjacent-violators (:func:`pool_adjacent_violators`), evaluated between fitted points by
-    linear interpolation and clipped to the fitted range outside it. Matches
-    ``sklearn.isotonic.IsotonicRegression(out_of_bounds="clip", y_min=0, y_max=1)`` (scikit-learn 1.9)
-    and ``netcal.binning.IsotonicRegression`` (which calls it), including scikit-learn's treatment of
-    ties: confidences are sorted, and a confidence closer than ``numpy.finfo(float64).resolution``
-    (1e-15) to the first confidence of the current group of equal values joins that group; each group
-    becomes one point (its first confidence) with the group's accuracy and size as weight. The
-    thresholds kept are scikit-learn's (``X_thresholds_``, ``y_thresholds_``): the first and last
-    point and every point whose value differs from a neighbour's.
-
-Confidences are converted to float64 (netcal does the same for isotonic regression; scikit-learn
-would otherwise fit float32 input in float32).
+Both are fitted on held-out pairs ``(conf_i, correct_i)`` and learn a map ``g`` from a top-1 confidence to an
+estimate of ``P(correct | conf)``; the predicted class never changes (top-label calibration, Gupta & Ramdas
+2022: :func:`calibrate_top_label` returns ``g(max_k p_k)`` with the unchanged ``argmax_k p_k``).
+:class:`HistogramBinningCalibrator` (Zadrozny & Elkan 2001) matches ``netcal.binning.HistogramBinning``
+(netcal 1.4.0; ``convention="netcal"`` bit for bit while fitting); :class:`IsotonicCalibrator` (Zadrozny & Elkan
+2002) matches ``sklearn.isotonic.IsotonicRegression(out_of_bounds="clip", y_min=0, y_max=1)`` including its
+ties. Bins, empty bins, ties and the reference calls are in ``docs/calibrators.md``; confidences are float64.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import numpy as np
 
 from modelval.errors import InputValidationError
-from modelval.metrics.calibration import (
-    _as_numpy,
-    _check_n_bins,
-    _check_range,
-    _checked,
-    check_probability_rows,
-    top1_confidences,
-)
+from modelval.metrics.calibration import top1_confidences
+from modelval.metrics.validation import as_array, check_choice, check_confidences, check_n_bins, validate_probs
 
 HistogramConvention = Literal["default", "netcal"]
 HISTOGRAM_CONVENTIONS: tuple[str, ...] = ("default", "netcal")
@@ -76,47 +31,73 @@ _EPS = float(np.finfo(np.float64).eps)
 
 def _fit_inputs(confidences: Any, correct: Any, minimum: int, what: str, hint: str) -> tuple[np.ndarray, np.ndarray]:
     """Validated float64 confidences and bool flags, with at least ``minimum`` examples."""
-    conf, flags = _checked(confidences, correct)
+    conf, flags = check_confidences(confidences, correct)
     if conf.size < minimum:
         raise InputValidationError(f"{what} needs at least {minimum} fit examples, got {conf.size}; {hint}")
     return conf.astype(np.float64), flags
 
 
-def _new_confidences(confidences: Any) -> np.ndarray:
-    """Validated 1-D float64 confidences in [0, 1] for ``transform`` (may be empty)."""
-    conf = _as_numpy(confidences, "confidences")
-    if conf.ndim != 1:
-        raise InputValidationError(
-            f"confidences must be 1-D (one top-1 confidence per example), got shape {conf.shape}; for an "
-            "(N, C) probability matrix use calibrate_top_label(calibrator, probs)"
-        )
-    if conf.size and (not np.issubdtype(conf.dtype, np.number) or np.issubdtype(conf.dtype, np.complexfloating)):
-        raise InputValidationError(f"confidences must be real numbers, got dtype {conf.dtype}")
-    if conf.size:
-        _check_range(conf)
-    return conf.astype(np.float64)
+_Calibrator = TypeVar("_Calibrator", bound="_TopLabel")
+
+
+class _TopLabel:
+    """What both top-label calibrators share: fitting on probabilities, and the checks of new confidences."""
+
+    def fit(self: _Calibrator, confidences: Any, correct: Any) -> _Calibrator:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def transform(self, confidences: Any) -> np.ndarray:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    @property
+    def fitted(self) -> bool:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def fit_probs(self: _Calibrator, probs: Any, labels: Any) -> _Calibrator:
+        """Fit on an ``(N, C)`` probability matrix and labels (its top-1 confidence and correctness).
+
+        Parameters
+        ----------
+        probs, labels
+            ``(N, C)`` probabilities and the true class of each row.
+        """
+        return self.fit(*top1_confidences(probs, labels))
+
+    def _new_confidences(self, confidences: Any) -> np.ndarray:
+        """Validated 1-D float64 confidences in [0, 1] for ``transform`` (may be empty), once fitted."""
+        if not self.fitted:
+            raise InputValidationError(
+                f"{type(self).__name__} is not fitted: call fit(confidences, correct) (or fit_probs) first"
+            )
+        conf, _ = check_confidences(confidences, matrix_hint="calibrate_top_label(calibrator, probs)")
+        return conf.astype(np.float64)
+
+    def __call__(self, confidences: Any) -> np.ndarray:
+        return self.transform(confidences)
 
 
 # --------------------------------------------------------------------------------------------------
 # Histogram binning
 
 
-def histogram_bin_edges(
-    confidences: Any,
-    n_bins: int = 10,
-    *,
-    adaptive: bool = False,
-) -> np.ndarray:
+def histogram_bin_edges(confidences: Any, n_bins: int = 10, *, adaptive: bool = False) -> np.ndarray:
     """The ``n_bins + 1`` edges of histogram binning, as netcal's ``HistogramBinning`` computes them.
 
     Uniform: ``numpy.linspace(0, 1, n_bins + 1)``. Adaptive (equal-mass): ``numpy.quantile`` of the
     confidences clipped to ``[eps, 1 - eps]`` at ``linspace(0, 1, n_bins + 1)``, then the first edge
     set to 0 and the last to 1. Edges may repeat when confidences are tied.
+
+    Parameters
+    ----------
+    confidences
+        The fit confidences (used by the adaptive edges only).
+    n_bins, adaptive
+        The number of bins; equal-mass instead of uniform ones.
     """
-    _check_n_bins(n_bins)
+    check_n_bins(n_bins)
     if not adaptive:
         return np.linspace(0.0, 1.0, int(n_bins) + 1)
-    conf = _as_numpy(confidences, "confidences").astype(np.float64)
+    conf = as_array(confidences, "confidences").astype(np.float64)
     clipped = np.clip(conf, _EPS, 1.0 - _EPS)
     edges = np.quantile(clipped, np.linspace(0.0, 1.0, int(n_bins) + 1))
     edges[0], edges[-1] = 0.0, 1.0
@@ -151,13 +132,20 @@ def histogram_binning(
 
     ``edges`` has ``n_bins + 1`` entries (see :func:`histogram_bin_edges`), ``values[m]`` is the
     accuracy of the fit examples in bin ``m`` (the midpoint ``(lo + hi) / 2`` where the bin is empty, as
-    in netcal) and ``counts[m]`` their number. ``convention`` selects the bin rule while fitting (see the
-    module docstring); with ``"netcal"`` the values equal ``netcal.binning.HistogramBinning(n_bins,
-    equal_intervals=not adaptive).fit(conf, correct)._bin_map`` exactly.
+    in netcal) and ``counts[m]`` their number. With ``convention="netcal"`` the values equal
+    ``netcal.binning.HistogramBinning(n_bins, equal_intervals=not adaptive).fit(conf, correct)._bin_map``.
+
+    Parameters
+    ----------
+    confidences, correct
+        Held-out top-1 confidences in [0, 1] and 0/1 (or bool) correctness flags.
+    n_bins, adaptive
+        The number of bins; equal-mass instead of uniform ones.
+    convention
+        ``"default"`` or ``"netcal"``: the bin rule while fitting.
     """
-    _check_n_bins(n_bins)
-    if convention not in HISTOGRAM_CONVENTIONS:
-        raise InputValidationError(f"convention must be one of {HISTOGRAM_CONVENTIONS}, got {convention!r}")
+    check_n_bins(n_bins)
+    check_choice(convention, "convention", HISTOGRAM_CONVENTIONS)
     conf, flags = _fit_inputs(
         confidences,
         correct,
@@ -175,26 +163,21 @@ def histogram_binning(
     return edges, values, counts
 
 
-class HistogramBinningCalibrator:
+class HistogramBinningCalibrator(_TopLabel):
     """Top-label histogram binning (Zadrozny & Elkan 2001), matching ``netcal.binning.HistogramBinning``.
 
     ``fit(confidences, correct)`` (or ``fit_probs(probs, labels)``) learns one accuracy per confidence
     bin; ``transform(confidences)`` (also ``calibrator(confidences)``) maps each new confidence to the
-    value of its bin, ``(lo, hi]`` bins. See the module docstring for bins, empty bins and conventions.
+    value of its bin, ``(lo, hi]`` bins.
 
     Fitted attributes: ``edges_`` (``n_bins + 1``), ``values_`` and ``counts_`` (``n_bins`` each).
     """
 
     def __init__(
-        self,
-        n_bins: int = 10,
-        *,
-        adaptive: bool = False,
-        convention: HistogramConvention = "default",
+        self, n_bins: int = 10, *, adaptive: bool = False, convention: HistogramConvention = "default"
     ) -> None:
-        _check_n_bins(n_bins)
-        if convention not in HISTOGRAM_CONVENTIONS:
-            raise InputValidationError(f"convention must be one of {HISTOGRAM_CONVENTIONS}, got {convention!r}")
+        check_n_bins(n_bins)
+        check_choice(convention, "convention", HISTOGRAM_CONVENTIONS)
         self.n_bins = int(n_bins)
         self.adaptive = bool(adaptive)
         self.convention: HistogramConvention = convention
@@ -203,30 +186,33 @@ class HistogramBinningCalibrator:
         self.counts_: np.ndarray | None = None
 
     def fit(self, confidences: Any, correct: Any) -> HistogramBinningCalibrator:
-        """Fit on held-out top-1 confidences in [0, 1] and 0/1 (or bool) correctness flags."""
+        """Fit on held-out top-1 confidences and correctness flags.
+
+        Parameters
+        ----------
+        confidences, correct
+            Held-out top-1 confidences in [0, 1] and 0/1 (or bool) correctness flags.
+        """
         self.edges_, self.values_, self.counts_ = histogram_binning(
             confidences, correct, self.n_bins, adaptive=self.adaptive, convention=self.convention
         )
         return self
-
-    def fit_probs(self, probs: Any, labels: Any) -> HistogramBinningCalibrator:
-        """Fit on an ``(N, C)`` probability matrix and labels (its top-1 confidence and correctness)."""
-        return self.fit(*top1_confidences(probs, labels))
 
     @property
     def fitted(self) -> bool:
         return self.values_ is not None
 
     def transform(self, confidences: Any) -> np.ndarray:
-        """Calibrated confidences (float64): the fitted value of each confidence's ``(lo, hi]`` bin."""
-        if self.edges_ is None or self.values_ is None:
-            raise InputValidationError(
-                "HistogramBinningCalibrator is not fitted: call fit(confidences, correct) (or fit_probs) first"
-            )
-        conf = _new_confidences(confidences)
-        return self.values_[_transform_bins(self.edges_, conf)]
+        """Calibrated confidences (float64): the fitted value of each confidence's ``(lo, hi]`` bin.
 
-    __call__ = transform
+        Parameters
+        ----------
+        confidences
+            Top-1 confidences in [0, 1].
+        """
+        conf = self._new_confidences(confidences)
+        assert self.edges_ is not None and self.values_ is not None  # fitted
+        return self.values_[_transform_bins(self.edges_, conf)]
 
     def __repr__(self) -> str:
         state = "fitted" if self.fitted else "not fitted"
@@ -248,11 +234,18 @@ def pool_adjacent_violators(values: Any, weights: Any = None) -> np.ndarray:
     (increasing). Adjacent blocks are pooled while the left block's mean is ``>=`` the right one's;
     each block keeps its exact weighted sum, so its mean is one division (scipy re-multiplies block
     means, which can differ from this in the last bits). Weights must be finite and > 0.
+
+    Parameters
+    ----------
+    values
+        1-D values, in the order the fit must be non-decreasing in.
+    weights
+        One weight per value (default 1).
     """
-    y = _as_numpy(values, "values").astype(np.float64)
+    y = as_array(values, "values").astype(np.float64)
     if y.ndim != 1:
         raise InputValidationError(f"values must be 1-D, got shape {y.shape}")
-    w = np.ones_like(y) if weights is None else _as_numpy(weights, "weights").astype(np.float64)
+    w = np.ones_like(y) if weights is None else as_array(weights, "weights").astype(np.float64)
     if w.shape != y.shape:
         raise InputValidationError(f"weights must have the shape of values {y.shape}, got {w.shape}")
     if not (np.isfinite(y).all() and np.isfinite(w).all()):
@@ -304,8 +297,13 @@ def isotonic_regression(confidences: Any, correct: Any) -> tuple[np.ndarray, np.
     """Fit top-label isotonic regression: the thresholds ``(x, y)`` of the monotone map.
 
     The same thresholds as ``sklearn.isotonic.IsotonicRegression(out_of_bounds="clip", y_min=0,
-    y_max=1).fit(conf, correct)`` (``X_thresholds_``, ``y_thresholds_``); see the module docstring for
-    ties. The calibrated value of a confidence ``c`` is ``numpy.interp(clip(c, x[0], x[-1]), x, y)``.
+    y_max=1).fit(conf, correct)`` (``X_thresholds_``, ``y_thresholds_``), ties included. The calibrated value
+    of a confidence ``c`` is ``numpy.interp(clip(c, x[0], x[-1]), x, y)``.
+
+    Parameters
+    ----------
+    confidences, correct
+        Held-out top-1 confidences in [0, 1] and 0/1 (or bool) correctness flags.
     """
     conf, flags = _fit_inputs(
         confidences, correct, MIN_ISOTONIC_EXAMPLES, "isotonic regression", "use a larger validation set"
@@ -324,7 +322,7 @@ def isotonic_regression(confidences: Any, correct: Any) -> tuple[np.ndarray, np.
     return x, y
 
 
-class IsotonicCalibrator:
+class IsotonicCalibrator(_TopLabel):
     """Top-label isotonic regression, matching ``sklearn.isotonic.IsotonicRegression(out_of_bounds="clip",
     y_min=0, y_max=1)`` and ``netcal.binning.IsotonicRegression`` on 1-D top-1 confidences.
 
@@ -341,29 +339,32 @@ class IsotonicCalibrator:
         self.y_thresholds_: np.ndarray | None = None
 
     def fit(self, confidences: Any, correct: Any) -> IsotonicCalibrator:
-        """Fit on held-out top-1 confidences in [0, 1] and 0/1 (or bool) correctness flags."""
+        """Fit on held-out top-1 confidences and correctness flags.
+
+        Parameters
+        ----------
+        confidences, correct
+            Held-out top-1 confidences in [0, 1] and 0/1 (or bool) correctness flags.
+        """
         self.x_thresholds_, self.y_thresholds_ = isotonic_regression(confidences, correct)
         return self
-
-    def fit_probs(self, probs: Any, labels: Any) -> IsotonicCalibrator:
-        """Fit on an ``(N, C)`` probability matrix and labels (its top-1 confidence and correctness)."""
-        return self.fit(*top1_confidences(probs, labels))
 
     @property
     def fitted(self) -> bool:
         return self.x_thresholds_ is not None
 
     def transform(self, confidences: Any) -> np.ndarray:
-        """Calibrated confidences (float64), as scikit-learn's ``transform`` with ``out_of_bounds="clip"``."""
-        if self.x_thresholds_ is None or self.y_thresholds_ is None:
-            raise InputValidationError(
-                "IsotonicCalibrator is not fitted: call fit(confidences, correct) (or fit_probs) first"
-            )
-        conf = _new_confidences(confidences)
-        x, y = self.x_thresholds_, self.y_thresholds_
-        return np.asarray(np.interp(np.clip(conf, x[0], x[-1]), x, y), dtype=np.float64)
+        """Calibrated confidences (float64), as scikit-learn's ``transform`` with ``out_of_bounds="clip"``.
 
-    __call__ = transform
+        Parameters
+        ----------
+        confidences
+            Top-1 confidences in [0, 1].
+        """
+        conf = self._new_confidences(confidences)
+        x, y = self.x_thresholds_, self.y_thresholds_
+        assert x is not None and y is not None  # fitted
+        return np.asarray(np.interp(np.clip(conf, x[0], x[-1]), x, y), dtype=np.float64)
 
     def __repr__(self) -> str:
         if self.x_thresholds_ is None:
@@ -377,21 +378,6 @@ class IsotonicCalibrator:
 TopLabelCalibrator = HistogramBinningCalibrator | IsotonicCalibrator
 
 
-def _checked_probs(probs: Any) -> np.ndarray:
-    p = _as_numpy(probs, "probs")
-    if p.ndim != 2 or p.shape[1] < 1:
-        raise InputValidationError(
-            f"probs must be an (N, C) probability matrix, got shape {p.shape}; for 1-D top-1 confidences "
-            "call calibrator.transform(confidences)"
-        )
-    if not np.issubdtype(p.dtype, np.number) or np.issubdtype(p.dtype, np.complexfloating):
-        raise InputValidationError(f"probs must be real numbers, got dtype {p.dtype}")
-    p = p.astype(np.float64)
-    if p.shape[0]:
-        check_probability_rows(p, "apply softmax(logits, axis=1) first")
-    return p
-
-
 def calibrate_top_label(calibrator: TopLabelCalibrator, probs: Any) -> tuple[np.ndarray, np.ndarray]:
     """Apply a fitted top-label calibrator to an ``(N, C)`` probability matrix.
 
@@ -399,13 +385,23 @@ def calibrate_top_label(calibrator: TopLabelCalibrator, probs: Any) -> tuple[np.
     the unchanged predicted class ``argmax_k p_k`` (ties to the lowest index, as ``numpy.argmax``).
     Only the top-1 confidence is calibrated; compare it with ``prediction == labels`` (e.g. in
     :func:`~modelval.metrics.calibration.expected_calibration_error`).
+
+    Parameters
+    ----------
+    calibrator
+        A fitted :class:`HistogramBinningCalibrator` or :class:`IsotonicCalibrator`.
+    probs
+        ``(N, C)`` probabilities.
     """
     if not callable(getattr(calibrator, "transform", None)):
         raise InputValidationError(
             "calibrator must be a fitted top-label calibrator with a transform(confidences) method "
             f"(HistogramBinningCalibrator, IsotonicCalibrator), got {type(calibrator).__name__}"
         )
-    p = _checked_probs(probs)
+    p, _ = validate_probs(
+        probs, min_classes=1, fix="apply softmax(logits, axis=1) first", allow_empty=True,
+        hint="; for 1-D top-1 confidences call calibrator.transform(confidences)",
+    )  # fmt: skip
     prediction = p.argmax(axis=1) if p.shape[0] else np.zeros(0, dtype=np.intp)
     confidence = calibrator.transform(p.max(axis=1) if p.shape[0] else np.zeros(0))
     return confidence, prediction

@@ -1,31 +1,17 @@
 """The calibration card: every calibration number of one set of predictions, and how each was computed.
 
 ``calibration_card(labels, logits=...)`` (or ``probs=...``) returns one JSON-ready dict, the output of
-``modelval calibration FILE --json``. It first decides the task from the shapes and ranges
-(:func:`modelval.metrics.tasks.detect_task`, or ``task=`` forces it) and says so: ``task``
-(``"binary"``, ``"multiclass"`` or ``"multilabel"``) and ``task_detection`` (how it was decided).
-
-* multiclass (top-label): ``n``, ``num_classes``, ``accuracy``, ``accuracy_ci95``, ``ece``, ``ece_ci95``,
-  ``mce``, ``rms``, ``brier``, ``nll``, ``classwise_ece``, ``debiased_l2``, ``smece``, ``effective_bins``,
-  ``min_bin_count``, the ECE at several bin counts (``ece_by_bins``) and the ECE sweep (``ece_sweep``);
-* binary (:mod:`modelval.metrics.binary`): ``n``, ``n_positive``, ``positive_rate``, ``accuracy`` (at
-  the threshold 0.5), ``ece``, ``mce``, ``rms`` of the **positive-class** probability (fraction of
-  positives per bin), ``top_label_ece`` (confidence ``max(p, 1 - p)``, a different number), ``brier``,
-  ``nll``, ``debiased_l2``, ``smece``, ``ece_by_bins``, ``ece_sweep`` (all on the positive class), and
-  the intervals ``ece_ci95``, ``mce_ci95``, ``rms_ci95``, ``positive_rate_ci95``,
-  ``top_label_ece_ci95``, ``accuracy_ci95``;
-* multilabel (:mod:`modelval.metrics.multilabel`): ``n``, ``num_labels``, the summaries ``macro``,
-  ``micro`` and ``weighted`` (each ``{"ece", "mce", "rms", "brier", "nll", "debiased_l2", "smece"}``)
-  and the per-label table ``labels`` (with each label's ``ece_ci95``);
-
-and for every task how the numbers were computed: ``convention``, ``n_bins`` (and ``n_bins_rule`` for
-``auto``), ``input``, ``bootstrap``, ``definitions`` (what each number is and which library it
-matches) and ``versions`` (this package, numpy, and the installed reference packages).
+``modelval calibration FILE --json``: the task and how it was decided (:func:`modelval.metrics.tasks.detect_task`),
+the task's numbers (multiclass: top-label; binary: positive-class, with the top-label ECE beside them; multilabel:
+per label and macro / micro / weighted), their bootstrap intervals, and how they were computed: ``convention``,
+``n_bins`` (``n_bins_rule`` for ``auto``), ``input``, ``bootstrap``, ``definitions`` (what each number is and
+which library it matches) and ``versions``. The fields of each task's card are listed in ``docs/binary.md``.
 """
 
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass, field
 from importlib import metadata
 from typing import Any, Literal
 
@@ -39,30 +25,41 @@ from modelval.metrics.binary import (
     binary_negative_log_likelihood,
     binary_reliability_bins,
     binary_top_label,
-    validate_binary,
+)
+from modelval.metrics.bootstrap import (
+    METHOD,
+    BootstrapInterval,
+    bootstrap_json,
+    calibration_intervals,
+    interval_notes,
+    intervals_json,
 )
 from modelval.metrics.calibration import Convention, ReliabilityBins, reliability_bins, top1_confidences
 from modelval.metrics.estimators import (
-    SweepResult,
-    brier_score,
-    classwise_calibration_error,
     debiased_l2_calibration_error,
     ece_at_bin_counts,
     ece_sweep,
-    negative_log_likelihood,
     resolve_n_bins,
     smooth_ece,
 )
 from modelval.metrics.multilabel import METRICS as MULTILABEL_METRICS
 from modelval.metrics.multilabel import multilabel_calibration
+from modelval.metrics.scoring import brier_score, classwise_calibration_error, negative_log_likelihood
 from modelval.metrics.tasks import TaskInput, detect_task
 from modelval.metrics.temperature import softmax
+from modelval.metrics.validation import validate_binary, validate_logits
 
 #: Packages whose definitions the card's numbers match (see ``DEFINITIONS``); their versions are reported.
 REFERENCE_PACKAGES = ("torchmetrics", "scikit-learn", "uncertainty-calibration", "relplot", "netcal")
 
 #: Largest bin count the card's ECE sweep tries (one binning pass per count).
 SWEEP_MAX_BINS = 100
+
+_CI95 = (
+    "percentile bootstrap 95% interval of the resampled estimator over multinomial cell counts "
+    "(modelval.metrics.bootstrap); a binned ECE is biased upward, so for a well calibrated model the interval can "
+    "lie above the point estimate: interval_notes then says so"
+)
 
 DEFINITIONS: dict[str, str] = {
     "ece": "top-1 ECE, sum_m |B_m|/N |acc - conf| (Guo et al. 2017); convention 'default' = (lo, hi] bins as "
@@ -77,9 +74,7 @@ DEFINITIONS: dict[str, str] = {
     "uncertainty-calibration get_calibration_error(debias=True)",
     "smece": "smooth ECE with the fixed-point bandwidth (Blasiok & Nakkiran 2023) = relplot.smECE",
     "ece_sweep": "ECE at the largest equal-mass bin count with monotone bin accuracies (Roelofs et al. 2022)",
-    "ci95": "percentile bootstrap 95% interval of the resampled estimator over multinomial cell counts "
-    "(modelval.metrics.bootstrap); a binned ECE is biased upward, so for a well calibrated model the interval can "
-    "lie above the point estimate: interval_notes then says so",
+    "ci95": _CI95,
 }
 
 BINARY_DEFINITIONS: dict[str, str] = {
@@ -100,9 +95,7 @@ BINARY_DEFINITIONS: dict[str, str] = {
     "smece": "smooth ECE of p (Blasiok & Nakkiran 2023) = relplot.smECE(p, y)",
     "ece_sweep": "positive-class ECE at the largest equal-mass bin count with monotone fractions of positives "
     "(Roelofs et al. 2022)",
-    "ci95": "percentile bootstrap 95% interval of the resampled estimator over multinomial cell counts "
-    "(modelval.metrics.bootstrap); a binned ECE is biased upward, so for a well calibrated model the interval can "
-    "lie above the point estimate: interval_notes then says so",
+    "ci95": _CI95,
 }
 
 MULTILABEL_DEFINITIONS: dict[str, str] = {
@@ -121,7 +114,7 @@ MULTILABEL_DEFINITIONS: dict[str, str] = {
 }
 
 
-def package_versions() -> dict[str, str | None]:
+def _package_versions() -> dict[str, str | None]:
     """Versions of modelval, numpy, Python and the reference packages (``None``: not installed)."""
     versions: dict[str, str | None] = {"python": sys.version.split()[0], "numpy": np.__version__}
     for name in ("modelval", *REFERENCE_PACKAGES):
@@ -147,150 +140,124 @@ def calibration_card(
 ) -> dict[str, Any]:
     """All calibration numbers of ``logits`` or ``probs`` against ``labels`` (see the module docstring).
 
-    Exactly one of ``logits`` and ``probs`` is given. ``task`` is ``None``/``"auto"`` (detect it from
-    the shapes and ranges, :func:`~modelval.metrics.tasks.detect_task`; an ambiguous input is refused
-    with the reason), or ``"binary"``, ``"multiclass"``, ``"multilabel"``. ``n_bootstrap=0`` leaves the
-    intervals out. ``label_names`` (multilabel only) names the label columns in the per-label table.
+    Parameters
+    ----------
+    labels
+        Class indices (multiclass), 0/1 labels (binary) or an ``(N, L)`` 0/1 matrix (multilabel).
+    logits, probs
+        The scores: exactly one of them.
+    task
+        ``None``/``"auto"`` (detect it: :func:`~modelval.metrics.tasks.detect_task`; an ambiguous input is
+        refused with the reason), ``"binary"``, ``"multiclass"`` or ``"multilabel"``.
+    n_bins, convention
+        The bins of the binned numbers (``"auto"``: the cube-root rule).
+    n_bootstrap, seed, stratify
+        The bootstrap intervals (:mod:`modelval.metrics.bootstrap`); 0 resamples leave them out.
+    label_names
+        Names of the label columns in the per-label table (multilabel only).
     """
     chosen = detect_task(labels, logits=logits, probs=probs, task=task)
     if label_names is not None and chosen.task != "multilabel":
         raise InputValidationError(f"label_names apply to multilabel input only; this is {chosen.task}")
-    if chosen.task == "binary":
-        body = _binary_card(chosen, n_bins, convention, n_bootstrap, seed, stratify)
-    elif chosen.task == "multilabel":
-        body = _multilabel_card(chosen, label_names, n_bins, convention, n_bootstrap, seed, stratify)
+    how = _How(n_bins, convention, n_bootstrap, seed, stratify, chosen.from_logits)
+    if chosen.task == "multilabel":
+        body = _multilabel_card(chosen, label_names, how)
     else:
-        body = _multiclass_card(
-            chosen.labels,
-            logits=chosen.scores if chosen.from_logits else None,
-            probs=None if chosen.from_logits else chosen.scores,
-            n_bins=n_bins,
-            convention=convention,
-            n_bootstrap=n_bootstrap,
-            seed=seed,
-            stratify=stratify,
-        )
-    card: dict[str, Any] = {"task": chosen.task, "task_detection": chosen.detection, **body}
-    card["versions"] = package_versions()
-    return card
+        body = (_binary_card if chosen.task == "binary" else _multiclass_card)(chosen, how)
+    return {"task": chosen.task, "task_detection": chosen.detection, **body, "versions": _package_versions()}
 
 
-def _multiclass_card(
-    labels: Any,
-    *,
-    logits: Any = None,
-    probs: Any = None,
-    n_bins: int | Literal["auto"],
-    convention: Convention,
-    n_bootstrap: int,
-    seed: int,
-    stratify: bool,
-) -> dict[str, Any]:
+@dataclass
+class _How:
+    """How the card's numbers are computed: the bins (resolved on the validated input) and the bootstrap."""
+
+    n_bins: Any
+    convention: Convention
+    n_bootstrap: int
+    seed: int
+    stratify: bool
+    from_logits: bool
+    fields: dict[str, Any] = field(default_factory=dict)
+
+    def resolve(self, n: int) -> int:
+        """The bin count for ``n`` examples; ``fields`` then says how the numbers were binned."""
+        self.n_bins, rule = resolve_n_bins(self.n_bins, n)
+        self.fields = {"convention": self.convention, "n_bins": self.n_bins}
+        self.fields["input"] = "logits" if self.from_logits else "probs"
+        self.fields.update({} if rule is None else {"n_bins_rule": rule})
+        return int(self.n_bins)
+
+    def intervals(self, conf: np.ndarray, correct: np.ndarray, labels: np.ndarray) -> dict[str, BootstrapInterval]:
+        """Bootstrap intervals of the top-1 ECE, MCE, RMS and accuracy, stratified by ``labels``."""
+        return calibration_intervals(
+            conf, correct, self.n_bins, labels=labels, convention=self.convention, n_resamples=self.n_bootstrap,
+            seed=self.seed, stratify=self.stratify,
+        )  # fmt: skip
+
+
+def _multiclass_card(chosen: TaskInput, how: _How) -> dict[str, Any]:
     """The top-label card of ``(N, C)`` logits or probabilities against class indices."""
-    from_logits = logits is not None
-    if from_logits:
-        from modelval.metrics.temperature import validate_logits
-
-        z, y = validate_logits(logits, labels)
-        p = softmax(z)
-        scores: Any = z
+    if chosen.from_logits:
+        scores, y = validate_logits(chosen.scores, chosen.labels)
+        p = softmax(scores)
     else:
-        p = np.asarray(probs)
-        y = np.asarray(labels)
-        scores = p
+        p = scores = np.asarray(chosen.scores)
+        y = np.asarray(chosen.labels)
     conf, correct = top1_confidences(p, y)
-    n = int(conf.shape[0])
-    bins_used, rule = resolve_n_bins(n_bins, n)
-    bins = reliability_bins(conf, correct, bins_used, convention=convention)
-    # Capped: on data that stay monotone the sweep would otherwise try every bin count up to n.
-    sweep = ece_sweep(conf, correct, max_bins=min(n, SWEEP_MAX_BINS))
+    bins = reliability_bins(conf, correct, how.resolve(len(conf)), convention=how.convention)
     card: dict[str, Any] = {
-        "n": n,
+        "n": len(conf),
         "num_classes": int(p.shape[1]),
         "accuracy": float(correct.mean()),
         "ece": bins.ece,
         "mce": bins.mce,
         "rms": bins.rms,
-        "brier": brier_score(scores, y, logits=from_logits),
-        "nll": negative_log_likelihood(scores, y, logits=from_logits),
-        "classwise_ece": classwise_calibration_error(p, y, bins_used),
-        "debiased_l2": debiased_l2_calibration_error(conf, correct, bins_used),
+        "brier": brier_score(scores, y, logits=chosen.from_logits),
+        "nll": negative_log_likelihood(scores, y, logits=chosen.from_logits),
+        "classwise_ece": classwise_calibration_error(p, y, how.n_bins),
+        "debiased_l2": debiased_l2_calibration_error(conf, correct, how.n_bins),
         "smece": smooth_ece(conf, correct),
-        **_how_binned(bins, sweep, ece_at_bin_counts(conf, correct), convention, bins_used, rule, from_logits),
+        **_how_binned(bins, conf, correct),
+        **how.fields,
     }
-    if n_bootstrap:
-        from modelval.metrics.bootstrap import bootstrap_json, calibration_intervals, interval_notes, intervals_json
-
-        intervals = calibration_intervals(
-            conf,
-            correct,
-            bins_used,
-            labels=y,
-            convention=convention,
-            n_resamples=n_bootstrap,
-            seed=seed,
-            stratify=stratify,
-        )
-        card.update(intervals_json(intervals))
-        card["bootstrap"] = bootstrap_json(intervals)
+    if how.n_bootstrap:
+        intervals = how.intervals(conf, correct, y)
+        card.update(intervals_json(intervals), bootstrap=bootstrap_json(intervals))
         _add_notes(card, interval_notes(intervals))
     card["definitions"] = DEFINITIONS
     return card
 
 
-def _binary_card(
-    chosen: TaskInput,
-    n_bins: int | Literal["auto"],
-    convention: Convention,
-    n_bootstrap: int,
-    seed: int,
-    stratify: bool,
-) -> dict[str, Any]:
+def _binary_card(chosen: TaskInput, how: _How) -> dict[str, Any]:
     """The binary card: positive-class calibration of one score per example, and the top-label ECE."""
-    from_logits = chosen.from_logits
-    p, y = validate_binary(chosen.scores, chosen.labels, logits=from_logits)
-    n = int(p.shape[0])
-    bins_used, rule = resolve_n_bins(n_bins, n)
-    bins = binary_reliability_bins(p, y, bins_used, convention=convention)
+    p, y = validate_binary(chosen.scores, chosen.labels, logits=chosen.from_logits)
+    bins = binary_reliability_bins(p, y, how.resolve(len(p)), convention=how.convention)
     conf, correct = binary_top_label(p, y)
-    top = reliability_bins(conf, correct, bins_used, convention=convention)
-    sweep = ece_sweep(p, y, max_bins=min(n, SWEEP_MAX_BINS))
     card: dict[str, Any] = {
-        "n": n,
+        "n": len(p),
         "n_positive": int(y.sum()),
         "positive_rate": float(y.mean()),
         "accuracy": float(correct.mean()),
         "ece": bins.ece,
         "mce": bins.mce,
         "rms": bins.rms,
-        "top_label_ece": top.ece,
-        "brier": binary_brier_score(chosen.scores, y, logits=from_logits),
-        "nll": binary_negative_log_likelihood(chosen.scores, y, logits=from_logits),
-        "debiased_l2": debiased_l2_calibration_error(p, y, bins_used),
+        "top_label_ece": reliability_bins(conf, correct, how.n_bins, convention=how.convention).ece,
+        "brier": binary_brier_score(chosen.scores, y, logits=chosen.from_logits),
+        "nll": binary_negative_log_likelihood(chosen.scores, y, logits=chosen.from_logits),
+        "debiased_l2": debiased_l2_calibration_error(p, y, how.n_bins),
         "smece": smooth_ece(p, y),
-        **_how_binned(bins, sweep, ece_at_bin_counts(p, y), convention, bins_used, rule, from_logits),
+        **_how_binned(bins, p, y),
+        **how.fields,
     }
-    if n_bootstrap:
-        from modelval.metrics.bootstrap import bootstrap_json, calibration_intervals, interval_notes, intervals_json
-
+    if how.n_bootstrap:
         positive = binary_calibration_intervals(
-            p, y, bins_used, convention=convention, n_resamples=n_bootstrap, seed=seed, stratify=stratify
-        )
+            p, y, how.n_bins, convention=how.convention, n_resamples=how.n_bootstrap, seed=how.seed,
+            stratify=how.stratify,
+        )  # fmt: skip
         # Stratified by the true label, as the positive-class intervals: both keep N+ and N- fixed.
-        top_label = calibration_intervals(
-            conf,
-            correct,
-            bins_used,
-            labels=y.astype(np.int64),
-            convention=convention,
-            n_resamples=n_bootstrap,
-            seed=seed,
-            stratify=stratify,
-        )
-        card.update(intervals_json(positive))
+        top_label = how.intervals(conf, correct, y.astype(np.int64))
         top_intervals = {"top_label_ece": top_label["ece"], "accuracy": top_label["accuracy"]}
-        card.update(intervals_json(top_intervals))
-        card["bootstrap"] = bootstrap_json(positive)
+        card.update(intervals_json(positive), **intervals_json(top_intervals), bootstrap=bootstrap_json(positive))
         _add_notes(card, {**interval_notes(positive), **interval_notes(top_intervals)})
     card["definitions"] = BINARY_DEFINITIONS
     return card
@@ -310,33 +277,17 @@ def _names(label_names: Any) -> list[str]:
     ]
 
 
-def _multilabel_card(
-    chosen: TaskInput,
-    label_names: Any,
-    n_bins: int | Literal["auto"],
-    convention: Convention,
-    n_bootstrap: int,
-    seed: int,
-    stratify: bool,
-) -> dict[str, Any]:
+def _multilabel_card(chosen: TaskInput, label_names: Any, how: _How) -> dict[str, Any]:
     """The multilabel card: per-label binary calibration with macro / micro / weighted summaries."""
-    n = int(chosen.scores.shape[0])
-    bins_used, rule = resolve_n_bins(n_bins, n)
     result = multilabel_calibration(
-        chosen.scores,
-        chosen.labels,
-        bins_used,
-        logits=chosen.from_logits,
-        convention=convention,
-        label_names=None if label_names is None else _names(label_names),
-        n_bootstrap=n_bootstrap,
-        seed=seed,
-        stratify=stratify,
-    )
+        chosen.scores, chosen.labels, how.resolve(len(chosen.scores)), logits=chosen.from_logits,
+        convention=how.convention, label_names=None if label_names is None else _names(label_names),
+        n_bootstrap=how.n_bootstrap, seed=how.seed, stratify=how.stratify,
+    )  # fmt: skip
     summaries = {metric: result.summary(metric) for metric in MULTILABEL_METRICS}
     no_weight = jsonio.Undefined("no label has a positive example: the positive-weighted mean is 0/0")
     card: dict[str, Any] = {
-        "n": n,
+        "n": result.n,
         "num_labels": result.n_labels,
         "n_positive": int(sum(label.n_positive for label in result.labels)),
     }
@@ -345,43 +296,27 @@ def _multilabel_card(
             metric: (no_weight if values[average] is None else values[average]) for metric, values in summaries.items()
         }
     card["labels"] = result.table()
-    card.update({"convention": convention, "n_bins": bins_used, "input": "logits" if chosen.from_logits else "probs"})
-    if rule is not None:
-        card["n_bins_rule"] = rule
-    if n_bootstrap:
-        from modelval.metrics.bootstrap import METHOD
-
+    card.update(how.fields)
+    if how.n_bootstrap:
         card["bootstrap"] = {
             "method": METHOD,
-            "n_resamples": n_bootstrap,
-            "seed": seed,
+            "n_resamples": how.n_bootstrap,
+            "seed": how.seed,
             "level": 0.95,
-            "stratified": stratify,
+            "stratified": how.stratify,
             "scope": "per label (the labels[*].ece_ci95); none for the summaries",
         }
     card["definitions"] = MULTILABEL_DEFINITIONS
     return card
 
 
-def _how_binned(
-    bins: ReliabilityBins,
-    sweep: SweepResult,
-    ece_by_bins: dict[int, float],
-    convention: Convention,
-    n_bins: int,
-    rule: str | None,
-    from_logits: bool,
-) -> dict[str, Any]:
-    """The card's fields that say how the binned numbers were computed (top-label and binary cards alike)."""
-    fields: dict[str, Any] = {
+def _how_binned(bins: ReliabilityBins, conf: np.ndarray, correct: np.ndarray) -> dict[str, Any]:
+    """The fields that say how the binned numbers came out: their bins, other bin counts and the ECE sweep."""
+    # Capped: on data that stay monotone the sweep would otherwise try every bin count up to n.
+    sweep = ece_sweep(conf, correct, max_bins=min(len(conf), SWEEP_MAX_BINS))
+    return {
         "effective_bins": bins.effective_bins,
         "min_bin_count": bins.min_bin_count,
-        "ece_by_bins": {str(k): v for k, v in ece_by_bins.items()},
+        "ece_by_bins": {str(k): v for k, v in ece_at_bin_counts(conf, correct).items()},
         "ece_sweep": {"ece": sweep.ece, "n_bins": sweep.n_bins},
-        "convention": convention,
-        "n_bins": n_bins,
-        "input": "logits" if from_logits else "probs",
     }
-    if rule is not None:
-        fields["n_bins_rule"] = rule
-    return fields

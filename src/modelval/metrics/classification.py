@@ -1,20 +1,11 @@
 """Confusion matrix, precision, recall and F1 with scikit-learn's averaging and ``zero_division`` rules.
 
-Rows of the confusion matrix are true classes, columns predicted classes (``M[i, j]`` counts true
-``i`` predicted ``j``), as in scikit-learn. Precision of class ``c`` is ``M[c, c] / column sum``,
-recall ``M[c, c] / row sum``, F1 ``2 TP / (2 TP + FP + FN)``.
-
-``average``: ``None`` (per class), ``"macro"`` (unweighted mean over classes), ``"weighted"`` (mean
-weighted by true support), ``"micro"`` (pooled TP/FP/FN; for single-label multiclass data micro
-precision = recall = F1 = accuracy).
-
-``zero_division`` is the value of a ratio whose denominator is 0: ``"warn"`` (0 with a
-``RuntimeWarning``, scikit-learn's default), ``0``, ``1`` or ``nan``. With ``nan``, undefined classes
-are left out of the macro/weighted average, as in scikit-learn >= 1.3.
-
-Classes: ``range(num_classes)`` when ``num_classes`` is given (a class absent from both labels and
-predictions then counts, as in torchmetrics); otherwise the sorted union of the labels and predictions
-present (scikit-learn's default).
+Rows of the confusion matrix are true classes, columns predicted classes, as in scikit-learn. ``average`` is
+``None`` (per class), ``"macro"``, ``"weighted"`` (by true support) or ``"micro"`` (pooled counts: for
+single-label data precision = recall = F1 = accuracy); ``zero_division`` (``"warn"``, 0, 1 or NaN, which leaves
+undefined classes out of the averages as scikit-learn >= 1.3) is the value of a ratio whose denominator is 0.
+The classes are ``range(num_classes)`` when it is given (absent classes count, as in torchmetrics), else the
+sorted union of the labels and predictions present.
 """
 
 from __future__ import annotations
@@ -27,46 +18,13 @@ from typing import Any, Literal
 import numpy as np
 
 from modelval.errors import InputValidationError
-from modelval.metrics.calibration import _as_numpy
+from modelval.metrics.validation import as_array, check_choice, check_count, validate_labels
 
 Average = Literal["macro", "micro", "weighted"] | None
 AVERAGES: tuple[str | None, ...] = ("macro", "micro", "weighted", None)
 
 
-def validate_labels(labels: Any, preds: Any, num_classes: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Check equal-length 1-D non-negative integer labels and predictions (below ``num_classes``)."""
-    y = _as_numpy(labels, "labels")
-    p = _as_numpy(preds, "preds")
-    if y.ndim != 1 or p.ndim != 1:
-        raise InputValidationError(
-            f"labels and preds must be 1-D class indices, got shapes {y.shape} and {p.shape} "
-            "(for (N, C) scores pass scores.argmax(1))"
-        )
-    if y.shape != p.shape:
-        raise InputValidationError(f"labels and preds must have the same length, got {y.shape[0]} and {p.shape[0]}")
-    if y.size == 0:
-        raise InputValidationError("no examples: labels and preds are empty")
-    out = []
-    for name, arr in (("labels", y), ("preds", p)):
-        if np.issubdtype(arr.dtype, np.floating):
-            if np.isnan(arr).any() or np.any(np.mod(arr, 1) != 0):
-                raise InputValidationError(f"{name} must be integer class indices, got non-integer values")
-            arr = arr.astype(np.int64)
-        elif not np.issubdtype(arr.dtype, np.integer):
-            raise InputValidationError(f"{name} must be integer class indices, got dtype {arr.dtype}")
-        if (arr < 0).any():
-            raise InputValidationError(f"{name} must be >= 0, got {int(arr.min())}")
-        if num_classes is not None and (arr >= num_classes).any():
-            raise InputValidationError(
-                f"{name} contain class {int(arr.max())} but num_classes={num_classes}; raise num_classes"
-            )
-        out.append(arr.astype(np.int64))
-    if num_classes is not None and (isinstance(num_classes, bool) or int(num_classes) < 1):
-        raise InputValidationError(f"num_classes must be a positive integer, got {num_classes!r}")
-    return out[0], out[1]
-
-
-def class_labels(labels: np.ndarray, preds: np.ndarray, num_classes: int | None) -> np.ndarray:
+def _classes(labels: np.ndarray, preds: np.ndarray, num_classes: int | None) -> np.ndarray:
     if num_classes is not None:
         return np.arange(num_classes)
     return np.union1d(labels, preds)
@@ -82,9 +40,16 @@ def confusion_matrix(labels: Any, preds: Any, num_classes: int | None = None) ->
 
     Refused (:class:`InputValidationError`, with the memory it would take) past
     :data:`MAX_CONFUSION_CELLS` cells; :func:`class_counts` gives the per-class numbers of any size.
+
+    Parameters
+    ----------
+    labels, preds
+        True and predicted classes.
+    num_classes
+        Count the classes ``0 .. num_classes - 1``; ``None``: the classes present.
     """
     y, p = validate_labels(labels, preds, num_classes)
-    classes = class_labels(y, p, num_classes)
+    classes = _classes(y, p, num_classes)
     k = len(classes)
     if k * k > MAX_CONFUSION_CELLS:
         raise InputValidationError(
@@ -97,10 +62,17 @@ def confusion_matrix(labels: Any, preds: Any, num_classes: int | None = None) ->
 
 
 def class_counts(labels: Any, preds: Any, num_classes: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(true positives, predictions, support)`` per class: the diagonal, column and row sums of the confusion
-    matrix, in memory proportional to the number of classes (not its square)."""
+    """``(true positives, predictions, support)`` per class: the confusion matrix's diagonal, column and row sums.
+
+    In memory proportional to the number of classes, not its square.
+
+    Parameters
+    ----------
+    labels, preds, num_classes
+        As :func:`confusion_matrix`.
+    """
     y, p = validate_labels(labels, preds, num_classes)
-    classes = class_labels(y, p, num_classes)
+    classes = _classes(y, p, num_classes)
     k = len(classes)
     yi, pi = np.searchsorted(classes, y), np.searchsorted(classes, p)
     tp = np.bincount(yi[yi == pi], minlength=k)
@@ -108,7 +80,13 @@ def class_counts(labels: Any, preds: Any, num_classes: int | None = None) -> tup
 
 
 def per_class_accuracy_from_confmat(confmat: np.ndarray) -> np.ndarray:
-    """Recall of each class from a confusion matrix (rows = true class); NaN for a class with no examples."""
+    """Recall of each class from a confusion matrix (rows = true class); NaN for a class with no examples.
+
+    Parameters
+    ----------
+    confmat
+        ``(K, K)`` counts, row = true class.
+    """
     support = confmat.sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(support > 0, np.diag(confmat) / np.where(support > 0, support, 1), np.nan)
@@ -202,8 +180,7 @@ def precision_recall_f1(
     >>> precision_recall_f1(labels, preds, average="micro").f1  # single-label data: the accuracy
     0.625
     """
-    if average not in AVERAGES:
-        raise InputValidationError(f"average must be one of {AVERAGES}, got {average!r}")
+    check_choice(average, "average", AVERAGES)
     _check_zero_division(zero_division)
     hits, predicted, support = class_counts(labels, preds, num_classes)
     tp = hits.astype(np.float64)
@@ -246,10 +223,8 @@ class ClassificationReport:
     """
 
     def __init__(self, num_classes: int, *, zero_division: float | str = 0.0) -> None:
-        if isinstance(num_classes, bool) or not isinstance(num_classes, (int, np.integer)) or num_classes < 1:
-            raise InputValidationError(f"num_classes must be a positive integer, got {num_classes!r}")
+        self.num_classes = check_count(num_classes, "num_classes")
         _check_zero_division(zero_division)
-        self.num_classes = int(num_classes)
         self.zero_division = zero_division
         self.reset()
 
@@ -257,7 +232,16 @@ class ClassificationReport:
         self.confmat = np.zeros((self.num_classes, self.num_classes), dtype=np.int64)
 
     def update(self, labels: Any, preds: Any) -> None:
-        p = _as_numpy(preds, "preds")
+        """Add a batch.
+
+        Parameters
+        ----------
+        labels
+            True classes.
+        preds
+            Predicted classes, or ``(N, C)`` scores (their argmax is taken).
+        """
+        p = as_array(preds, "preds")
         if p.ndim == 2:  # (N, C) scores or probabilities
             p = p.argmax(axis=1)
         self.confmat += confusion_matrix(labels, p, self.num_classes)

@@ -1,30 +1,9 @@
 """Calibration estimators beyond the fixed-bin ECE, and proper scoring rules.
 
-Every function is pure: numpy arrays, lists or torch tensors in, Python floats / small frozen
-dataclasses out. Inputs are validated with the helpers of :mod:`modelval.metrics.calibration`, so NaN,
-wrong shapes, out-of-range values and empty input raise :class:`~modelval.errors.InputValidationError`
-with a message that says what was wrong and how to fix it.
-
-Top-1 estimators take ``confidences`` (the largest softmax probability of each example, in [0, 1])
-and ``correct`` (0/1 or bool: was the top-1 class right), as
-:func:`~modelval.metrics.calibration.expected_calibration_error` does:
-
-* :func:`debiased_l2_calibration_error`: Kumar, Liang & Ma (NeurIPS 2019), equal-mass bins; equals
-  ``calibration.get_top_calibration_error`` of the package ``uncertainty-calibration``.
-* :func:`ece_sweep`: Roelofs et al. (AISTATS 2022), the largest bin count with monotone bin accuracies.
-* :func:`smooth_ece` and :func:`smooth_reliability_curve`: Blasiok & Nakkiran (2023); equal
-  ``relplot.smECE`` and ``relplot.prepare_rel_diagram``.
-* :func:`ece_at_bin_counts`, :func:`auto_n_bins`, :func:`ece_by_group`: the binned ECE at several bin
-  counts, the cube-root bin-count rule, the ECE per class group (many / medium / few shot).
-
-Class-probability estimators take an ``(N, C)`` matrix (rows sum to 1) and ``(N,)`` integer labels:
-
-* :func:`classwise_calibration_error`: the marginal (class-wise) ECE; equals
-  ``calibration.get_ece(probs, labels, mode="marginal")``.
-* :func:`brier_score` and :func:`negative_log_likelihood`: equal scikit-learn's multiclass
-  ``brier_score_loss`` and ``log_loss``; both also take logits (``logits=True``).
-
-The measured agreement with each reference package is listed in ``docs/estimators.md``.
+Top-1 estimators take ``confidences`` (the largest softmax probability of each example) and ``correct`` (was
+the top-1 class right), as :func:`~modelval.metrics.calibration.expected_calibration_error` does;
+class-probability estimators take an ``(N, C)`` matrix and ``(N,)`` labels. Each equals a reference package's
+number: the definitions, the references and the measured agreement are in ``docs/estimators.md``.
 """
 
 from __future__ import annotations
@@ -37,34 +16,15 @@ from typing import Any, Literal
 import numpy as np
 
 from modelval.errors import InputValidationError
-from modelval.metrics.calibration import (
-    _as_numpy,
-    _check_n_bins,
-    _checked,
-    _searchsorted_even,
-    check_probability_rows,
-    expected_calibration_error,
-    reliability_bins,
+from modelval.metrics.calibration import expected_calibration_error, reliability_bins
+from modelval.metrics.validation import (
+    as_array,
+    check_class_indices,
+    check_confidences,
+    check_count,
+    check_n_bins,
+    check_number,
 )
-from modelval.metrics.temperature import log_softmax, softmax
-
-__all__ = [
-    "DEFAULT_BIN_COUNTS",
-    "GroupECE",
-    "SmoothReliabilityCurve",
-    "SweepResult",
-    "auto_n_bins",
-    "brier_score",
-    "classwise_calibration_error",
-    "debiased_l2_calibration_error",
-    "ece_at_bin_counts",
-    "ece_by_group",
-    "ece_sweep",
-    "negative_log_likelihood",
-    "resolve_n_bins",
-    "smooth_ece",
-    "smooth_reliability_curve",
-]
 
 #: Bin counts of :func:`ece_at_bin_counts` when none are given.
 DEFAULT_BIN_COUNTS: tuple[int, ...] = (5, 10, 15, 20, 30, 50)
@@ -72,7 +32,7 @@ DEFAULT_BIN_COUNTS: tuple[int, ...] = (5, 10, 15, 20, 30, 50)
 
 def _top1(confidences: Any, correct: Any) -> tuple[np.ndarray, np.ndarray]:
     """Validated float64 confidences and float64 0/1 flags."""
-    conf, flags = _checked(confidences, correct)
+    conf, flags = check_confidences(confidences, correct)
     return conf.astype(np.float64), flags.astype(np.float64)
 
 
@@ -100,29 +60,22 @@ def _equal_mass_boundaries(conf: np.ndarray, n_bins: int) -> np.ndarray:
 def debiased_l2_calibration_error(confidences: Any, correct: Any, n_bins: int = 15, *, squared: bool = False) -> float:
     """Debiased estimate of the top-label L2 calibration error (Kumar, Liang & Ma, NeurIPS 2019).
 
-    The confidences are split into ``n_bins`` equal-mass bins (at most one per example). With
-    ``n_b`` examples in bin ``b``, mean confidence ``c_b`` and accuracy ``a_b``:
+    Over ``n_bins`` equal-mass bins (``(lo, hi]``, ties never split), with ``n_b`` examples, mean confidence
+    ``c_b`` and accuracy ``a_b`` in bin ``b``: ``S = sum_b n_b / N * [(c_b - a_b)^2 - a_b (1 - a_b) / (n_b - 1)]``
+    (bins with fewer than two examples add 0); the L2 error is ``sqrt(max(S, 0))``. Equals
+    ``calibration.get_top_calibration_error(probs, labels, p=2, debias=True)`` of uncertainty-calibration for
+    continuous scores. Computed in float64.
 
-        S = sum_b n_b / N * [ (c_b - a_b)^2 - a_b (1 - a_b) / (n_b - 1) ]
-
-    where a bin with fewer than two examples contributes 0. ``(c_b - a_b)^2`` overestimates the squared
-    gap by the variance of ``a_b``; the second term removes that bias. The L2 error is
-    ``sqrt(max(S, 0))``, which is returned by default; ``squared=True`` returns ``S`` itself, an
-    unbiased estimate of the squared error that may be slightly negative for a calibrated model.
-
-    Bins: the sorted confidences are cut into ``min(n_bins, N)`` parts of (nearly) equal size; a
-    boundary is the midpoint between neighbouring parts; a confidence equal to a boundary belongs to
-    the lower bin, ``(lo, hi]``. Tied confidences are never split, so ties can leave fewer bins.
-
-    Matches ``calibration.get_top_calibration_error(probs, labels, p=2, debias=True)`` of the package
-    ``uncertainty-calibration`` (import name ``calibration``) for continuous scores, i.e.
-    ``calibration.lower_bound_scaling_ce(confidences, correct, p=2, debias=True, num_bins=n_bins)``,
-    which returns the L2 error (the square root), not its square. Note that
-    ``calibration.get_calibration_error`` defaults to ``mode="marginal"`` (class-wise), and that for
-    scores with many ties (fewer than N/4 distinct values) it switches to one bin per distinct value;
-    this function always uses ``n_bins`` equal-mass bins. Computed in float64.
+    Parameters
+    ----------
+    confidences, correct
+        Top-1 confidences in [0, 1] and whether each prediction was right (0/1 or bool).
+    n_bins
+        Equal-mass bins (at most one per example).
+    squared
+        Return ``S``, an unbiased estimate of the squared error that may be slightly negative.
     """
-    _check_n_bins(n_bins)
+    check_n_bins(n_bins)
     conf, flags = _top1(confidences, correct)
     boundaries = _equal_mass_boundaries(conf, int(n_bins))
     idx = np.searchsorted(boundaries, conf, side="left")
@@ -167,42 +120,31 @@ def _lp_error(confidences: np.ndarray, correct: np.ndarray, n_bins: int, adaptiv
 
 
 def ece_sweep(
-    confidences: Any,
-    correct: Any,
-    *,
-    adaptive: bool = True,
-    p: float = 1,
-    max_bins: int | None = None,
+    confidences: Any, correct: Any, *, adaptive: bool = True, p: float = 1, max_bins: int | None = None
 ) -> SweepResult:
     """ECE sweep of Roelofs, Cain, Shlens & Mozer, "Mitigating bias in calibration error estimation" (2022).
 
-    For ``b = 1, 2, ...`` the confidences are binned into ``b`` bins and the accuracies of the non-empty
-    bins, in bin order, are checked for being monotonically non-decreasing. The sweep stops at the
-    first ``b`` that is not monotone and takes ``b* = b - 1`` (``b = 1`` is always monotone); it ends
-    at ``max_bins`` (default: the number of examples) if every count is monotone. The result is
+    For ``b = 1, 2, ...`` the confidences are binned into ``b`` bins of
+    :func:`~modelval.metrics.calibration.reliability_bins`; the sweep stops at the first ``b`` whose non-empty
+    bins' accuracies are not monotonically non-decreasing and reports
+    ``(sum_b |B_b| / N * |acc(B_b) - conf(B_b)|^p)^(1/p)`` at ``b - 1`` bins (the paper's equation 8). Each step
+    bins all examples once: ``O(max_bins * N)`` on data that stay monotone.
 
-        ECE_sweep = ( sum_b |B_b| / N * |acc(B_b) - conf(B_b)|^p )^(1/p)     at b* bins,
-
-    the paper's ECE_sweep (equation 8); ``p=1`` is the ECE, ``p=2`` the RMS (L2) error.
-
-    Bins are exactly those of :func:`~modelval.metrics.calibration.reliability_bins`: with
-    ``adaptive=True`` (the default, the paper's recommended equal-mass ECE_sweep_em) the ``k / b``
-    percentiles of the confidences, as scikit-learn's ``calibration_curve(strategy="quantile")``; with
-    ``adaptive=False`` (ECE_sweep_ew) ``b`` equal-width bins on [0, 1]. Both use the ``(lo, hi]`` rule,
-    so ``ece_sweep(c, k).ece == expected_calibration_error(c, k, result.n_bins, adaptive=...)`` for
-    ``p=1``. The reference implementation of the paper (``robustness_metrics``' ``msce``) splits the
-    sorted examples by rank instead of by percentile edges; without ties the bins differ by at most
-    one example at a boundary, and tied confidences are never split here.
-
-    Each step bins all examples once; data that stay monotone for many counts cost
-    ``O(max_bins * N)``, so pass ``max_bins`` for very large, very well-calibrated sets.
+    Parameters
+    ----------
+    confidences, correct
+        Top-1 confidences in [0, 1] and whether each prediction was right (0/1 or bool).
+    adaptive
+        Equal-mass bins (the paper's ECE_sweep_em, the default) or equal-width ones.
+    p
+        The norm: 1 for the ECE, 2 for the L2 error.
+    max_bins
+        The largest bin count tried (default: the number of examples).
     """
     conf, flags = _top1(confidences, correct)
-    if not (isinstance(p, (int, float, np.integer, np.floating)) and not isinstance(p, bool) and p >= 1):
-        raise InputValidationError(f"p must be a number >= 1 (1 for the ECE, 2 for the L2 error), got {p!r}")
+    check_number(p, "p", minimum=1, expected="must be a number >= 1 (1 for the ECE, 2 for the L2 error)")
     limit = len(conf) if max_bins is None else max_bins
-    if isinstance(limit, bool) or not isinstance(limit, (int, np.integer)) or limit < 1:
-        raise InputValidationError(f"max_bins must be a positive integer or None (all examples), got {limit!r}")
+    check_count(limit, "max_bins", expected="must be a positive integer or None (all examples)")
     best = 1
     for b in range(2, int(limit) + 1):
         bins = reliability_bins(conf, flags, b, adaptive=adaptive)
@@ -321,24 +263,16 @@ def _smece_with_width(f: np.ndarray, y: np.ndarray) -> tuple[float, float]:
 
 
 def smooth_ece(confidences: Any, correct: Any) -> float:
-    """Smooth ECE (smECE) of Blasiok & Nakkiran (2023).
+    """Smooth ECE (smECE) of Blasiok & Nakkiran (2023): principled reliability diagrams via kernel smoothing.
 
-    "Smooth ECE: principled reliability diagrams via kernel smoothing".
+    The residuals ``f_i - y_i`` are smoothed with a Gaussian kernel reflected at 0 and 1; smECE is the mean
+    absolute smoothed residual under the kernel density, at the bandwidth that equals its own smECE (found by
+    bisection). Reproduces ``relplot.smECE(f, y)`` of relplot 1.0.x step by step, in float64.
 
-    The residuals ``r_i = f_i - y_i`` are smoothed with a Gaussian kernel ``K_sigma`` reflected at 0
-    and 1; with the smoothed residual ``r(t) = sum_i K(t, f_i) r_i / sum_i K(t, f_i)`` and the kernel
-    density ``d(t) = sum_i K(t, f_i)``,
-
-        smECE_sigma = integral |r(t)| d(t) dt / integral d(t) dt,
-
-    evaluated on a grid. The bandwidth is the fixed point ``sigma* = smECE_sigma*``, found by bisection
-    on (0, 1] (the smallest width tried with ``sigma >= smECE_sigma``); ``smooth_ece`` returns ``smECE_sigma*``.
-
-    Reproduces ``relplot.smECE(f, y)`` of the package ``relplot`` 1.0.x (Apple's reference code,
-    default ``ReflectedGaussianKernel``, ``config.use_logit_scaling = False``) step by step: linear
-    splatting onto ``max(2000, round(20 / sigma)) // 2 + 1`` grid points, discrete convolution with the
-    mirrored grid, linear interpolation to ``max(200, round(10 / sigma))`` points, ``1e-4`` added to the
-    density, 10 bisection steps from ``sigma = 1`` and the cut-off ``sigma < 0.001``. Computed in float64.
+    Parameters
+    ----------
+    confidences, correct
+        Top-1 confidences in [0, 1] and whether each prediction was right (0/1 or bool).
     """
     f, y = _top1(confidences, correct)
     return _smece_with_width(f, y)[0]
@@ -360,166 +294,24 @@ def smooth_reliability_curve(
 ) -> SmoothReliabilityCurve:
     """Smoothed reliability curve and confidence density for a plot, as ``relplot.prepare_rel_diagram``.
 
-    With the bandwidth ``sigma`` of :func:`smooth_ece`, on ``x = linspace(0, 1, n_points)``:
-    ``accuracy(x) = sum_i K(x, f_i) y_i / (sum_i K(x, f_i) + 1e-4)`` (the kernel smoother of
-    ``relplot.estimators.KernelSmoother``, without bootstrapping) and ``density(x) = (1/N) sum_i K(x, f_i)``
-    (``ReflectedGaussianKernel.kde``). Equal to the ``"mesh"``, ``"mu"``, ``"density"``, ``"sigma"`` and
-    ``"ce"`` entries of ``relplot.prepare_rel_diagram(f, y, plot_confidence_band=False)`` for the
-    default ``n_points=200`` (relplot's ``config.plot_mesh_pts``).
+    On ``x = linspace(0, 1, n_points)`` with the bandwidth of :func:`smooth_ece`: the kernel-smoothed accuracy
+    and the kernel density of the confidences (relplot's ``"mesh"``, ``"mu"``, ``"density"``, ``"sigma"`` and
+    ``"ce"`` for ``plot_confidence_band=False``).
+
+    Parameters
+    ----------
+    confidences, correct
+        Top-1 confidences in [0, 1] and whether each prediction was right (0/1 or bool).
+    n_points
+        Points of the mesh (relplot's ``config.plot_mesh_pts``, 200).
     """
-    if isinstance(n_points, bool) or not isinstance(n_points, (int, np.integer)) or n_points < 2:
-        raise InputValidationError(f"n_points must be an integer >= 2, got {n_points!r}")
+    check_count(n_points, "n_points", minimum=2, expected="must be an integer >= 2")
     f, y = _top1(confidences, correct)
     ce, sigma = _smece_with_width(f, y)
     x = np.linspace(0, 1, int(n_points))
     kernel = _ReflectedGaussian(sigma)
     accuracy, _ = kernel.smooth(f, y, x)
     return SmoothReliabilityCurve(x=x, accuracy=accuracy, density=kernel.kde(f, x), sigma=sigma, smooth_ece=ce)
-
-
-# --------------------------------------------------------------------------------------------------
-# Class-probability inputs: class-wise ECE, Brier score, NLL
-# --------------------------------------------------------------------------------------------------
-
-
-def _is_real(arr: np.ndarray) -> bool:
-    """Real numbers: integer or float dtype, not bool, not complex."""
-    dtype = arr.dtype
-    return dtype != np.bool_ and np.issubdtype(dtype, np.number) and not np.issubdtype(dtype, np.complexfloating)
-
-
-def _checked_labels(labels: Any, n: int, n_classes: int | None) -> np.ndarray:
-    """``(n,)`` integer labels (integral floats accepted), in ``[0, n_classes)`` when that is given."""
-    y = _as_numpy(labels, "labels")
-    if y.shape != (n,):
-        raise InputValidationError(f"labels must have shape ({n},), one class index per example, got {y.shape}")
-    if not _is_real(y):
-        raise InputValidationError(f"labels must be integer class indices, got dtype {y.dtype}")
-    if not np.issubdtype(y.dtype, np.integer):
-        if not (np.isfinite(y).all() and np.all(np.mod(y, 1) == 0)):
-            raise InputValidationError("labels must be integer class indices; found NaN or fractional values")
-        y = y.astype(np.int64)
-    if (y < 0).any() or (n_classes is not None and (y >= n_classes).any()):
-        upper = "" if n_classes is None else f" and < {n_classes} (the number of probability columns)"
-        raise InputValidationError(f"labels must be >= 0{upper}; got values from {y.min()} to {y.max()}")
-    return y.astype(np.int64, copy=False)
-
-
-def _checked_probs(probs: Any, labels: Any) -> tuple[np.ndarray, np.ndarray, np.dtype[Any]]:
-    """float64 ``(N, C)`` probabilities, int labels and the input's float dtype (float64 if not float)."""
-    given = _as_numpy(probs, "probs")
-    if given.ndim != 2 or given.shape[1] < 2:
-        raise InputValidationError(
-            f"probs must have shape (N, C) with C >= 2 classes, got {given.shape}; "
-            "for top-1 confidences use the top-1 estimators"
-        )
-    if given.shape[0] == 0:
-        raise InputValidationError("no examples: the metric is undefined for an empty set")
-    if not _is_real(given):
-        raise InputValidationError(f"probs must be real numbers, got dtype {given.dtype}")
-    dtype = given.dtype if np.issubdtype(given.dtype, np.floating) else np.dtype(np.float64)
-    p = given.astype(np.float64)
-    check_probability_rows(p, "pass logits=True (or apply softmax first)")
-    return p, _checked_labels(labels, p.shape[0], p.shape[1]), dtype
-
-
-def _checked_logits(logits: Any, labels: Any) -> tuple[np.ndarray, np.ndarray]:
-    z = _as_numpy(logits, "logits")
-    if z.ndim != 2 or z.shape[1] < 2:
-        raise InputValidationError(f"logits must have shape (N, C) with C >= 2 classes, got {z.shape}")
-    if z.shape[0] == 0:
-        raise InputValidationError("no examples: the metric is undefined for an empty set")
-    if not _is_real(z):
-        raise InputValidationError(f"logits must be real numbers, got dtype {z.dtype}")
-    z = z.astype(np.float64)
-    if not np.isfinite(z).all():
-        raise InputValidationError("logits contain NaN or infinite values; fix or drop those rows")
-    return z, _checked_labels(labels, z.shape[0], z.shape[1])
-
-
-def classwise_calibration_error(probs: Any, labels: Any, n_bins: int = 15) -> float:
-    """Class-wise (marginal) ECE: the mean over classes of the one-vs-rest ECE.
-
-        classwise-ECE = (1 / C) sum_k ECE( p[:, k], 1[label == k] )
-
-    where each ECE uses ``n_bins`` equal-width bins ``(lo, hi]`` on [0, 1] (0 in the first bin), the
-    default convention of :func:`~modelval.metrics.calibration.expected_calibration_error`. Every class
-    counts, including classes that never occur (their scores against all-zero targets).
-
-    Matches ``calibration.get_ece(probs, labels, num_bins=n_bins, mode="marginal")`` of the package
-    ``uncertainty-calibration`` (its bin edges are ``i / n_bins``, which can differ from
-    ``numpy.linspace`` in the last bit, so a score exactly on an edge may be binned differently).
-    netcal and torchmetrics have no class-wise ECE. Computed in float64.
-    """
-    _check_n_bins(n_bins)
-    p, y, _ = _checked_probs(probs, labels)
-    n, classes = p.shape
-    inner = np.linspace(0.0, 1.0, int(n_bins) + 1)[1:-1]  # the edges of _bin_indices (default convention)
-    # All classes at once, a block of columns at a time (temporaries of about 4 M entries): one Python step
-    # per class took ~47 minutes for 20 million classes. For class k and bin b,
-    # ECE_k = sum_b |B_kb| / N * |acc_kb - conf_kb| = sum_b |hits_kb - sum of scores in B_kb| / N.
-    width = max(1, (1 << 22) // n)
-    total = 0.0
-    for start in range(0, classes, width):
-        block = p[:, start : start + width]
-        cols = block.shape[1]
-        bins = _searchsorted_even(inner, block.ravel(), "left").reshape(n, cols)
-        cell = bins + int(n_bins) * np.arange(cols)
-        scores = np.bincount(cell.ravel(), weights=block.ravel(), minlength=cols * int(n_bins))
-        mine = np.flatnonzero((y >= start) & (y < start + cols))  # examples whose class is in this block
-        column = y[mine] - start
-        hits = np.bincount(cell[mine, column], minlength=cols * int(n_bins))
-        total += float(np.abs(hits - scores).reshape(cols, int(n_bins)).sum(axis=1).sum() / n)
-    return total / classes
-
-
-def _probabilities(probs_or_logits: Any, labels: Any, logits: bool) -> tuple[np.ndarray, np.ndarray]:
-    if logits:
-        z, y = _checked_logits(probs_or_logits, labels)
-        return softmax(z), y
-    p, y, _ = _checked_probs(probs_or_logits, labels)
-    return p, y
-
-
-def brier_score(probs_or_logits: Any, labels: Any, *, logits: bool = False) -> float:
-    """Multiclass Brier score: ``(1/N) sum_i sum_k (p_ik - 1[y_i == k])^2``, in [0, 2].
-
-    ``logits=True`` takes ``(N, C)`` logits and uses ``softmax(logits)``.
-
-    Equals scikit-learn's ``brier_score_loss(labels, probs, labels=range(C))`` (>= 1.7) for ``C >= 3``
-    classes, where it sums over classes without halving. For ``C = 2`` scikit-learn's default
-    (``scale_by_half="auto"``) halves the score to [0, 1], the binary convention; this function does
-    not halve, so it equals ``brier_score_loss(..., scale_by_half=False)`` for every ``C``, and twice
-    the binary Brier score ``mean((p_1 - y)^2)`` for ``C = 2``. Computed in float64.
-    """
-    p, y = _probabilities(probs_or_logits, labels, logits)
-    rows = np.arange(len(y))
-    # sum_k (p_k - onehot_k)^2 = sum_k p_k^2 - 2 p_y + 1, without an (N, C) temporary.
-    per_example = np.einsum("ij,ij->i", p, p) - 2.0 * p[rows, y] + 1.0
-    return float(np.mean(per_example))
-
-
-def negative_log_likelihood(probs_or_logits: Any, labels: Any, *, logits: bool = False) -> float:
-    """Mean negative log-likelihood of the true class, ``-(1/N) sum_i log p_{i, y_i}``.
-
-    From probabilities (default), as scikit-learn's ``log_loss(labels, probs, labels=range(C))``: the
-    probability of the true class is clipped to ``[eps, 1 - eps]`` with ``eps`` the machine epsilon of
-    the input's float dtype (2.2e-16 for float64, 1.2e-7 for float32; float64 for non-float input),
-    so a zero probability costs ``-log(eps)`` (36.04 for float64) instead of infinity, and the rows are
-    not renormalised. scikit-learn computes in the input's dtype, this function always in float64
-    (identical for float64 input; for float32 input the results differ by float32 rounding).
-
-    From logits (``logits=True``): the exact log-softmax ``z_y - logsumexp(z)`` without clipping, as
-    ``torch.nn.functional.cross_entropy``, so a confidently wrong prediction keeps its full cost. The two
-    paths agree up to rounding wherever ``eps <= p_y <= 1 - eps``.
-    """
-    if logits:
-        z, y = _checked_logits(probs_or_logits, labels)
-        return float(-np.mean(log_softmax(z)[np.arange(len(y)), y]))
-    p, y, dtype = _checked_probs(probs_or_logits, labels)
-    eps = float(np.finfo(dtype).eps)
-    p_true = np.clip(p[np.arange(len(y)), y], eps, 1 - eps)
-    return float(-np.mean(np.log(p_true)))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -530,15 +322,15 @@ def negative_log_likelihood(probs_or_logits: Any, labels: Any, *, logits: bool =
 def auto_n_bins(n: int) -> int:
     """Cube-root rule for the number of bins: ``ceil(n ** (1/3))``, the smallest ``k`` with ``k^3 >= n``.
 
-    A bin width of order ``n^(-1/3)`` balances a histogram estimator's bias and variance (Freedman &
-    Diaconis 1981; numpy's ``histogram_bin_edges(bins="rice")`` uses ``2 n^(1/3)`` bins). scikit-learn
-    (checked in 1.9) has no cube-root bin rule of its own: ``calibration_curve`` takes ``n_bins=5``
-    unless told otherwise. Computed in exact integer arithmetic, so perfect cubes are not rounded up
-    (``auto_n_bins(1000) == 10``, ``auto_n_bins(1001) == 11``).
+    A bin width of order ``n^(-1/3)`` balances a histogram estimator's bias and variance (Freedman & Diaconis
+    1981). Exact integer arithmetic: ``auto_n_bins(1000) == 10``, ``auto_n_bins(1001) == 11``.
+
+    Parameters
+    ----------
+    n
+        The number of examples.
     """
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
-        raise InputValidationError(f"n must be a positive integer (the number of examples), got {n!r}")
-    n = int(n)
+    n = check_count(n, "n", expected="must be a positive integer (the number of examples)")
     k = max(1, round(n ** (1 / 3)))
     while k**3 < n:
         k += 1
@@ -548,31 +340,40 @@ def auto_n_bins(n: int) -> int:
 
 
 def resolve_n_bins(n_bins: int | Literal["auto"], n: int) -> tuple[int, str | None]:
-    """``(bins, rule)``: ``auto`` becomes the cube-root rule's count for ``n`` examples."""
+    """``(bins, rule)``: ``"auto"`` becomes the cube-root rule's count for ``n`` examples, with the rule said.
+
+    Parameters
+    ----------
+    n_bins
+        A bin count or ``"auto"``.
+    n
+        The number of examples.
+    """
+    check_n_bins(n_bins, auto=True)
     if n_bins == "auto":
         return auto_n_bins(n), f"auto: ceil(n^(1/3)) for n = {n}"
-    if isinstance(n_bins, bool) or not isinstance(n_bins, (int, np.integer)) or n_bins < 1:
-        raise InputValidationError(f"n_bins must be a positive integer or 'auto', got {n_bins!r}")
     return int(n_bins), None
 
 
 def ece_at_bin_counts(
-    confidences: Any,
-    correct: Any,
-    bin_counts: Iterable[int] = DEFAULT_BIN_COUNTS,
-    *,
-    adaptive: bool = False,
+    confidences: Any, correct: Any, bin_counts: Iterable[int] = DEFAULT_BIN_COUNTS, *, adaptive: bool = False
 ) -> dict[int, float]:
-    """The ECE of :func:`~modelval.metrics.calibration.expected_calibration_error` at each bin count.
+    """``{n_bins: ece}`` at each bin count (the order given, duplicates once): how much an ECE depends on the bins.
 
-    Returns ``{n_bins: ece}`` in the order given (duplicates once). Shows how much a reported ECE
-    depends on the bin count, the main source of its bias (Roelofs et al. 2022).
+    Parameters
+    ----------
+    confidences, correct
+        Top-1 confidences in [0, 1] and whether each prediction was right (0/1 or bool).
+    bin_counts
+        The bin counts.
+    adaptive
+        Equal-mass bins instead of uniform ones.
     """
     counts = list(bin_counts)
     if not counts:
         raise InputValidationError("bin_counts is empty; give at least one bin count, e.g. (5, 10, 15)")
     for n_bins in counts:
-        _check_n_bins(n_bins)
+        check_n_bins(n_bins)
     conf, flags = _top1(confidences, correct)
     return {int(b): expected_calibration_error(conf, flags, int(b), adaptive=adaptive) for b in counts}
 
@@ -589,7 +390,7 @@ class GroupECE:
 
 
 def _group_ids(name: str, ids: Any) -> np.ndarray:
-    arr = _as_numpy(list(ids) if isinstance(ids, (set, frozenset)) else ids, f"groups[{name!r}]").reshape(-1)
+    arr = as_array(list(ids) if isinstance(ids, (set, frozenset)) else ids, f"groups[{name!r}]").reshape(-1)
     integral = arr.size == 0 or np.issubdtype(arr.dtype, np.integer)
     if not integral and np.issubdtype(arr.dtype, np.floating):
         integral = bool(np.isfinite(arr).all() and np.all(np.mod(arr, 1) == 0))
@@ -599,24 +400,27 @@ def _group_ids(name: str, ids: Any) -> np.ndarray:
 
 
 def ece_by_group(
-    confidences: Any,
-    correct: Any,
-    labels: Any,
-    groups: Mapping[str, Any],
-    n_bins: int = 15,
-    *,
-    adaptive: bool = False,
+    confidences: Any, correct: Any, labels: Any, groups: Mapping[str, Any], n_bins: int = 15, *, adaptive: bool = False
 ) -> dict[str, GroupECE]:
-    """ECE per class group (e.g. many / medium / few shot): for each ``name -> class ids``, the ECE of
-    the examples whose **true** label is in the group (``n_bins`` bins, the default convention of
-    :func:`~modelval.metrics.calibration.expected_calibration_error`).
+    """ECE of the examples whose **true** label is in each class group (e.g. many / medium / few shot).
 
-    A group without examples (no class ids, or none of its classes in ``labels``) gets ``ece=None`` and a
-    ``reason``; no NaN is ever returned. Groups may overlap; examples in no group are ignored.
+    A group without examples gets ``ece=None`` and a ``reason``, never NaN. Groups may overlap; examples in no
+    group are ignored.
+
+    Parameters
+    ----------
+    confidences, correct
+        Top-1 confidences in [0, 1] and whether each prediction was right (0/1 or bool).
+    labels
+        The true class of each example.
+    groups
+        Group name -> class ids.
+    n_bins, adaptive
+        The bins of each ECE.
     """
-    _check_n_bins(n_bins)
+    check_n_bins(n_bins)
     conf, flags = _top1(confidences, correct)
-    y = _checked_labels(labels, len(conf), None)
+    y = check_class_indices(labels, "labels", n=len(conf), scores="confidences")
     if not isinstance(groups, Mapping):
         raise InputValidationError(
             f"groups must be a mapping of group name -> class ids, e.g. {{'few': [3, 7]}}, got {type(groups).__name__}"

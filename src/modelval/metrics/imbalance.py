@@ -1,15 +1,10 @@
 """Metrics for long-tailed training evaluated on (usually balanced) test sets.
 
-* per-class accuracy ``acc_c`` = recall of class ``c``; NaN for a class without test examples.
-* balanced accuracy = mean of ``acc_c`` over classes with test examples
-  (``sklearn.metrics.balanced_accuracy_score``).
-* reweighted accuracy = ``sum_c w_c * acc_c`` with class weights ``w`` normalised to sum 1, usually
-  the training-set class frequencies (``class_weights.json``). A class with weight > 0 but no test
-  examples makes it undefined, and we say so rather than silently dropping the class.
-* head/medium/few ("many/medium/few-shot") groups by training count. Boundary rule (the one of Liu et
-  al. 2019, OLTR, ``shot_acc``): many if ``count > many_threshold`` (100), few if
-  ``count < few_threshold`` (20), medium otherwise, i.e. ``20 <= count <= 100``. Some repositories use
-  ``>= 100``; a class with exactly 100 training images is *medium* here.
+Per-class accuracy ``acc_c`` is the recall of class ``c`` (NaN without test examples); balanced accuracy their
+mean over the classes with examples (``sklearn.metrics.balanced_accuracy_score``); reweighted accuracy
+``sum_c w_c acc_c`` with class weights normalised to sum 1, undefined (an error, never a class silently dropped)
+when a class with weight > 0 has no test examples. Many/medium/few groups by training count follow OLTR's
+``shot_acc`` (Liu et al. 2019): many if ``count > 100``, few if ``count < 20``, medium otherwise.
 """
 
 from __future__ import annotations
@@ -23,14 +18,21 @@ from typing import Any
 import numpy as np
 
 from modelval.errors import DataError, InputValidationError
-from modelval.metrics.calibration import _as_numpy
-from modelval.metrics.classification import class_counts, validate_labels
+from modelval.metrics.classification import class_counts
+from modelval.metrics.validation import check_per_class, validate_labels
 
 
 def per_class_accuracy(labels: Any, preds: Any, num_classes: int) -> np.ndarray:
     """Accuracy on the examples of each class ``0 .. num_classes - 1`` (NaN where a class has none).
 
     From per-class counts, so 100,001 classes cost kilobytes, not a 74.5 GiB confusion matrix.
+
+    Parameters
+    ----------
+    labels, preds
+        True and predicted classes.
+    num_classes
+        The number of classes.
     """
     hits, _, support = class_counts(labels, preds, num_classes)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -38,28 +40,31 @@ def per_class_accuracy(labels: Any, preds: Any, num_classes: int) -> np.ndarray:
 
 
 def balanced_accuracy(labels: Any, preds: Any, num_classes: int | None = None) -> float:
-    """Mean per-class accuracy over the classes that occur in ``labels``."""
+    """Mean per-class accuracy over the classes that occur in ``labels``.
+
+    Parameters
+    ----------
+    labels, preds
+        True and predicted classes.
+    num_classes
+        The number of classes; ``None``: the largest class index + 1.
+    """
     y, p = validate_labels(labels, preds, num_classes)
     k = int(max(y.max(), p.max()) + 1) if num_classes is None else num_classes
     return float(np.nanmean(per_class_accuracy(y, p, k)))
 
 
 def normalize_class_weights(weights: Any, num_classes: int | None = None) -> np.ndarray:
-    """Check non-negative finite weights (one per class, not all zero) and scale them to sum 1."""
-    w = _as_numpy(weights, "class weights")
-    if w.ndim != 1:
-        raise InputValidationError(f"class weights must be a flat list (one per class), got shape {w.shape}")
-    if not np.issubdtype(w.dtype, np.number):
-        raise InputValidationError(f"class weights must be numbers, got dtype {w.dtype}")
-    w = w.astype(np.float64)
-    if num_classes is not None and len(w) != num_classes:
-        raise InputValidationError(f"expected {num_classes} class weights (one per class), got {len(w)}")
-    if not np.isfinite(w).all():
-        bad = [i for i, x in enumerate(w) if not math.isfinite(x)]
-        raise InputValidationError(f"class weights must be finite; NaN/inf at class(es) {bad[:10]}")
-    if (w < 0).any():
-        bad = np.flatnonzero(w < 0).tolist()
-        raise InputValidationError(f"class weights must be >= 0; negative at class(es) {bad[:10]}")
+    """Non-negative finite weights, one per class and not all zero, scaled to sum 1.
+
+    Parameters
+    ----------
+    weights
+        One weight per class.
+    num_classes
+        How many there must be (``None``: any number).
+    """
+    w = check_per_class(weights, "class weights", num_classes)
     if w.sum() == 0:
         raise InputValidationError("class weights are all zero; at least one class needs a positive weight")
     return w / w.sum()
@@ -100,7 +105,15 @@ def _read_per_class_json(path: str | Path, what: str, num_classes: int | None = 
 
 
 def load_class_weights(path: str | Path, num_classes: int | None = None) -> np.ndarray:
-    """Read ``class_weights.json`` (a list or a ``{"0": w}`` dict); weights are normalised to sum 1."""
+    """Read ``class_weights.json`` (a list or a ``{"0": w}`` dict); weights are normalised to sum 1.
+
+    Parameters
+    ----------
+    path
+        The JSON file.
+    num_classes
+        How many weights there must be (``None``: any number).
+    """
     values = _read_per_class_json(path, "class weight", num_classes)
     try:
         return normalize_class_weights(np.asarray(values, dtype=np.float64), num_classes)
@@ -162,12 +175,16 @@ class ShotGroups:
 
 
 def shot_groups(train_counts: Any, *, many_threshold: int = 100, few_threshold: int = 20) -> ShotGroups:
-    """Split classes by training count: many ``> many_threshold``, few ``< few_threshold``, else medium."""
-    c = _as_numpy(train_counts, "train counts")
-    if c.ndim != 1 or c.size == 0:
-        raise InputValidationError(f"train counts must be a non-empty flat list, got shape {c.shape}")
-    if not np.issubdtype(c.dtype, np.number) or not np.isfinite(c.astype(np.float64)).all() or (c < 0).any():
-        raise InputValidationError("train counts must be finite numbers >= 0")
+    """Split classes by training count: many ``> many_threshold``, few ``< few_threshold``, else medium.
+
+    Parameters
+    ----------
+    train_counts
+        Training images per class.
+    many_threshold, few_threshold
+        The group boundaries.
+    """
+    c = check_per_class(train_counts, "train counts")
     if few_threshold > many_threshold:
         raise InputValidationError(f"few_threshold ({few_threshold}) must not exceed many_threshold ({many_threshold})")
     many = np.flatnonzero(c > many_threshold)
@@ -182,6 +199,13 @@ def shot_accuracy(
     """Mean per-class accuracy within the many/medium/few groups (NaN for an empty group).
 
     Classes without test examples are left out of their group's mean.
+
+    Parameters
+    ----------
+    labels, preds
+        True and predicted classes.
+    train_counts, many_threshold, few_threshold
+        As :func:`shot_groups`.
     """
     groups = shot_groups(train_counts, many_threshold=many_threshold, few_threshold=few_threshold)
     n = len(np.asarray(train_counts))
@@ -196,8 +220,14 @@ def shot_accuracy(
 
 
 def load_train_counts(path: str | Path) -> np.ndarray:
-    """Read training counts per class: a JSON list or a ``{"0": n}`` dict."""
-    counts = np.asarray(_read_per_class_json(path, "training count"), dtype=np.float64)
-    if (counts < 0).any() or not np.isfinite(counts).all():
-        raise DataError(f"{path}: training counts must be finite and >= 0")
-    return counts
+    """Read training counts per class: a JSON list or a ``{"0": n}`` dict.
+
+    Parameters
+    ----------
+    path
+        The JSON file.
+    """
+    try:
+        return check_per_class(_read_per_class_json(path, "training count"), "training counts")
+    except InputValidationError as error:  # said of the file, as every problem of a file is
+        raise DataError(f"{path}: training counts must be finite and >= 0") from error

@@ -1,14 +1,8 @@
-"""Per-example prediction files (JSONL): one JSON object per line, ``{"label": int, "pred": int, "conf": float}``.
+"""Per-example prediction files (JSONL): one object per line, ``{"label": int, "pred": int, "conf": float}``.
 
-Other keys (``guid``, ``text``, ...) are ignored. ``conf`` is the top-1 softmax probability, in [0, 1].
-
-Rules:
-
-* A file whose first non-empty line has no ``conf`` key cannot be evaluated for calibration and is
-  *skipped* with the reason recorded. Confidence is never reconstructed.
-* A malformed row (not JSON, not an object, missing/non-integer ``label``/``pred``, non-numeric
-  ``conf``, ``conf`` outside [0, 1] or NaN) is dropped and counted by reason, or raises
-  :class:`~modelval.errors.DataError` with ``strict=True``.
+Other keys are ignored; ``conf`` is the top-1 probability, in [0, 1]. A file whose first row has no ``conf``
+cannot be evaluated for calibration and is *skipped* with the reason (confidence is never reconstructed); a
+malformed row is dropped and counted by reason, or raises :class:`~modelval.errors.DataError` with ``strict``.
 """
 
 from __future__ import annotations
@@ -78,8 +72,15 @@ def _conf_problem(conf: Any) -> str | None:
 def read_predictions(path: str | Path, *, strict: bool = False, require_conf: bool = True) -> PredictionFile:
     """Read one JSONL prediction file under the rules in the module docstring.
 
-    ``require_conf=False`` (for accuracy/F1, which need no confidence) keeps every row with a valid
-    ``label`` and ``pred``; its ``conf`` is kept where it is valid and NaN where it is missing or bad.
+    Parameters
+    ----------
+    path
+        The file.
+    strict
+        A malformed row is a :class:`~modelval.errors.DataError` instead of being dropped and counted.
+    require_conf
+        ``False`` (accuracy and F1 need no confidence): every row with a valid ``label`` and ``pred`` is kept,
+        its ``conf`` where it is valid and NaN where it is missing or bad.
     """
     path = Path(path)
     try:
@@ -133,4 +134,3 @@ def read_predictions(path: str | Path, *, strict: bool = False, require_conf: bo
     if result.rows_used == 0:
         result.skipped, result.reason = True, f"no valid rows ({result.rows_dropped} dropped)"
     return result
-

@@ -1,21 +1,10 @@
 """Multilabel calibration: ``(N, L)`` sigmoid scores against an ``(N, L)`` 0/1 label matrix.
 
-Each of the ``L`` labels is its own binary problem (is label ``k`` present in example ``i``?), with
-its own positive-class probability ``p_ik``; the rows need not sum to 1. Every number is first
-computed **per label** with the binary estimators of :mod:`modelval.metrics.binary` (positive-class
-ECE, MCE, RMS, Brier, NLL, debiased L2, smooth ECE) on column ``k``, then summarised three ways:
-
-* ``macro``: the unweighted mean over the labels, every label counting once (also labels that are
-  never positive: their column is scored against all-zero targets);
-* ``weighted``: the mean over the labels weighted by their number of positives (scikit-learn's
-  ``average="weighted"``, weights = support); undefined (``None``) when no label has a positive;
-* ``micro``: the estimator on the ``N * L`` pooled pairs ``(p_ik, y_ik)``, i.e. one reliability
-  diagram of all label decisions. For the Brier score and the NLL (means over examples) micro equals
-  macro, since every label has the same ``N`` examples; for the binned errors it does not.
-
-Bins, clipping and logits follow :mod:`modelval.metrics.binary` (``(lo, hi]`` uniform bins by default,
-each label binned on its own; adaptive edges are per label, and for ``micro`` over the pooled
-scores). ``logits=True`` applies the sigmoid element-wise.
+Each label is its own binary problem: every number is computed per label with the estimators of
+:mod:`modelval.metrics.binary` (positive-class ECE, MCE, RMS, Brier, NLL, debiased L2, smooth ECE) and then
+summarised as ``macro`` (the mean over labels), ``weighted`` (weighted by each label's positives, scikit-learn's
+``average="weighted"``; undefined when no label has one) and ``micro`` (on the ``N * L`` pooled pairs, which
+equals macro for the Brier score and the NLL). ``docs/binary.md`` has the details.
 """
 
 from __future__ import annotations
@@ -28,30 +17,15 @@ import numpy as np
 
 from modelval.errors import InputValidationError
 from modelval.metrics.binary import (
+    NORMS,
     binary_brier_score,
     binary_negative_log_likelihood,
     binary_reliability_bins,
-    sigmoid,
 )
 from modelval.metrics.bootstrap import calibration_intervals
-from modelval.metrics.calibration import (
-    Convention,
-    ReliabilityBins,
-    _as_numpy,
-    _binning_dtype,
-    _check_n_bins,
-    _validated_flags,
-)
+from modelval.metrics.calibration import Convention, ReliabilityBins
 from modelval.metrics.estimators import debiased_l2_calibration_error, smooth_ece
-
-__all__ = [
-    "AVERAGES",
-    "LabelCalibration",
-    "MultilabelCalibration",
-    "multilabel_calibration",
-    "multilabel_calibration_error",
-    "validate_multilabel",
-]
+from modelval.metrics.validation import check_choice, check_n_bins, validate_multilabel
 
 Average = Literal["macro", "micro", "weighted"]
 AVERAGES: tuple[str, ...] = ("macro", "micro", "weighted")
@@ -59,47 +33,6 @@ AVERAGES: tuple[str, ...] = ("macro", "micro", "weighted")
 METRICS: tuple[str, ...] = ("ece", "mce", "rms", "brier", "nll", "debiased_l2", "smece")
 
 _NO_POSITIVES = "no label has a positive example, so the positive-weighted average is 0/0"
-
-
-def validate_multilabel(scores: Any, labels: Any, *, logits: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    """Validated ``(N, L)`` probabilities (sigmoid of logits with ``logits=True``) and ``(N, L)`` bool labels.
-
-    Probabilities keep float32 for float16/float32 input (float64 otherwise; logits give float64).
-    Refused: other shapes, NaN, infinite logits, probabilities outside [0, 1], labels other than 0/1,
-    no examples or no labels.
-    """
-    name = "logits" if logits else "probs"
-    s = _as_numpy(scores, name)
-    y = _as_numpy(labels, "labels")
-    if s.ndim != 2:
-        raise InputValidationError(
-            f"{name} must be an (N, L) matrix (one score per example and label), got shape {s.shape}; for "
-            "one score per example use modelval.metrics.binary"
-        )
-    if s.shape[0] == 0 or s.shape[1] == 0:
-        raise InputValidationError(f"no examples or no labels: {name} has shape {s.shape}")
-    if y.shape != s.shape:
-        raise InputValidationError(
-            f"labels must be an (N, L) 0/1 matrix of the scores' shape {s.shape}, got {y.shape}; a multilabel "
-            "target marks every label present in an example (class indices (N,) belong to a multiclass model)"
-        )
-    if s.dtype == np.bool_ or not np.issubdtype(s.dtype, np.number) or np.issubdtype(s.dtype, np.complexfloating):
-        raise InputValidationError(f"{name} must be real numbers, got dtype {s.dtype}")
-    flags = _validated_flags(y, "labels", " (1 = label present)")
-    if logits:
-        z = s.astype(np.float64)
-        if not np.isfinite(z).all():
-            raise InputValidationError(f"logits contain {int((~np.isfinite(z)).sum())} NaN or infinite value(s)")
-        return sigmoid(z), flags
-    p = s.astype(_binning_dtype(s) if np.issubdtype(s.dtype, np.floating) else np.float64)
-    if np.isnan(p).any():
-        raise InputValidationError(f"probs contain {int(np.isnan(p).sum())} NaN value(s); drop or fix those rows")
-    if (p < 0).any() or (p > 1).any():
-        raise InputValidationError(
-            "probs must be per-label probabilities in [0, 1]; for logits pass logits=True (the card: store "
-            "them as 'logits')"
-        )
-    return p, flags
 
 
 @dataclass(frozen=True)
@@ -155,9 +88,13 @@ class MultilabelCalibration:
         """``{"macro": ..., "micro": ..., "weighted": ...}`` for one of :data:`METRICS`.
 
         ``weighted`` is ``None`` when no label has a positive example (the weights would be 0/0).
+
+        Parameters
+        ----------
+        metric
+            The number summarised.
         """
-        if metric not in METRICS:
-            raise InputValidationError(f"metric must be one of {METRICS}, got {metric!r}")
+        check_choice(metric, "metric", METRICS)
         values = np.array([getattr(label, metric) for label in self.labels], dtype=np.float64)
         weights = np.array([label.n_positive for label in self.labels], dtype=np.float64)
         weighted = float(np.dot(weights, values) / weights.sum()) if weights.sum() > 0 else None
@@ -213,8 +150,19 @@ def multilabel_calibration(
     ``stratify=True`` keeps the label's numbers of positives and negatives fixed). No
     interval is given for the summaries: resampling an example moves its ``L`` label decisions
     together, which the cell bootstrap (it draws each pair independently) cannot reproduce.
+
+    Parameters
+    ----------
+    probs, labels
+        ``(N, L)`` scores and the ``(N, L)`` 0/1 label matrix.
+    n_bins, logits, adaptive, convention
+        As :func:`~modelval.metrics.binary.binary_reliability_bins`.
+    label_names
+        One name per label column (default: the column indices).
+    n_bootstrap, seed, stratify
+        As :func:`~modelval.metrics.bootstrap.calibration_intervals`; 0 resamples: no intervals.
     """
-    _check_n_bins(n_bins)
+    check_n_bins(n_bins)
     p, y = validate_multilabel(probs, labels, logits=logits)
     n, count = p.shape
     names = _names(label_names, count)
@@ -274,13 +222,23 @@ def multilabel_calibration_error(
     ``average="macro"`` (mean over labels), ``"weighted"`` (weighted by each label's positives),
     ``"micro"`` (pooled pairs), or ``None`` for the ``(L,)`` per-label values. Raises
     :class:`~modelval.errors.InputValidationError` for ``"weighted"`` when no label has a positive.
+
+    Parameters
+    ----------
+    probs, labels
+        ``(N, L)`` scores and the ``(N, L)`` 0/1 label matrix.
+    n_bins, logits, adaptive, convention
+        As :func:`~modelval.metrics.binary.binary_reliability_bins`.
+    average
+        ``"macro"``, ``"weighted"``, ``"micro"`` or ``None``.
+    norm
+        ``"l1"`` (ECE), ``"l2"`` (RMS) or ``"max"`` (MCE).
     """
-    _check_n_bins(n_bins)
-    if average is not None and average not in AVERAGES:
-        raise InputValidationError(f"average must be one of {AVERAGES} or None (per label), got {average!r}")
-    metric = {"l1": "ece", "l2": "rms", "max": "mce"}.get(norm)
-    if metric is None:
-        raise InputValidationError(f"norm must be 'l1' (ECE), 'l2' (RMS) or 'max' (MCE), got {norm!r}")
+    check_n_bins(n_bins)
+    if average is not None:
+        check_choice(average, "average", AVERAGES, hint=" or None (per label)")
+    check_choice(norm, "norm", NORMS, hint=" ('l1' ECE, 'l2' RMS, 'max' MCE)")
+    metric = {"l1": "ece", "l2": "rms", "max": "mce"}[norm]
     p, y = validate_multilabel(probs, labels, logits=logits)
 
     def error(column_p: np.ndarray, column_y: np.ndarray) -> float:

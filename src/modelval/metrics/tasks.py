@@ -1,28 +1,11 @@
 """Which calibration a set of scores needs: binary, multiclass or multilabel, detected from shapes and ranges.
 
-:func:`detect_task` looks at the scores (``logits`` or ``probs``) and the labels and returns a
-:class:`TaskInput`: the task, the arrays in the form that task's functions take, and one sentence
-saying how the task was decided. The rules (``task=None`` or ``"auto"``):
-
-* scores ``(N,)`` or ``(N, 1)``, labels ``(N,)`` 0/1: **binary** (one positive-class score each);
-* scores ``(N, C)`` with ``C >= 2``, labels ``(N,)`` class indices: **multiclass** (top-label; the
-  rows must be a distribution, or logits);
-* scores ``(N, L)``, labels an ``(N, L)`` 0/1 matrix with some row holding no or several 1s:
-  **multilabel**;
-* probabilities ``(N, L)`` whose rows do not sum to 1, labels ``(N, L)`` 0/1 with one 1 per row:
-  **multilabel** (a softmax sums to 1).
-
-Refused as ambiguous, with a one-line reason that names ``task=`` (``--task``):
-
-* ``(N, L)`` labels with exactly one 1 per row and probabilities whose rows sum to 1, or logits: a
-  softmax with one-hot labels (multiclass) and L independent labels (multilabel) look the same;
-* ``(N,)`` **logits** whose values all lie in [0, 1]: these look like probabilities stored under the
-  wrong name (the sigmoid of such logits lies in [0.5, 0.73]).
-
-``task="binary"`` also takes an ``(N, 2)`` softmax (probabilities: column 1; logits: ``z_1 - z_0``,
-whose sigmoid is the softmax's column 1) and reads ``(N,)`` logits in [0, 1] as logits;
-``task="multiclass"`` also takes one-hot ``(N, C)`` labels (converted to class indices);
-``task="multilabel"`` takes any ``(N, L)`` scores with an ``(N, L)`` 0/1 label matrix.
+:func:`detect_task` returns a :class:`TaskInput`: the task, the arrays in the form that task's functions take,
+and one sentence saying how the task was decided. ``(N,)`` scores with 0/1 labels are binary; ``(N, C)`` scores
+with class indices multiclass; ``(N, L)`` scores with a 0/1 label matrix multilabel, unless every row holds
+exactly one 1 and the scores are logits or a softmax: that input is refused as ambiguous, as are ``(N,)``
+"logits" that all lie in [0, 1], with a reason that names ``task=`` (``--task``). The rules, and what a forced
+task also accepts, are in ``docs/binary.md``.
 """
 
 from __future__ import annotations
@@ -33,7 +16,7 @@ from typing import Any, Literal
 import numpy as np
 
 from modelval.errors import InputValidationError
-from modelval.metrics.calibration import PROB_SUM_TOL, _as_numpy
+from modelval.metrics.validation import PROB_SUM_TOL, as_array, check_choice
 
 Task = Literal["binary", "multiclass", "multilabel"]
 TASKS: tuple[str, ...] = ("binary", "multiclass", "multilabel")
@@ -86,17 +69,25 @@ def detect_task(labels: Any, *, logits: Any = None, probs: Any = None, task: str
     that the arrays fit it; ``None`` or ``"auto"`` detects. Exactly one of ``logits`` and ``probs``.
     Values are not validated beyond what the decision needs (NaN, ranges and label values are checked
     by the task's own functions afterwards).
+
+    Parameters
+    ----------
+    labels
+        Class indices ``(N,)``, 0/1 labels ``(N,)`` or an ``(N, L)`` 0/1 label matrix.
+    logits, probs
+        The scores, exactly one of them.
+    task
+        The task, or ``None``/``"auto"`` to detect it.
     """
     if (logits is None) == (probs is None):
         raise InputValidationError("give exactly one of logits and probs")
     from_logits = logits is not None
     kind = "logits" if from_logits else "probs"
-    s = _as_numpy(logits if from_logits else probs, kind)
-    y = _as_numpy(labels, "labels")
+    s = as_array(logits if from_logits else probs, kind)
+    y = as_array(labels, "labels")
     if task in (None, "auto"):
         return _detect(s, y, from_logits, kind)
-    if task not in TASKS:
-        raise InputValidationError(f"task must be one of {TASKS} or 'auto', got {task!r}")
+    check_choice(task, "task", TASKS, hint=" or 'auto'")
     given = f"given: task='{task}'"
     if task == "binary":
         return _as_binary(s, y, from_logits, kind, given)

@@ -1,18 +1,12 @@
 """Post-hoc scaling of logits (Guo et al. 2017): temperature, vector and matrix scaling.
 
-All three are fitted on held-out ``(N, C)`` logits by minimising the mean negative log-likelihood.
-
-* Temperature scaling divides the logits by one scalar ``T > 0``. ``T`` is found by a bounded
-  golden-section search over ``log T`` (the NLL is convex in ``1 / T``, hence unimodal in ``log T``),
-  followed by a few Newton steps on ``1 / T``. The search is deterministic: no random start, no
-  dependence on the thread count. ``argmax`` is unchanged because ``T > 0``.
-* Vector scaling learns ``softmax(w * z + b)`` and matrix scaling ``softmax(z W^T + b)`` with
-  ``torch.optim.LBFGS`` in float64 from the identity. Both may change the predicted class.
-
-A fit that did not find an interior optimum says so: a temperature that ends on a bound of
-``[1e-3, 1e3]``, or an LBFGS run that stopped on its iteration or evaluation cap (or with a gradient
-still above ``GRAD_TOL``), issues a :class:`ScalingFitWarning` and the fitted
-:class:`LogitScaler` has ``converged=False`` (``modelval temperature --json`` reports ``converged``).
+Each is fitted on held-out ``(N, C)`` logits by minimising the mean negative log-likelihood. Temperature
+scaling divides the logits by one ``T > 0``, found by a deterministic golden-section search on ``log T`` (the
+NLL is convex in ``1 / T``) polished by Newton steps on ``1 / T``; ``argmax`` never changes. Vector
+(``softmax(w * z + b)``) and matrix (``softmax(z W^T + b)``) scaling use ``torch.optim.LBFGS`` in float64 from
+the identity. A fit that found no interior optimum (a temperature on a bound of ``[1e-3, 1e3]``, LBFGS stopped
+on a cap or with a gradient above ``GRAD_TOL``) issues a :class:`ScalingFitWarning` and reports
+``converged=False``.
 """
 
 from __future__ import annotations
@@ -27,7 +21,8 @@ from typing import Any, Literal
 import numpy as np
 
 from modelval.errors import DataError, InputValidationError
-from modelval.metrics.calibration import _as_numpy, expected_calibration_error
+from modelval.metrics.calibration import expected_calibration_error
+from modelval.metrics.validation import as_array, check_choice, check_number, validate_logits
 
 LOG_T_BOUNDS: tuple[float, float] = (math.log(1e-3), math.log(1e3))
 #: Largest absolute gradient entry of the mean NLL at which an LBFGS fit counts as converged.
@@ -58,65 +53,35 @@ def _warn_temperature_bound(temperature: float) -> None:
     )
 
 
-def validate_logits(logits: Any, labels: Any) -> tuple[np.ndarray, np.ndarray]:
-    """Check ``(N, C)`` finite logits and ``(N,)`` integer labels in ``[0, C)``."""
-    z = _as_numpy(logits, "logits")
-    y = _as_numpy(labels, "labels")
-    if z.ndim != 2 or z.shape[1] < 2:
-        raise InputValidationError(f"logits must have shape (N, C) with C >= 2, got {z.shape}")
-    if y.shape != (z.shape[0],):
-        raise InputValidationError(f"labels must have shape ({z.shape[0]},) to match the logits, got {y.shape}")
-    if z.shape[0] == 0:
-        raise InputValidationError("no examples: cannot fit or evaluate on empty logits")
-    z = z.astype(np.float64)
-    if not np.isfinite(z).all():
-        raise InputValidationError("logits contain NaN or infinite values; fix or drop those rows")
-    if not np.issubdtype(y.dtype, np.integer):
-        if np.issubdtype(y.dtype, np.floating) and np.all(np.mod(y, 1) == 0):
-            y = y.astype(np.int64)
-        else:
-            raise InputValidationError(f"labels must be integer class indices, got dtype {y.dtype}")
-    if (y < 0).any() or (y >= z.shape[1]).any():
-        raise InputValidationError(f"labels must lie in [0, {z.shape[1] - 1}] for {z.shape[1]} logit columns")
-    return z, y.astype(np.int64)
-
-
 def softmax(logits: np.ndarray) -> np.ndarray:
+    """Row-wise softmax of ``(N, C)`` logits.
+
+    Parameters
+    ----------
+    logits
+        The logits.
+    """
     shifted = logits - logits.max(axis=1, keepdims=True)
     e = np.exp(shifted)
     return e / e.sum(axis=1, keepdims=True)
 
 
 def log_softmax(logits: np.ndarray) -> np.ndarray:
-    """Exact row-wise log-softmax, ``z - logsumexp(z)`` (as ``torch.log_softmax``): no flooring of tiny
-    probabilities, so the NLL of a confidently wrong prediction is its full ``-log p``."""
+    """Exact row-wise log-softmax, ``z - logsumexp(z)`` (as ``torch.log_softmax``).
+
+    No flooring of tiny probabilities, so the NLL of a confidently wrong prediction is its full ``-log p``.
+
+    Parameters
+    ----------
+    logits
+        ``(N, C)`` logits.
+    """
     shifted = logits - logits.max(axis=1, keepdims=True)
     return shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
 
 
-def negative_log_likelihood(logits: Any, labels: Any, temperature: float = 1.0) -> float:
-    """Mean NLL of ``softmax(logits / temperature)`` (``torch.nn.functional.cross_entropy``)."""
-    z, y = validate_logits(logits, labels)
-    _check_temperature(temperature)
-    return _nll(z / temperature, y)
-
-
 def _nll(z: np.ndarray, y: np.ndarray) -> float:
     return float(-log_softmax(z)[np.arange(len(y)), y].mean())
-
-
-def _check_temperature(temperature: float) -> None:
-    if not (isinstance(temperature, (int, float, np.floating)) and math.isfinite(temperature) and temperature > 0):
-        raise InputValidationError(f"temperature must be a finite number > 0, got {temperature!r}")
-
-
-def apply_temperature(logits: Any, temperature: float) -> np.ndarray:
-    """Calibrated probabilities ``softmax(logits / T)``."""
-    _check_temperature(temperature)
-    z = _as_numpy(logits, "logits").astype(np.float64)
-    if z.ndim != 2:
-        raise InputValidationError(f"logits must have shape (N, C), got {z.shape}")
-    return softmax(z / temperature)
 
 
 def fit_temperature(logits: Any, labels: Any, *, tol: float = 1e-10) -> float:
@@ -141,7 +106,7 @@ def fit_temperature(logits: Any, labels: Any, *, tol: float = 1e-10) -> float:
     Returns
     -------
     float
-        The fitted temperature; apply it with :func:`apply_temperature`.
+        The fitted temperature: the calibrated probabilities are ``softmax(logits / T)``.
 
     Examples
     --------
@@ -209,17 +174,23 @@ class TemperatureSweepPoint:
 
 
 def temperature_sweep(
-    logits: Any,
-    labels: Any,
-    temperatures: Sequence[float] = (0.5, 1.0, 1.5, 2.0),
-    *,
-    n_bins: int = 15,
+    logits: Any, labels: Any, temperatures: Sequence[float] = (0.5, 1.0, 1.5, 2.0), *, n_bins: int = 15
 ) -> list[TemperatureSweepPoint]:
-    """NLL and ECE at fixed temperatures (the seed's sweep ``T in {0.5, 1, 1.5, 2}``, 15 bins)."""
+    """NLL, ECE and accuracy at fixed temperatures (the seed's sweep ``T in {0.5, 1, 1.5, 2}``, 15 bins).
+
+    Parameters
+    ----------
+    logits, labels
+        ``(N, C)`` logits and the true class of each row.
+    temperatures
+        The temperatures.
+    n_bins
+        Bins of the ECE.
+    """
     z, y = validate_logits(logits, labels)
     points = []
     for t in temperatures:
-        _check_temperature(t)
+        check_number(t, "temperature", above=0, expected="must be a finite number > 0")
         probs = softmax(z / t)
         pred = probs.argmax(axis=1)
         correct = (pred == y).astype(np.float64)
@@ -251,7 +222,14 @@ class LogitScaler:
         return float(1.0 / self.weight)
 
     def transform(self, logits: Any) -> np.ndarray:
-        z = _as_numpy(logits, "logits").astype(np.float64)
+        """The calibrated logits.
+
+        Parameters
+        ----------
+        logits
+            ``(N, C)`` logits with the ``C`` of the fit.
+        """
+        z = as_array(logits, "logits").astype(np.float64)
         if z.ndim != 2:
             raise InputValidationError(f"logits must have shape (N, C), got {z.shape}")
         if self.method == "matrix":
@@ -263,6 +241,13 @@ class LogitScaler:
         return z * self.weight + self.bias
 
     def predict_proba(self, logits: Any) -> np.ndarray:
+        """The calibrated probabilities, ``softmax(transform(logits))``.
+
+        Parameters
+        ----------
+        logits
+            ``(N, C)`` logits with the ``C`` of the fit.
+        """
         return softmax(self.transform(logits))
 
 
@@ -284,11 +269,23 @@ def fit_scaling(
     (Off-Diagonal and Intercept Regularisation). Vector scaling has no off-diagonal weights, so only
     ``mu`` acts there. ``lam`` and ``mu`` are chosen by the user (Kull et al. pick them by
     cross-validation); ``None`` or ``(0, 0)`` is the unregularised fit.
+
+    Parameters
+    ----------
+    logits, labels
+        Held-out ``(N, C)`` logits and the true class of each row.
+    method
+        ``"temperature"``, ``"vector"`` or ``"matrix"``.
+    max_iter
+        LBFGS iterations (vector and matrix scaling).
+    odir
+        The ODIR weights ``(lam, mu)``; ``None``: none.
     """
     z, y = validate_logits(logits, labels)
+    check_choice(method, "method", ("temperature", "vector", "matrix"))
     lam, mu = (0.0, 0.0) if odir is None else (float(odir[0]), float(odir[1]))
-    if not (math.isfinite(lam) and math.isfinite(mu) and lam >= 0 and mu >= 0):
-        raise InputValidationError(f"odir must be two finite numbers >= 0 (lambda, mu), got {odir!r}")
+    for weight in (lam, mu):
+        check_number(weight, "odir", minimum=0, expected="must be two finite numbers >= 0 (lambda, mu)")
     if odir is not None and method == "temperature":
         raise InputValidationError("odir regularisation applies to vector and matrix scaling, not to temperature")
     if method == "temperature":
@@ -298,8 +295,6 @@ def fit_scaling(
         for record in caught:  # re-issued here so that the warning points at the caller of fit_scaling
             warnings.warn(record.message, record.category, stacklevel=2)
         return LogitScaler("temperature", np.asarray(1.0 / t), np.asarray(0.0), converged=not _at_bound(t))
-    if method not in ("vector", "matrix"):
-        raise InputValidationError(f"method must be 'temperature', 'vector' or 'matrix', got {method!r}")
     import torch
 
     n_classes = z.shape[1]
@@ -363,6 +358,13 @@ def read_array_file(path: str | Path, what: str = "logits") -> dict[str, Any]:
 
     ``.pt`` files are loaded with ``weights_only=True``: no code in the file is executed. ``what`` names
     the content in messages ("logits", "predictions").
+
+    Parameters
+    ----------
+    path
+        The file.
+    what
+        What it holds, for the messages.
     """
     path = Path(path)
     if not path.is_file():
@@ -402,6 +404,11 @@ def load_logits_file(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
     * ``.npz`` with arrays ``logits`` (N, C) and ``labels`` (N,) (``numpy.savez(f, logits=..., labels=...)``);
     * ``.pt`` / ``.pth``: a dict ``{"logits": Tensor, "labels": Tensor}`` saved with ``torch.save``
       (loaded with ``weights_only=True``, so no code in the file is executed).
+
+    Parameters
+    ----------
+    path
+        The file.
     """
     content = read_array_file(path)
     if not {"logits", "labels"} <= set(content):
