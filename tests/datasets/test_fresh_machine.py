@@ -34,7 +34,7 @@ def cue_conflict_archive(modelval_data_root: Path) -> bytes:
 
 def new_user(home: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MODELVAL_", "HF_", "XDG_"))}
-    env.update(HOME=str(home), PYTHONPATH=str(ROOT / "src"), MODELVAL_NO_STIMULUS_CACHE="1", **extra)
+    env.update(HOME=str(home), PYTHONPATH=str(ROOT / "src"), MODELVAL_NO_CACHE="1", **extra)
     return env
 
 

@@ -30,11 +30,9 @@ from modelval.cli._args import (
     thread_count,
     workers,
 )
-from modelval.datasets.cache import NO_CACHE_ENV
 from modelval.datasets.fetch import REFERENCE_DIR_ENV
 from modelval.datasets.registry import list_datasets
 from modelval.preprocessing import NORMALIZATION_CHOICES
-from modelval.records.output_cache import NO_OUTPUT_CACHE_ENV
 from modelval.runtime import DEFAULT_BATCH_SIZE
 
 if TYPE_CHECKING:
@@ -232,7 +230,7 @@ def add_evaluation_options(parser: argparse._ActionsContainer) -> None:
     parser.add_argument(
         "--no-cache",
         action="store_true",
-        help=f"decode the PNGs instead of using the per-user decode cache (or set {NO_CACHE_ENV}=1)",
+        help="decode the PNGs instead of using the per-user decode cache (or set MODELVAL_NO_CACHE=1)",
     )
     parser.add_argument(
         "--threads",
@@ -251,7 +249,7 @@ def add_evaluation_options(parser: argparse._ActionsContainer) -> None:
     parser.add_argument(
         "--no-output-cache",
         action="store_true",
-        help=f"run the model even when its outputs on these stimuli are stored (or set {NO_OUTPUT_CACHE_ENV}=1; "
+        help="run the model even when its outputs on these stimuli are stored (or set MODELVAL_NO_CACHE=1; "
         "`modelval cache info` shows the cache)",
     )
     parser.add_argument(

@@ -45,7 +45,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--no-output-cache",
         action="store_true",
-        help="run every model even when its outputs on these stimuli are stored (or set MODELVAL_NO_OUTPUT_CACHE=1)",
+        help="run every model even when its outputs on these stimuli are stored (or set MODELVAL_NO_CACHE=1)",
     )
     parser.add_argument(
         "--allow-modified-stimuli",
