@@ -58,6 +58,23 @@ def resolve_offline(offline: bool | None = None) -> bool:
     return bool(settings.value("offline")) or os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes")
 
 
+def mirrored(path: str) -> str | None:
+    """``$MODELVAL_MIRROR/<path>`` (the ``mirror`` setting), or ``None`` when no mirror is set.
+
+    One base URL serves every download under the names docs/data.md lists: the data (``<set>.tar.gz``,
+    ``<set>/...``, ``raw-data/...``, ``model-vs-human/raw-data/...``) and the weights (``<file name>``).
+
+    Parameters
+    ----------
+    path
+        The file's place under the mirror, e.g. ``cue-conflict.tar.gz``.
+    """
+    from modelval import settings
+
+    base = str(settings.value("mirror") or "").strip().rstrip("/")
+    return f"{base}/{path}" if base else None
+
+
 #: Seconds :func:`check_reachable` waits for a TCP connection to the host before calling the network down.
 REACHABLE_TIMEOUT = 10.0
 #: Exception types (by name, from requests, urllib3, httpx, httpcore) that mean the host was never reached.

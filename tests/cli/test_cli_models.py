@@ -49,7 +49,7 @@ def test_fetch_failure_is_one_clear_message_without_traceback(capsys, isolated_c
     (served / name).write_bytes(b"not the checkpoint")
     other = tmp_path / "elsewhere"
     with serve(served) as server:
-        monkeypatch.setenv("MODELVAL_WEIGHTS_MIRROR", server.url)
+        monkeypatch.setenv("MODELVAL_MIRROR", server.url)
         code, _, err = run(capsys, "fetch", "resnet50_sin", "--checkpoint-dir", str(other))
     assert code == 2
     assert "Traceback" not in err

@@ -119,7 +119,7 @@ def test_a_member_twice_is_refused(tmp_path):
 
 def test_a_bomb_in_a_release_archive_is_refused_before_anything_is_written(monkeypatch, tmp_path, local_server):
     monkeypatch.setenv("MODELVAL_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setenv("MODELVAL_DATA_MIRROR", local_server.url)
+    monkeypatch.setenv("MODELVAL_MIRROR", local_server.url)
     name = "colour/dnn/session-1/0001_cl_dnn_bw_oven_40_n04111531_14126.png"
     archive = _tar_gz(lambda tar: _zeros(tar, name, 8 << 20))
     local_server.add("/colour.tar.gz", archive)
@@ -191,7 +191,7 @@ def test_a_killed_release_download_is_cleaned_up_by_the_next(monkeypatch, tmp_pa
             f"download_stimuli({str(destination)!r}, dataset='colour', progress=False)"
         )
         env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "MODELVAL_CACHE_DIR": str(cache),
-               "MODELVAL_DATA_MIRROR": server.url}  # fmt: skip
+               "MODELVAL_MIRROR": server.url}  # fmt: skip
         process = subprocess.Popen([sys.executable, "-c", code], env=env, stderr=subprocess.DEVNULL)
         deadline = time.time() + 60
         while time.time() < deadline and not list(destination.parent.glob(".colour.*/*.part")):
@@ -203,7 +203,7 @@ def test_a_killed_release_download_is_cleaned_up_by_the_next(monkeypatch, tmp_pa
     left = [p for p in destination.parent.iterdir() if p.name.startswith(".colour.")]
     assert len(left) == 1 and list(left[0].glob("*.part"))  # what SIGKILL leaves
     monkeypatch.setenv("MODELVAL_CACHE_DIR", str(cache))
-    monkeypatch.setenv("MODELVAL_DATA_MIRROR", local_server.url)
+    monkeypatch.setenv("MODELVAL_MIRROR", local_server.url)
     local_server.add("/colour.tar.gz", b"not an archive")
     with pytest.raises(DataError, match="not a readable tar archive"):
         download_stimuli(destination, dataset="colour", progress=False)  # the next fetch, failing for its own reason
@@ -224,7 +224,7 @@ def test_a_corrupt_release_record_is_one_line_exit_2(monkeypatch, tmp_path, loca
     from modelval.cli import main
 
     monkeypatch.setenv("MODELVAL_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setenv("MODELVAL_DATA_MIRROR", local_server.url)
+    monkeypatch.setenv("MODELVAL_MIRROR", local_server.url)
     local_server.add("/colour.tar.gz", b"an archive")
     path = record_path("colour")
     path.parent.mkdir(parents=True)

@@ -76,7 +76,7 @@ def test_wrong_hash_on_the_real_entry_is_refused_and_removed(isolated_caches, tm
     name = SIN_URL.rsplit("/", 1)[-1]
     torch.save({"state_dict": {"w": torch.zeros(3)}}, served / name)  # right name, wrong content
     with serve(served) as server:
-        monkeypatch.setenv("MODELVAL_WEIGHTS_MIRROR", server.url)
+        monkeypatch.setenv("MODELVAL_MIRROR", server.url)
         with pytest.raises(WeightsNotAvailableError) as caught:
             load_model("resnet50_sin", progress=False)
     message = str(caught.value)

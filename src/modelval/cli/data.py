@@ -25,7 +25,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "first fetch, the structure and counts are checked and the archive's SHA-256 recorded (none is "
         "published); a later copy that differs is refused. --humans fetches the published per-image decisions "
         "of the human observers (texture-vs-shape's, with VGG-16 and ResNet-50; with --dataset one of the 14, "
-        "model-vs-human's) instead. All honour MODELVAL_DATA_MIRROR.",
+        "model-vs-human's) instead. All honour MODELVAL_MIRROR.",
     )
     add_dataset_option(fetch)
     fetch.add_argument(

@@ -104,11 +104,14 @@ def _read(store: DecodeCache, key: str, count: int) -> torch.Tensor | None:
 
 
 def _write(store: DecodeCache, key: str, images: torch.Tensor) -> None:
-    """Write the entry under its lock, so two processes filling the same entry do not interleave."""
+    """Write the entry under its lock (bounded: a writer stuck for 10 minutes is given up), so two processes
+    filling the same entry do not interleave."""
+    from filelock import FileLock
+
     array = images.numpy()
     data = store.root / f"{key}.npy"
     store.root.mkdir(parents=True, exist_ok=True)
-    with store.lock(data):
+    with FileLock(f"{data}.lock", timeout=600):
         # Under the lock no other process writes this entry: its temporary files of the older naming are a killed
         # writer's (SIGKILL leaves a 184 MB .npy temp file behind).
         for leftover in store.root.glob(f".{key}.*.tmp"):

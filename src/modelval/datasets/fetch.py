@@ -25,24 +25,13 @@ from modelval.datasets.stimuli import (
 from modelval.download import (
     check_transfer_settings,
     download_file,
+    mirrored,
     resolve_offline,
     staging_folder,
     verify_sha256,
 )
 from modelval.errors import DataError, DownloadError
 from modelval.paths import package_data, user_cache_dir
-
-#: ``http://host/dir``: replaces the base URL of every data download (as MODELVAL_WEIGHTS_MIRROR does
-#: for weights). The mirror holds ``cue-conflict.tar.gz`` (the model-vs-human archive layout,
-#: ``cue-conflict/<category>/<file>.png``) and, for the file-by-file source, ``cue-conflict/<category>/<file>.png``.
-DATA_MIRROR_ENV = "MODELVAL_DATA_MIRROR"
-
-
-def data_mirror() -> str | None:
-    """The base URL of ``$MODELVAL_DATA_MIRROR`` without a trailing slash, or None."""
-    mirror = os.environ.get(DATA_MIRROR_ENV, "").strip()
-    return mirror.rstrip("/") or None
-
 
 SOURCES = ("model-vs-human", "texture-vs-shape")
 
@@ -54,15 +43,14 @@ def source_url(source: str, dataset: str = "cue-conflict") -> str:
     repository folder, fetched file by file (``<url>/<category>/<file>``).
     """
     entry = get_dataset(dataset)
-    mirror = data_mirror()
     if source == "model-vs-human":
         if entry.archive_url is None:
             raise DataError(f"{dataset} has no release archive; use --source texture-vs-shape")
-        return f"{mirror}/{entry.folder}.tar.gz" if mirror else entry.archive_url
+        return mirrored(f"{entry.folder}.tar.gz") or entry.archive_url
     if source == "texture-vs-shape":
         if not entry.folder_url:
             raise DataError(f"{dataset} has no file-by-file source; use --source model-vs-human (the release archive)")
-        return f"{mirror}/{entry.folder}" if mirror else entry.folder_url
+        return mirrored(entry.folder) or entry.folder_url
     raise DataError(f"source must be one of {', '.join(SOURCES)}, got {source!r}")
 
 
@@ -87,7 +75,7 @@ def download_stimuli(
 
     The cue-conflict images come from model-vs-human's release archive (``source="model-vs-human"``, the
     default) or file by file from texture-vs-shape's repository folder (``source="texture-vs-shape"``,
-    the default for edges and filled-silhouettes); ``$MODELVAL_DATA_MIRROR`` (or ``url``) points either
+    the default for edges and filled-silhouettes); ``$MODELVAL_MIRROR`` (or ``url``) points either
     at another server, e.g. a lab's mirror. Every file is checked against the SHA-256 digests of the
     manifest (by default the one committed with modelval), as ``modelval.verify_stimuli`` checks a
     folder. The images are assembled and verified in a hidden folder beside ``destination``, which is
@@ -387,7 +375,7 @@ def download_raw_data(
     """Fetch the published per-image decisions (10 human observers per experiment, VGG-16, ResNet-50).
 
     Files come from texture-vs-shape ``raw-data/<experiment folder>/<file>.csv`` (on a mirror:
-    ``$MODELVAL_DATA_MIRROR/raw-data/<experiment folder>/<file>.csv``), each verified against
+    ``$MODELVAL_MIRROR/raw-data/<experiment folder>/<file>.csv``), each verified against
     ``modelval/data/raw_data_manifest.json``, and land flat in ``destination`` only when all are good.
     """
     check_transfer_settings(timeout, retries)
@@ -408,13 +396,13 @@ def download_raw_data(
     if destination.exists() and not force:
         return verify_existing()
     refuse_offline(offline, f"the human raw data into {destination}")
-    base = (data_mirror() or TEXTURE_VS_SHAPE_RAW).rstrip("/")
     with staging_folder(destination) as staging:
         if destination.exists() and not force:  # another process finished it while this one waited
             return verify_existing()
         for name, spec in tqdm(sorted(files.items()), desc="raw data", disable=not progress):
             download_file(
-                f"{base}/{spec['path']}", staging / "files" / name, sha256=spec["sha256"],
+                mirrored(spec["path"]) or f"{TEXTURE_VS_SHAPE_RAW}/{spec['path']}", staging / "files" / name,
+                sha256=spec["sha256"],
                 timeout=timeout, retries=retries, progress=False,
             )  # fmt: skip
         if destination.exists():

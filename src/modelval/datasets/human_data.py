@@ -21,16 +21,15 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import tempfile
 from pathlib import Path
 
 from tqdm.auto import tqdm
 
 from modelval.behaviour.experiments import MODEL_VS_HUMAN, experiment
 from modelval.behaviour.humans import human_files
-from modelval.datasets.fetch import REFERENCE_DIR_ENV, data_mirror, default_raw_data_dir
+from modelval.datasets.fetch import REFERENCE_DIR_ENV, default_raw_data_dir
 from modelval.datasets.stimuli import MODEL_VS_HUMAN_SUBDIR, REFERENCE_SUBDIR, data_home, data_home_hint
-from modelval.download import download_file, verify_sha256
+from modelval.download import download_file, mirrored, staging_folder, verify_sha256
 from modelval.errors import DataError
 from modelval.paths import package_data, user_cache_dir
 
@@ -89,12 +88,10 @@ def _manifest() -> dict[str, object]:
 
 
 def raw_data_url() -> str:
-    """model-vs-human's ``raw-data/`` at the recorded commit, or ``$MODELVAL_DATA_MIRROR/model-vs-human/raw-data``."""
-    mirror = data_mirror()
-    if mirror:
-        return f"{mirror}/model-vs-human/raw-data"
+    """model-vs-human's ``raw-data/`` at the recorded commit, or ``$MODELVAL_MIRROR/model-vs-human/raw-data``."""
     manifest = _manifest()
-    return f"https://raw.githubusercontent.com/{manifest['repository']}/{manifest['commit']}/raw-data"
+    public = f"https://raw.githubusercontent.com/{manifest['repository']}/{manifest['commit']}/raw-data"
+    return mirrored("model-vs-human/raw-data") or public
 
 
 def download_model_vs_human_raw_data(
@@ -108,9 +105,23 @@ def download_model_vs_human_raw_data(
 ) -> Path:
     """Fetch the human observers' decisions of one of model-vs-human's 14 further datasets.
 
-    Lands in ``<destination>/<dataset>/`` (default: :func:`default_model_vs_human_dir`), each file verified
-    against the committed SHA-256, the folder moved into place only when complete; returns ``destination``.
-    An existing folder is verified, not fetched again (unless ``force``).
+    Lands in ``<destination>/<dataset>/``, each file verified against the committed SHA-256, the folder moved
+    into place only when complete; returns ``destination``. An existing folder is verified, not fetched again.
+
+    Parameters
+    ----------
+    dataset
+        One of model-vs-human's 14 further datasets (``sketch``, ``colour``, ...).
+    destination
+        The folder of the per-dataset folders (default: :func:`default_model_vs_human_dir`).
+    force
+        Fetch again even when the folder exists.
+    progress
+        A progress bar on stderr.
+    timeout
+        Seconds for connecting and for each read.
+    retries
+        Further attempts of a failed request.
     """
     if experiment(dataset).humans != MODEL_VS_HUMAN:
         raise DataError(f"{dataset}'s human data is texture-vs-shape's: run `modelval download-data --humans`")
@@ -129,21 +140,11 @@ def download_model_vs_human_raw_data(
             verify_sha256(path, sha256=digest)
         return root
     base = raw_data_url()
-    root.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{dataset}.", dir=root))
-    try:
+    with staging_folder(target) as staging:  # a killed download's folder is removed by the next one
         for name, digest in tqdm(sorted(files.items()), desc=f"{dataset} human data", disable=not progress):
-            download_file(
-                f"{base}/{name}",
-                staging / Path(name).name,
-                sha256=digest,
-                timeout=timeout,
-                retries=retries,
-                progress=False,
-            )
+            download_file(f"{base}/{name}", staging / "files" / Path(name).name, sha256=digest, timeout=timeout,
+                          retries=retries, progress=False)  # fmt: skip
         if target.exists():
             shutil.rmtree(target)
-        os.replace(staging, target)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        os.replace(staging / "files", target)
     return root

@@ -4,7 +4,7 @@ The stimuli of colour, contrast, the Eidolons, false-colour, high-pass, low-pass
 power-equalisation, rotation, uniform-noise and stylized are ImageNet-derived (ImageNet terms of access);
 sketch is ImageNet-Sketch (MIT). modelval does not pass them on: ``modelval download-data --dataset NAME``
 fetches ``<dataset>.tar.gz`` from model-vs-human's release v0.1 (``modelvshuman/utils.py``; on a mirror,
-``$MODELVAL_DATA_MIRROR/<dataset>.tar.gz``) when the user asks, and shows the licence the first time.
+``$MODELVAL_MIRROR/<dataset>.tar.gz``) when the user asks, and shows the licence the first time.
 Nothing fetches them on first use.
 
 An archive unpacks to ``<dataset>/dnn/session-1/<trial>_<code>_dnn_<condition>_<category>_<n>_<image>.png``.
@@ -16,10 +16,8 @@ model-vs-human publishes no checksums, so the fetch
 - records the archive's SHA-256 and every file's on the first fetch (trust on first use), in
   ``<user cache>/release-records/<dataset>.json``; a later archive that differs is refused, and an
   evaluation compares the files with that record;
-- unpacks safely, checking the member list before anything is written: a member with an absolute path, a
-  ``..`` part, a link or a special file, more files than the set has images, and sizes past what its images
-  can hold are refused; hidden files (``.DS_Store``) are ignored; ``tarfile``'s ``data`` filter guards the
-  extraction as well.
+- unpacks safely (:func:`safe_extract`), checking the member list before anything is written with ``tarfile``'s
+  ``data`` filter and modelval's bounds (the set's count of images, their sizes); hidden files are ignored.
 """
 
 from __future__ import annotations
@@ -184,6 +182,23 @@ def _member_parts(name: str) -> tuple[str, ...]:
     return tuple(part for part in PurePosixPath(name.replace("\\", "/")).parts if part not in ("", "."))
 
 
+def _refusal(member: tarfile.TarInfo, target: Path) -> str | None:
+    """Why a member may not be extracted, or None: tarfile's ``data`` filter, and the checks it does not do."""
+    if _ABSOLUTE.match(member.name):
+        return "has an absolute path"  # the filter would strip the "/" and extract it inside the folder
+    if member.issym() or member.islnk():
+        return f"is a link (to {member.linkname!r})"  # the filter allows a link that stays inside the folder
+    try:
+        tarfile.data_filter(member, str(target))
+    except tarfile.OutsideDestinationError:
+        return "has a '..' part that would leave the folder"
+    except tarfile.SpecialFileError:
+        return "is neither a file nor a folder"
+    except tarfile.FilterError as error:
+        return f"is refused by tarfile's data filter ({error})"
+    return None
+
+
 def safe_extract(
     archive: str | os.PathLike[str],
     target: str | os.PathLike[str],
@@ -193,74 +208,74 @@ def safe_extract(
 ) -> list[str]:
     """Unpack ``archive`` into ``target`` after checking its member list; return the names extracted.
 
-    Everything is checked from the list of members before the first byte is written. Refused: a member with
-    an absolute path (``/etc/x``, ``C:x``), a ``..`` part, a symbolic or hard link, or anything but plain
-    files and folders (model-vs-human's archives hold only those); with ``limits``, more files than the set
-    has images, a file that declares more bytes than any image of the set, or files that declare more bytes
-    together than the set can hold (a decompression bomb is refused from its headers, not after it filled
-    the disk). Hidden files and folders (``.DS_Store``, ``.pytest_cache/``) are ignored, not extracted, as
-    are the files ``select`` (given each member's path parts) declines. ``tarfile``'s ``data`` filter checks
-    every extracted member again.
+    Every member is checked before the first byte is written: by ``tarfile``'s ``data`` filter (no path or link
+    leaving ``target``, no device or pipe), and by what the filter does not do: an absolute path is refused
+    (the filter would extract it inside), and so is any link and a member that appears twice (model-vs-human's
+    archives hold plain files and folders, each once). With ``limits`` the archive is bounded: at most
+    ``2 * files + 1000`` entries, ``files`` files, none declaring more than ``file_bytes`` and all together not
+    more than ``total_bytes`` (a decompression bomb is refused from its headers, not after it filled the disk).
+    The extraction itself runs under the data filter too.
+
+    Parameters
+    ----------
+    archive
+        A tar archive (gzip, bz2 or xz compressed, or not).
+    target
+        The folder to unpack into (made).
+    limits
+        The bounds of the set it holds (``None``: unbounded, for archives modelval made).
+    select
+        Given each member's path parts, whether to extract it; hidden files and folders (``.DS_Store``,
+        ``.pytest_cache/``) are never extracted.
     """
     archive, target = Path(archive), Path(target)
-
-    def refuse(name: str, why: str) -> DataError:
-        return DataError(f"{archive}: refused: member {name!r} {why} (nothing was extracted)")
-
     most_entries = None if limits is None else 2 * limits.files + _SPARE_ENTRIES
+    chosen: list[tarfile.TarInfo] = []
+    seen: set[tuple[str, ...]] = set()
+    declared = 0
     try:
         with tarfile.open(archive) as tar:
-            chosen: list[tarfile.TarInfo] = []
-            seen: set[tuple[str, ...]] = set()
-            declared = 0
             for entries, member in enumerate(tar, start=1):
-                name = member.name
-                why = None
-                if _ABSOLUTE.match(name):
-                    why = "has an absolute path"
-                elif ".." in PurePosixPath(name.replace("\\", "/")).parts:
-                    why = "has a '..' part that would leave the folder"
-                elif member.issym() or member.islnk():
-                    why = f"is a link (to {member.linkname!r})"
-                elif not (member.isfile() or member.isdir()):
-                    why = "is neither a file nor a folder"
-                if why:
-                    raise refuse(name, why + "; model-vs-human's release archives hold only plain files and folders")
-                if most_entries is not None and entries > most_entries:
-                    assert limits is not None
-                    raise DataError(
-                        f"{archive}: refused: more than {most_entries} entries, for a set of {limits.files} images "
-                        "(nothing was extracted)"
-                    )
-                parts = _member_parts(name)
+                why = _refusal(member, target)
+                parts = _member_parts(member.name)
+                if why is None and member.isfile() and parts in seen:
+                    why = "appears twice in the archive"
+                if why is not None:
+                    raise DataError(f"{archive}: refused: member {member.name!r} {why} (nothing was extracted)")
+                if limits is not None and most_entries is not None and entries > most_entries:
+                    raise DataError(f"{archive}: refused: more than {most_entries} entries, for a set of "
+                                    f"{limits.files} images (nothing was extracted)")  # fmt: skip
                 if member.isdir() or not parts or is_hidden(parts) or (select is not None and not select(parts)):
                     continue
-                if parts in seen:
-                    raise refuse(name, "appears twice in the archive")
                 seen.add(parts)
+                declared += member.size
                 if limits is not None:
-                    if len(chosen) >= limits.files:
-                        raise DataError(
-                            f"{archive}: refused: more than {limits.files} files, but the {limits.what} set has "
-                            f"{limits.files} images (nothing was extracted)"
-                        )
-                    if member.size > limits.file_bytes:
-                        raise refuse(
-                            name, f"declares {member.size} bytes, more than any {limits.what} image may have "
-                            f"({limits.file_bytes})"
-                        )  # fmt: skip
-                    declared += member.size
-                    if declared > limits.total_bytes:
-                        raise DataError(
-                            f"{archive}: refused: its files declare more than {limits.total_bytes} bytes, more than "
-                            f"the {limits.what} set's {limits.files} images hold (nothing was extracted)"
-                        )
+                    _check_limits(archive, member, len(chosen) + 1, declared, limits)
                 chosen.append(member)
             target.mkdir(parents=True, exist_ok=True)
             tar.extractall(target, members=chosen, filter="data")
     except (tarfile.TarError, EOFError, OSError, zlib.error) as error:
         raise DataError(f"{archive}: not a readable tar archive ({error})") from None
     return [member.name for member in chosen]
+
+
+def _check_limits(archive: Path, member: tarfile.TarInfo, files: int, declared: int, limits: ArchiveLimits) -> None:
+    """Refuse the ``files``-th file when the set's bounds are passed (its count, one file's size, the total)."""
+    if files > limits.files:
+        raise DataError(
+            f"{archive}: refused: more than {limits.files} files, but the {limits.what} set has {limits.files} "
+            "images (nothing was extracted)"
+        )
+    if member.size > limits.file_bytes:
+        raise DataError(
+            f"{archive}: refused: member {member.name!r} declares {member.size} bytes, more than any {limits.what} "
+            f"image may have ({limits.file_bytes}) (nothing was extracted)"
+        )
+    if declared > limits.total_bytes:
+        raise DataError(
+            f"{archive}: refused: its files declare more than {limits.total_bytes} bytes, more than the "
+            f"{limits.what} set's {limits.files} images hold (nothing was extracted)"
+        )
 
 
 def release_limits(dataset: str) -> ArchiveLimits:

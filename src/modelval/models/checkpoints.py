@@ -138,9 +138,6 @@ def strip_prefix(state_dict: Mapping[str, torch.Tensor], prefix: str = "module."
 
 # --- The checkpoint cache: files modelval downloads itself (torch.hub-style names with a hash prefix) ---
 
-#: Replaces the scheme/host/folder of every checkpoint URL (``$MIRROR/<file name>``): for mirrors,
-#: air-gapped copies, and tests that serve files from 127.0.0.1.
-WEIGHTS_MIRROR_ENV = "MODELVAL_WEIGHTS_MIRROR"
 #: Download policy of ``fetch_checkpoint`` (module level so tests can shorten the backoff).
 DOWNLOAD_TIMEOUT_S = 30.0
 DOWNLOAD_RETRIES = 3
@@ -148,11 +145,20 @@ DOWNLOAD_BACKOFF_S = 1.0
 
 
 def checkpoint_url(url: str, *, mirror: str | None = None) -> str:
-    """``url``, or the same file name under ``mirror`` / ``$MODELVAL_WEIGHTS_MIRROR`` when one is set."""
-    base = mirror if mirror is not None else os.environ.get(WEIGHTS_MIRROR_ENV)
-    if not base:
-        return url
-    return f"{base.rstrip('/')}/{url.rsplit('/', 1)[-1]}"
+    """``url``, or the same file name under ``mirror`` / ``$MODELVAL_MIRROR`` (air-gapped copies, tests that serve
+    files from 127.0.0.1): ``<mirror>/<file name>``, beside the data files (docs/data.md lists the names).
+
+    Parameters
+    ----------
+    url
+        The checkpoint's public address.
+    mirror
+        A base URL to use instead of ``$MODELVAL_MIRROR``.
+    """
+    from modelval.download import mirrored
+
+    name = url.rsplit("/", 1)[-1]
+    return (f"{mirror.rstrip('/')}/{name}" if mirror else mirrored(name)) or url
 
 
 def torch_hub_dir() -> Path:

@@ -40,18 +40,7 @@ from typing import Any
 import numpy as np
 
 from modelval.errors import DataError
-from modelval.records.store import (
-    KEY,
-    Contents,
-    Entry,
-    Store,
-    array_digest,
-    listing,
-    matches,
-    modified,
-    read_record,
-    size_of,
-)
+from modelval.records.store import KEY, TAG, Contents, Entry, Store, array_digest, matches, read_record
 
 #: The files of an entry folder; a folder holding anything else is not modelval's and is never removed.
 ENTRY_FILES = frozenset({"meta.json", "outputs.npy", "probe.npy", "partial"})
@@ -245,7 +234,7 @@ class OutputCache(Store):
         """
         folder = self.entry_dir(key) / "partial"
         found = []
-        for path in listing(folder):
+        for path in self._children(folder):
             if path.name == "probe.npy" or self.is_temporary(path):
                 continue
             match = _CHUNK.fullmatch(path.name)
@@ -274,31 +263,30 @@ class OutputCache(Store):
     def _scan(self) -> Contents:
         """Entries are ``<2 hex>/<hex key starting with them>/`` folders holding only an entry's files."""
         contents = Contents()
-        for prefix in listing(self.root):
-            if prefix.name == "CACHEDIR.TAG":
-                continue
+        for prefix in self._children(self.root):
             if not (_PREFIX.fullmatch(prefix.name) and prefix.is_dir() and not prefix.is_symlink()):
-                contents.foreign.append(prefix.name + ("/" if prefix.is_dir() else ""))
+                contents.foreign += [] if prefix.name == TAG else [prefix.name + ("/" if prefix.is_dir() else "")]
                 continue
-            for folder in listing(prefix):
+            for folder in self._children(prefix):
                 if not self._is_entry(folder, prefix.name):
                     contents.foreign.append(f"{prefix.name}/{folder.name}")
                     continue
                 meta, partial = folder / "meta.json", folder / "partial"
-                files = [p for p in listing(folder) if p.is_file() and not self.is_temporary(p)]
+                files = [p for p in self._children(folder) if p.is_file() and not self.is_temporary(p)]
                 if meta.is_file():
-                    contents.entries.append(Entry(folder.name, (folder,), meta, size_of(files), modified(meta)))
+                    used = self._modified(meta)
+                    contents.entries.append(Entry(folder.name, (folder,), meta, self._bytes(files), used))
                 if partial.is_dir():
-                    contents.entries.append(Entry(folder.name, (partial,), partial, size_of([partial]),
-                                                  modified(partial), complete=False))  # fmt: skip
+                    size, used = self._bytes([partial]), self._modified(partial)
+                    contents.entries.append(Entry(folder.name, (partial,), partial, size, used, complete=False))
                 for place in (folder, partial):
-                    contents.temporaries += [p for p in listing(place) if p.is_file() and self.is_temporary(p)]
+                    contents.temporaries += [p for p in self._children(place) if p.is_file() and self.is_temporary(p)]
         return contents
 
     def _is_entry(self, folder: Path, prefix: str) -> bool:
         if not (KEY.fullmatch(folder.name) and folder.name.startswith(prefix)) or folder.is_symlink():
             return False
-        return folder.is_dir() and all(p.name in ENTRY_FILES or self.is_temporary(p) for p in listing(folder))
+        return folder.is_dir() and all(p.name in ENTRY_FILES or self.is_temporary(p) for p in self._children(folder))
 
     def partial_entries(self) -> list[Path]:
         """The ``partial/`` folders of interrupted runs."""

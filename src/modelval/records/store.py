@@ -12,8 +12,7 @@ Every store keeps the same rules:
   there), names its key and the SHA-256 and shape of each array it holds (:func:`array_digest`). A read checks
   them (:func:`read_record`, :func:`matches`) before anything is used; an entry that fails is removed, never served.
 - **Written whole.** Every file goes through :mod:`modelval.atomic` (a locked temporary
-  ``.<name>.modelval-<random>.tmp`` beside it, renamed into place); two writers of one entry wait on its lock
-  (filelock), at most :data:`LOCK_WAIT_S`.
+  ``.<name>.modelval-<random>.tmp`` beside it, renamed into place).
 - **Bounded.** After each write the least recently used entries go until the store is under ``$MODELVAL_CACHE_SIZE``
   (the ``cache_size`` setting, default 2 GiB); a read touches the entry's record. Incomplete entries left
   untouched for :data:`STALE_PARTIAL_S` go too.
@@ -31,7 +30,7 @@ import os
 import re
 import shutil
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, ClassVar
@@ -41,8 +40,6 @@ import numpy as np
 from modelval import atomic, settings
 from modelval.paths import user_cache_dir
 
-#: The longest wait for another process's write of the same entry; then this one goes without the cache.
-LOCK_WAIT_S = 600.0
 #: Incomplete entries (an interrupted run's rows) untouched this long are removed by the next eviction.
 STALE_PARTIAL_S = 7 * 24 * 3600
 #: A temporary file of the naming before :mod:`modelval.atomic`'s (no lock to probe) is dead after this long.
@@ -53,41 +50,35 @@ _TAG_TEXT = "Signature: 8a477f597d28d172789f06886806bc55\n# a modelval cache: `m
 KEY = re.compile(r"[0-9a-f]{16,128}")
 
 
-def cache_folder() -> Path:
-    """The one cache folder: ``$MODELVAL_CACHE_DIR``, else the per-user cache."""
-    return user_cache_dir()
-
-
 def cache_on(flag: bool | None = None) -> bool:
     """Whether a cache is used: ``flag`` when given, else on unless ``$MODELVAL_NO_CACHE=1``.
 
     Parameters
     ----------
     flag
-        ``True``/``False`` from a command's flag or a Python argument; ``None`` reads the setting.
+        From a command's flag or a Python argument; ``None`` reads the setting.
     """
     return bool(settings.value("cache", flag))
 
 
 def key_of(record: Any) -> str:
-    """The key of an entry: the SHA-256 of ``record`` (JSON-ready) in canonical form.
+    """An entry's key: the SHA-256 of ``record``, everything the entry depends on, as canonical JSON.
 
     Parameters
     ----------
     record
-        Everything the entry depends on.
+        A JSON-ready value.
     """
-    text = json.dumps(record, sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(text.encode()).hexdigest()
+    return hashlib.sha256(json.dumps(record, sort_keys=True, separators=(",", ":"), default=str).encode()).hexdigest()
 
 
 def array_digest(array: np.ndarray) -> str:
-    """The SHA-256 of an array's dtype, shape and bytes (what a record names).
+    """The SHA-256 of an array's dtype, shape and bytes, as a record names it.
 
     Parameters
     ----------
     array
-        Any numpy array.
+        A numpy array.
     """
     contiguous = np.ascontiguousarray(array)
     digest = hashlib.sha256(f"{contiguous.dtype}|{contiguous.shape}|".encode())
@@ -96,7 +87,7 @@ def array_digest(array: np.ndarray) -> str:
 
 
 def matches(array: np.ndarray, record: dict[str, Any], prefix: str = "") -> bool:
-    """Whether ``array`` is the one ``record`` names: its ``<prefix>shape`` and ``<prefix>sha256``.
+    """Whether ``array`` is the one ``record`` names by its ``<prefix>shape`` and ``<prefix>sha256``.
 
     Parameters
     ----------
@@ -111,14 +102,14 @@ def matches(array: np.ndarray, record: dict[str, Any], prefix: str = "") -> bool
 
 
 def read_record(path: Path, key: str) -> dict[str, Any]:
-    """An entry's record; a ``ValueError`` when the file is not a record naming ``key`` (``OSError``: unreadable).
+    """An entry's record; ``ValueError`` when the file is not a record naming ``key``, ``OSError`` when unreadable.
 
     Parameters
     ----------
     path
         The record's file.
     key
-        The key the entry is read for.
+        The key it must name.
     """
     record = json.loads(path.read_text(encoding="utf-8"))
     if not isinstance(record, dict) or record.get("key") != key:
@@ -128,7 +119,7 @@ def read_record(path: Path, key: str) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class Entry:
-    """One entry: what removing it removes, its record (its time is the last use) and its size."""
+    """One entry: what removing it removes, its record (whose time is the last use) and its bytes."""
 
     key: str
     paths: tuple[Path, ...]
@@ -149,7 +140,7 @@ class Entry:
 
 @dataclass
 class Contents:
-    """What stands in a store's folder: its entries, its writers' temporary files, and what is not modelval's."""
+    """What stands in a store's folder: its entries, its writers' temporary files, what is not modelval's."""
 
     entries: list[Entry] = field(default_factory=list)
     temporaries: list[Path] = field(default_factory=list)
@@ -167,45 +158,11 @@ class Cleared:
     left: tuple[str, ...]
 
 
-def size_of(paths: Any) -> int:
-    """The bytes of files and folders, each counted once (missing ones count 0).
-
-    Parameters
-    ----------
-    paths
-        Files or folders.
-    """
-    unique, total = set(paths), 0
-    for path in unique:
-        if any(parent in unique for parent in path.parents):
-            continue  # counted with the folder that holds it
-        with contextlib.suppress(OSError):
-            files = [path] if path.is_file() else [p for p in path.rglob("*") if p.is_file()]
-            total += sum(p.stat().st_size for p in files)
-    return total
-
-
-def listing(folder: Path) -> list[Path]:
-    """A folder's children, sorted (none when it is missing or a link).
-
-    Parameters
-    ----------
-    folder
-        The folder.
-    """
-    if folder.is_symlink() or not folder.is_dir():
-        return []
-    try:
-        return sorted(folder.iterdir())
-    except OSError:
-        return []
-
-
 class Store:
-    """Entries under keys in ``<cache folder>/<folder>``; the module docstring gives the rules.
+    """Entries under keys in ``<cache folder>/<folder>``, by the rules of the module docstring.
 
-    A store that keeps each entry as ``<key><suffix>`` files in its folder (the decoded stimuli, the answers)
-    names its :attr:`suffixes` and :attr:`legacy` temporary names; another layout overrides :meth:`_scan`.
+    A store that keeps each entry as ``<key><suffix>`` files (and their ``.lock``) in its folder names its
+    :attr:`suffixes`; another layout overrides :meth:`_scan`.
 
     Parameters
     ----------
@@ -221,63 +178,46 @@ class Store:
     what: ClassVar[str] = "entry"
     #: What an incomplete entry is, in those words.
     partial_what: ClassVar[str] = "incomplete entries"
-    #: A flat store's files of one entry: ``<key><suffix>``; the record is the ``.json`` one. ``<file>.lock`` too.
+    #: A flat store's files of one entry, ``<key><suffix>``: complete when all are there; the ``.json`` is the record.
     suffixes: ClassVar[tuple[str, ...]] = (".json",)
     #: Temporary names of the store's writers before :mod:`modelval.atomic`'s rule.
     legacy: ClassVar[re.Pattern[str] | None] = None
 
     def __init__(self, root: str | os.PathLike[str] | None = None, *, max_bytes: int | None = None) -> None:
-        self.root = Path(root) if root is not None else cache_folder() / self.folder
+        self.root = Path(root) if root is not None else user_cache_dir() / self.folder
         self.max_bytes = int(settings.value("cache_size")) if max_bytes is None else max_bytes
 
-    # --- writing -------------------------------------------------------------------------------------------
-
     def write(self, path: Path, write: Callable[[IO[bytes]], object]) -> None:
-        """Write one file of an entry whole (:func:`modelval.atomic.replacing`); a failure is an ``OSError`` or a
-        ``DataError``.
+        """Write one file of an entry whole (:func:`modelval.atomic.replacing`); a failure is an ``OSError`` or
+        a ``DataError``.
 
         Parameters
         ----------
         path
-            The file, inside the store's folder.
+            The file, in the store's folder.
         write
             Writes the content into the binary handle it is given.
         """
         if not (self.root / TAG).exists():
             self.root.mkdir(parents=True, exist_ok=True)
-            with atomic.replacing(self.root / TAG) as handle:
-                handle.write(_TAG_TEXT)
+            atomic.write_text(self.root / TAG, _TAG_TEXT)
         with atomic.replacing(path, binary=True) as handle:
             write(handle)
 
-    def lock(self, path: Path) -> Any:
-        """The lock of one entry's writers: ``<path>.lock`` (filelock), waited for at most :data:`LOCK_WAIT_S`.
-
-        Parameters
-        ----------
-        path
-            The entry's main file.
-        """
-        from filelock import FileLock
-
-        return FileLock(f"{path}.lock", timeout=LOCK_WAIT_S)
-
     @staticmethod
-    def touch(path: Path) -> None:
-        """Mark an entry used now (least recently used entries go first).
+    def touch(record: Path) -> None:
+        """Mark an entry used now: the least recently used go first.
 
         Parameters
         ----------
-        path
+        record
             The entry's record.
         """
         with contextlib.suppress(OSError):
-            path.touch(exist_ok=True)
-
-    # --- what is there -------------------------------------------------------------------------------------
+            record.touch(exist_ok=True)
 
     def is_temporary(self, path: Path) -> bool:
-        """Whether ``path`` is a temporary file of the store's writers (the atomic rule's, or an older naming).
+        """Whether ``path`` is a temporary file of the store's writers (the atomic rule's, or the older naming).
 
         Parameters
         ----------
@@ -287,16 +227,14 @@ class Store:
         return atomic.is_temporary(path) or bool(self.legacy and self.legacy.fullmatch(path.name))
 
     def _key_of_file(self, name: str) -> str | None:
-        for suffix in self.suffixes:
-            for ending in (suffix, f"{suffix}.lock"):
-                if name.endswith(ending) and KEY.fullmatch(name[: -len(ending)]):
-                    return name[: -len(ending)]
+        for ending in (*self.suffixes, *(f"{suffix}.lock" for suffix in self.suffixes)):
+            if name.endswith(ending) and KEY.fullmatch(name[: -len(ending)]):
+                return name[: -len(ending)]
         return None
 
     def _scan(self) -> Contents:
-        """The flat layout: ``<key><suffix>`` files (and their ``.lock``), complete once every suffix is there."""
         contents, groups = Contents(), dict[str, list[Path]]()
-        for path in listing(self.root):
+        for path in self._children(self.root):
             key = self._key_of_file(path.name) if path.is_file() and not path.is_symlink() else None
             if key is not None:
                 groups.setdefault(key, []).append(path)
@@ -307,23 +245,13 @@ class Store:
         for key, paths in groups.items():
             record = self.root / f"{key}.json"
             complete = all((self.root / f"{key}{suffix}").is_file() for suffix in self.suffixes)
-            used = modified(record if complete else paths[0])
-            contents.entries.append(Entry(key, tuple(paths), record, size_of(paths), used, complete))
+            used = self._modified(record if complete else paths[0])
+            contents.entries.append(Entry(key, tuple(paths), record, self._bytes(paths), used, complete))
         return contents
 
     def entries(self) -> list[Entry]:
         """Every complete entry, least recently used first."""
         return sorted((e for e in self._scan().entries if e.complete), key=lambda entry: entry.last_used)
-
-    # --- keeping it small, telling what is there, emptying it ---------------------------------------------
-
-    def _dead(self, path: Path) -> bool:
-        if atomic.is_temporary(path):
-            return atomic.writer_is_gone(path)
-        try:
-            return time.time() - path.stat().st_mtime > LEGACY_TEMP_S
-        except OSError:
-            return False
 
     def remove(self, entry: Entry) -> None:
         """Remove an entry's files (another process may have removed them first).
@@ -342,11 +270,10 @@ class Store:
     def evict(self) -> list[str]:
         """Remove the temporary files of killed writers, stale incomplete entries, then the least recently used
         entries until the store fits :attr:`max_bytes`; return the keys of the entries removed."""
-        contents = self._scan()
+        contents, now = self._scan(), time.time()
         for path in contents.temporaries:
-            if self._dead(path):
+            if atomic.writer_is_gone(path) if atomic.is_temporary(path) else now - self._modified(path) > LEGACY_TEMP_S:
                 path.unlink(missing_ok=True)
-        now = time.time()
         for entry in contents.entries:
             if not entry.complete and now - entry.last_used > STALE_PARTIAL_S:
                 self.remove(entry)
@@ -363,57 +290,64 @@ class Store:
     def info(self) -> dict[str, Any]:
         """Where the store is, whether it is on, its entries and bytes, and what in it is not modelval's."""
         contents = self._scan()
-        complete = [e for e in contents.entries if e.complete]
         partial = [e for e in contents.entries if not e.complete]
+        everything = [*(p for e in contents.entries for p in e.paths), *contents.temporaries, self.root / TAG]
         return {
             "path": str(self.root),
             "enabled": cache_on(),
-            "entries": len(complete),
-            "bytes": size_of([*(p for e in contents.entries for p in e.paths), *contents.temporaries, self.root / TAG]),
+            "entries": len(contents.entries) - len(partial),
+            "bytes": self._bytes(everything),
             "max_bytes": self.max_bytes,
             "interrupted_runs": len(partial),
             "interrupted_bytes": sum(entry.bytes for entry in partial),
             "temporary_files": len(contents.temporaries),
-            "temporary_bytes": size_of(contents.temporaries),
+            "temporary_bytes": self._bytes(contents.temporaries),
             "not_modelvals": contents.foreign,
         }
 
     def clear(self) -> Cleared:
-        """Remove every entry, complete or not, the writers' temporary files and the tag; nothing modelval did not
-        make. A folder that held modelval's files goes too, when nothing else is in it."""
+        """Remove every entry, complete or not, the writers' temporary files and the tag, and the folders that held
+        only those; nothing modelval did not make."""
         contents = self._scan()
         paths = [*(p for e in contents.entries for p in e.paths), *contents.temporaries, self.root / TAG]
-        size = size_of(paths)
+        size = self._bytes(paths)
         for entry in contents.entries:
             self.remove(entry)
-        for path in [*contents.temporaries, self.root / TAG]:
-            path.unlink(missing_ok=True)
         for path in paths:
-            for parent in _parents_below(path, self.root):
+            if path.is_file():
+                path.unlink(missing_ok=True)
+            for parent in path.parents:
+                if parent == self.root or self.root not in parent.parents:
+                    break
                 with contextlib.suppress(OSError):
                     parent.rmdir()  # only a folder that held modelval's files, and only when nothing else is in it
         partial = sum(not entry.complete for entry in contents.entries)
-        return Cleared(
-            len(contents.entries) - partial, partial, len(contents.temporaries), size, tuple(self._scan().foreign)
-        )
+        left = tuple(self._scan().foreign)
+        return Cleared(len(contents.entries) - partial, partial, len(contents.temporaries), size, left)
 
+    @staticmethod
+    def _children(folder: Path) -> list[Path]:
+        """A folder's children, sorted (none when it is missing or a link)."""
+        try:
+            return [] if folder.is_symlink() else sorted(folder.iterdir())
+        except OSError:
+            return []
 
-def modified(path: Path) -> float:
-    """When a file or folder was last written (``0`` when it is gone).
+    @staticmethod
+    def _modified(path: Path) -> float:
+        try:
+            return path.stat().st_mtime
+        except OSError:
+            return 0.0
 
-    Parameters
-    ----------
-    path
-        The file or folder.
-    """
-    try:
-        return path.stat().st_mtime
-    except OSError:
-        return 0.0
-
-
-def _parents_below(path: Path, root: Path) -> Iterator[Path]:
-    for parent in path.parents:
-        if parent == root or root not in parent.parents:
-            return
-        yield parent
+    @staticmethod
+    def _bytes(paths: Iterable[Path]) -> int:
+        """The bytes of files and folders, each counted once (a file inside a folder of the list with the folder)."""
+        unique, total = set(paths), 0
+        for path in unique:
+            if any(parent in unique for parent in path.parents):
+                continue
+            with contextlib.suppress(OSError):
+                files = [path] if path.is_file() else [p for p in path.rglob("*") if p.is_file()]
+                total += sum(p.stat().st_size for p in files)
+        return total
