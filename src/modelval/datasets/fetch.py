@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 import sys
+from collections.abc import Callable, Mapping
 from pathlib import Path, PurePosixPath
 
 from tqdm.auto import tqdm
@@ -41,6 +42,13 @@ def source_url(source: str, dataset: str = "cue-conflict") -> str:
 
     ``model-vs-human`` is the release archive (cue-conflict only); ``texture-vs-shape`` is the
     repository folder, fetched file by file (``<url>/<category>/<file>``).
+
+    Parameters
+    ----------
+    source
+        ``model-vs-human`` or ``texture-vs-shape``.
+    dataset
+        The dataset's name in the registry.
     """
     entry = get_dataset(dataset)
     if source == "model-vs-human":
@@ -55,6 +63,13 @@ def source_url(source: str, dataset: str = "cue-conflict") -> str:
 
 
 def default_source(dataset: str) -> str:
+    """The source a dataset is fetched from by default: its release archive when it has one, else file by file.
+
+    Parameters
+    ----------
+    dataset
+        The dataset's name in the registry.
+    """
     return "model-vs-human" if get_dataset(dataset).archive_url else "texture-vs-shape"
 
 
@@ -73,56 +88,37 @@ def download_stimuli(
 ) -> Path:
     """Download a published stimulus set into a folder and verify every file against its manifest.
 
-    The cue-conflict images come from model-vs-human's release archive (``source="model-vs-human"``, the
-    default) or file by file from texture-vs-shape's repository folder (``source="texture-vs-shape"``,
-    the default for edges and filled-silhouettes); ``$MODELVAL_MIRROR`` (or ``url``) points either
-    at another server, e.g. a lab's mirror. Every file is checked against the SHA-256 digests of the
-    manifest (by default the one committed with modelval), as ``modelval.verify_stimuli`` checks a
-    folder. The images are assembled and verified in a hidden folder beside ``destination``, which is
-    replaced only when all of them are there and correct: an interrupted or corrupt download never
-    leaves a partial dataset behind, and the leftovers of killed downloads are removed (a lock keeps
-    two processes from downloading into the same folder at once).
-
-    An existing ``destination`` is not downloaded again (unless ``force``): it is verified and
-    returned, online or offline; one that does not verify is an error, not silently replaced. Offline
-    (``offline=True``, ``$MODELVAL_OFFLINE`` or ``$HF_HUB_OFFLINE``) nothing is fetched: a missing
-    folder is a ``DownloadError``. model-vs-human's 14 further datasets (``colour``, ``sketch``, ...) have
-    no published checksums: with ``manifest=None`` they are checked against the record of their first
-    download instead (``modelval.datasets.release``), and that path does not yet honour ``offline``
-    (a missing folder is fetched even offline).
+    The images come from model-vs-human's release archive or file by file from texture-vs-shape's repository
+    folder (``$MODELVAL_MIRROR`` or ``url`` point at another server), are checked against the SHA-256 digests of
+    the manifest, and replace ``destination`` only when all are there and correct (:func:`fill_folder`). An
+    existing ``destination`` is verified and returned, not fetched again (unless ``force``); offline nothing is
+    fetched. model-vs-human's 14 further datasets have no published checksums: with ``manifest=None`` they are
+    checked against the record of their first download (:mod:`modelval.datasets.release`).
 
     Parameters
     ----------
     destination
-        The folder to fill. ``None``: ``$MODELVAL_DATA_ROOT`` (cue-conflict only), else
-        ``$MODELVAL_DATA_HOME/<dataset folder>``, else the per-user cache (where ``modelval`` looks
-        for the stimuli by default).
+        The folder to fill (default: the dataset's folder of the data home, else of the per-user cache).
     dataset
-        The dataset's name in modelval's registry: ``"cue-conflict"`` (the default), ``"edges"``,
-        ``"filled-silhouettes"``, or one of model-vs-human's further datasets.
+        The dataset's name in modelval's registry (``cue-conflict``, ``edges``, ...).
     source
-        ``"model-vs-human"`` (the release archive ``<dataset>.tar.gz``) or ``"texture-vs-shape"`` (the
-        repository folder, one request per file); ``None`` picks the archive when the dataset has one.
+        ``"model-vs-human"`` (the archive ``<dataset>.tar.gz``) or ``"texture-vs-shape"`` (one request per file);
+        ``None`` picks the archive when the dataset has one.
     url
-        The address to fetch from instead of the public one (or the mirror's): the archive's URL for
-        ``"model-vs-human"``; for ``"texture-vs-shape"`` the base URL of the folder, each file being
-        fetched from ``<url>/<category>/<file>``.
+        The archive's address, or the base URL of the folder (``<url>/<category>/<file>``), instead of the public
+        one or the mirror's.
     force
         Download again even when ``destination`` exists; it is replaced once the new copy verifies.
     progress
         Show progress bars (on stderr).
     timeout
-        Seconds allowed for connecting and for each read; a transfer slower than 1 KiB/s over such a
-        window counts as stalled.
+        Seconds for connecting and for each read; slower than 1 KiB/s over such a window is a stalled transfer.
     retries
-        How often a failed request (a connection error, a timeout, a stalled or truncated transfer, an
-        HTTP 5xx or 429 answer) is tried again, with exponential backoff.
+        How often a failed request is tried again, with exponential backoff.
     manifest
-        ``{relpath: sha256}``: the files the folder must hold and their digests; ``None`` (the default)
-        for the committed manifest of ``dataset``. The file-by-file source fetches exactly these files.
+        ``{relpath: sha256}`` of the files the folder must hold (default: the committed manifest of ``dataset``).
     offline
-        ``True`` never downloads, ``False`` may; ``None`` (the default) is offline when
-        ``$MODELVAL_OFFLINE`` or ``$HF_HUB_OFFLINE`` is ``1``, ``true`` or ``yes``.
+        ``True`` never downloads; ``None``: offline when ``$MODELVAL_OFFLINE`` or ``$HF_HUB_OFFLINE`` is set.
 
     Returns
     -------
@@ -132,16 +128,10 @@ def download_stimuli(
     Raises
     ------
     modelval.errors.DownloadError
-        A file could not be downloaded (no network, refused connection, timeout, HTTP error) after the
-        retries, or the run is offline and ``destination`` is missing (or ``force`` is set).
-    modelval.errors.ChecksumError
-        A downloaded file, or a file of an existing ``destination``, differs from the manifest.
+        A file could not be downloaded after the retries, or the run is offline and ``destination`` is missing.
     modelval.errors.DataError
-        An existing ``destination`` lacks files of the manifest or holds others, a downloaded archive
-        is not a readable tar archive or holds no category folders, or ``dataset`` or ``source`` is
-        unknown (or the dataset has no such source). ``ChecksumError`` is a ``DataError`` too.
-    modelval.errors.InputValidationError
-        ``timeout`` is not a positive number of seconds or ``retries`` is negative.
+        A file differs from the manifest (:class:`~modelval.errors.ChecksumError`), a folder lacks files or holds
+        others, an archive is unreadable or refused, or ``dataset`` or ``source`` is unknown.
 
     Examples
     --------
@@ -189,8 +179,11 @@ def download_stimuli(
     """
     check_transfer_settings(timeout, retries)
     source = source or default_source(dataset)
+    if source not in SOURCES:
+        raise DataError(f"source must be one of {', '.join(SOURCES)}, got {source!r}")
     destination = Path(destination) if destination else resolve_data_root(dataset=dataset)
-    if get_dataset(dataset).manifest is None and manifest is None:
+    entry = get_dataset(dataset)
+    if entry.manifest is None and manifest is None:
         # model-vs-human's further sets: no published checksums; checked and recorded on first fetch
         from modelval.datasets.release import fetch_release
 
@@ -198,45 +191,127 @@ def download_stimuli(
         return fetch_release(
             dataset, destination, url=address, force=force, progress=progress, timeout=timeout, retries=retries
         )
-    entry = get_dataset(dataset)
     # The set's exact size is known when its files are the committed manifest's; else a bound per image.
     known = entry.image_bytes if manifest is None else None
-    manifest = manifest if manifest is not None else load_manifest(dataset=dataset)
-    limits = ArchiveLimits.for_images(dataset, len(manifest), known)
+    files = manifest if manifest is not None else load_manifest(dataset=dataset)
+
+    def fill(staging: Path) -> Path:
+        address = url or source_url(source, dataset)
+        if source == "model-vs-human":
+            archive = staging / f"{dataset}.tar.gz"
+            download_file(address, archive, timeout=timeout, retries=retries, progress=progress)
+            return _extract_stimuli_archive(
+                archive, staging / "extracted", ArchiveLimits.for_images(dataset, len(files), known)
+            )
+        each = {relpath: (f"{address.rstrip('/')}/{relpath}", digest) for relpath, digest in files.items()}
+        return fetch_each(staging, each, dataset, progress=progress, timeout=timeout, retries=retries)
+
+    return fill_folder(
+        destination, f"the {dataset} stimuli", lambda folder: verify_stimuli(folder, files, dataset=dataset), fill,
+        force=force, offline=offline,
+    )  # fmt: skip
+
+
+def fill_folder(
+    destination: Path,
+    what: str,
+    check: Callable[[Path], object],
+    fill: Callable[[Path], Path],
+    *,
+    force: bool = False,
+    offline: bool | None = None,
+) -> Path:
+    """The one course of every download of a folder; return ``destination``.
+
+    An existing folder is checked, not fetched again (unless ``force``); offline nothing is fetched. Otherwise
+    the files are assembled in a staging folder beside ``destination`` (under its lock: a second process waits,
+    then finds the folder there), checked, and moved into place only then: an interrupted or corrupt download
+    never leaves a partial folder, and a killed one's staging folder is removed by the next.
+
+    Parameters
+    ----------
+    destination
+        The folder to fill.
+    what
+        What goes in it, for the messages ("the cue-conflict stimuli").
+    check
+        Raises when a folder is not complete and correct.
+    fill
+        Downloads into the staging folder it is given; returns the folder it filled.
+    force
+        Fetch again even when ``destination`` exists; it is replaced once the new copy passed ``check``.
+    offline
+        ``True`` never downloads; ``None``: :func:`~modelval.download.resolve_offline`.
+    """
     if destination.exists() and not destination.is_dir():
-        raise DataError(f"{destination} is a file; the {dataset} stimuli go into a folder: name one (made if missing)")
+        raise DataError(f"{destination} is a file; {what} go into a folder: name one (made if missing)")
     if destination.exists() and not force:
-        verify_stimuli(destination, manifest, dataset=dataset)
+        check(destination)
         return destination
-    refuse_offline(offline, f"the {dataset} stimuli into {destination}")
+    refuse_offline(offline, f"{what} into {destination}")
     with staging_folder(destination) as staging:
         if destination.exists() and not force:  # another process finished it while this one waited
-            verify_stimuli(destination, manifest, dataset=dataset)
+            check(destination)
             return destination
-        if source == "model-vs-human":
-            archive = staging / "cue-conflict.tar.gz"
-            address = url or source_url(source, dataset)
-            download_file(address, archive, timeout=timeout, retries=retries, progress=progress)
-            extracted = _extract_stimuli_archive(archive, staging / "extracted", limits)
-        elif source == "texture-vs-shape":
-            extracted = staging / "files"
-            base = (url or source_url(source, dataset)).rstrip("/")
-            for relpath, digest in tqdm(sorted(manifest.items()), desc=dataset, disable=not progress):
-                download_file(
-                    f"{base}/{relpath}", extracted / relpath, sha256=digest,
-                    timeout=timeout, retries=retries, progress=False,
-                )  # fmt: skip
-        else:
-            raise DataError(f"source must be one of {', '.join(SOURCES)}, got {source!r}")
-        verify_stimuli(extracted, manifest, dataset=dataset)
+        filled = fill(staging)
+        check(filled)
         if destination.exists():
             shutil.rmtree(destination)
-        os.replace(extracted, destination)
+        os.replace(filled, destination)
     return destination
 
 
+def fetch_each(
+    staging: Path, files: Mapping[str, tuple[str, str]], what: str, *, progress: bool, timeout: float, retries: int
+) -> Path:
+    """Download each file into ``staging/files``, each verified against its SHA-256; return that folder.
+
+    Parameters
+    ----------
+    staging
+        The staging folder (:func:`fill_folder`).
+    files
+        ``name -> (url, sha256)``; the name is the file's path in the folder.
+    what
+        The progress bar's label.
+    progress
+        A progress bar on stderr.
+    timeout
+        Seconds for connecting and for each read.
+    retries
+        Further attempts of a failed request.
+    """
+    for name, (url, digest) in tqdm(sorted(files.items()), desc=what, disable=not progress):
+        download_file(url, staging / "files" / name, sha256=digest, timeout=timeout, retries=retries, progress=False)
+    return staging / "files"
+
+
+def check_files(folder: Path, digests: Mapping[str, str]) -> None:
+    """Raise when ``folder`` lacks one of the files or one differs from its SHA-256.
+
+    Parameters
+    ----------
+    folder
+        The folder.
+    digests
+        ``name -> sha256`` of the files it must hold.
+    """
+    for name, digest in digests.items():
+        if not (folder / name).is_file():
+            raise DataError(f"{folder} is incomplete: {name} is missing; re-run with --force")
+        verify_sha256(folder / name, sha256=digest)
+
+
 def refuse_offline(offline: bool | None, what: str) -> None:
-    """A one-line error when this run is offline (``offline=True``, ``$MODELVAL_OFFLINE``, ``$HF_HUB_OFFLINE``)."""
+    """A one-line error when this run is offline (``offline=True``, ``$MODELVAL_OFFLINE``, ``$HF_HUB_OFFLINE``).
+
+    Parameters
+    ----------
+    offline
+        The caller's choice; ``None`` reads the variables.
+    what
+        What would have been fetched, for the message.
+    """
     if resolve_offline(offline):
         raise DownloadError(f"this run is offline (--offline, MODELVAL_OFFLINE or HF_HUB_OFFLINE): not fetching {what}")
 
@@ -278,6 +353,17 @@ def ensure_stimuli(
     automatically: a folder the user named is never created behind their back. Offline
     (``offline=True``, ``$MODELVAL_OFFLINE`` or ``$HF_HUB_OFFLINE``), or when the download fails,
     the error is one line naming the cause and how to get the stimuli.
+
+    Parameters
+    ----------
+    data_root
+        The folder given (``--data-root``), else the default.
+    dataset
+        The dataset's name in the registry.
+    offline
+        ``True`` never downloads; ``None`` reads the variables.
+    progress
+        Progress bars on stderr.
     """
     root = resolve_data_root(data_root, dataset)
     if root.is_dir():
@@ -317,6 +403,11 @@ def published_path(path: str | os.PathLike[str]) -> str | None:
 
     A label in a figure can then say which published run a file is (texture-vs-shape keeps, e.g., two
     VGG-16 cue-conflict runs in two folders); ``None`` for any other file.
+
+    Parameters
+    ----------
+    path
+        A decision file.
     """
     from modelval.download import sha256_of
 
@@ -346,7 +437,13 @@ def default_raw_data_dir() -> Path:
 
 def resolve_reference_dir(reference_dir: str | os.PathLike[str] | None = None) -> Path:
     """``reference_dir``, else ``$MODELVAL_REFERENCE_DIR``, else ``<data home>/reference/raw-data``, else the
-    per-user cache; it must exist."""
+    per-user cache; it must exist.
+
+    Parameters
+    ----------
+    reference_dir
+        The folder given (``--reference-dir``), else the default.
+    """
     if reference_dir:
         path, origin = Path(reference_dir).expanduser(), "the reference folder given"
     elif os.environ.get(REFERENCE_DIR_ENV):
@@ -377,35 +474,37 @@ def download_raw_data(
     Files come from texture-vs-shape ``raw-data/<experiment folder>/<file>.csv`` (on a mirror:
     ``$MODELVAL_MIRROR/raw-data/<experiment folder>/<file>.csv``), each verified against
     ``modelval/data/raw_data_manifest.json``, and land flat in ``destination`` only when all are good.
+
+    Parameters
+    ----------
+    destination
+        The folder to fill (default: :func:`default_raw_data_dir`).
+    force
+        Fetch again even when it exists.
+    progress
+        A progress bar on stderr.
+    timeout
+        Seconds for connecting and for each read.
+    retries
+        Further attempts of a failed request.
+    offline
+        ``True`` never downloads; ``None`` reads the variables.
     """
     check_transfer_settings(timeout, retries)
-    manifest = json.loads(package_data(RAW_DATA_MANIFEST).read_text())
-    files: dict[str, dict[str, str]] = manifest["files"]
+    files: dict[str, dict[str, str]] = json.loads(package_data(RAW_DATA_MANIFEST).read_text())["files"]
     destination = Path(destination) if destination else default_raw_data_dir()
+    each = {name: (mirrored(spec["path"]) or f"{TEXTURE_VS_SHAPE_RAW}/{spec['path']}", spec["sha256"])
+            for name, spec in files.items()}  # fmt: skip
 
-    def verify_existing() -> Path:
-        for name, spec in files.items():
-            path = destination / name
-            if not path.is_file():
-                raise DataError(f"{destination} is incomplete: {name} is missing; re-run with --force")
-            verify_sha256(path, sha256=spec["sha256"])
-        return destination
+    def fill(staging: Path) -> Path:
+        return fetch_each(staging, each, "raw data", progress=progress, timeout=timeout, retries=retries)
 
-    if destination.exists() and not destination.is_dir():
-        raise DataError(f"{destination} is a file; the human raw data go into a folder: name one (made if missing)")
-    if destination.exists() and not force:
-        return verify_existing()
-    refuse_offline(offline, f"the human raw data into {destination}")
-    with staging_folder(destination) as staging:
-        if destination.exists() and not force:  # another process finished it while this one waited
-            return verify_existing()
-        for name, spec in tqdm(sorted(files.items()), desc="raw data", disable=not progress):
-            download_file(
-                mirrored(spec["path"]) or f"{TEXTURE_VS_SHAPE_RAW}/{spec['path']}", staging / "files" / name,
-                sha256=spec["sha256"],
-                timeout=timeout, retries=retries, progress=False,
-            )  # fmt: skip
-        if destination.exists():
-            shutil.rmtree(destination)
-        os.replace(staging / "files", destination)
-    return destination
+    digests = {name: spec["sha256"] for name, spec in files.items()}
+    return fill_folder(
+        destination,
+        "the human raw data",
+        lambda folder: check_files(folder, digests),
+        fill,
+        force=force,
+        offline=offline,
+    )

@@ -20,16 +20,13 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from pathlib import Path
-
-from tqdm.auto import tqdm
 
 from modelval.behaviour.experiments import MODEL_VS_HUMAN, experiment
 from modelval.behaviour.humans import human_files
-from modelval.datasets.fetch import REFERENCE_DIR_ENV, default_raw_data_dir
+from modelval.datasets.fetch import REFERENCE_DIR_ENV, check_files, default_raw_data_dir, fetch_each, fill_folder
 from modelval.datasets.stimuli import MODEL_VS_HUMAN_SUBDIR, REFERENCE_SUBDIR, data_home, data_home_hint
-from modelval.download import download_file, mirrored, staging_folder, verify_sha256
+from modelval.download import mirrored
 from modelval.errors import DataError
 from modelval.paths import package_data, user_cache_dir
 
@@ -60,7 +57,15 @@ def _candidates(reference_dir: str | os.PathLike[str] | None) -> list[Path]:
 
 
 def human_data_dir(dataset: str, reference_dir: str | os.PathLike[str] | None = None) -> Path:
-    """The first folder that holds at least two human observers of ``dataset`` (see the module doc)."""
+    """The first folder that holds at least two human observers of ``dataset`` (see the module doc).
+
+    Parameters
+    ----------
+    dataset
+        The dataset's name.
+    reference_dir
+        The one folder to look in (``--reference-dir``), else every default.
+    """
     candidates = _candidates(reference_dir)
     for folder in candidates:
         if folder.is_dir() and len(human_files(folder, dataset)) >= 2:
@@ -131,20 +136,15 @@ def download_model_vs_human_raw_data(
         if name.startswith(f"{dataset}/")
     }
     root = Path(destination) if destination else default_model_vs_human_dir()
-    target = root / dataset
-    if target.exists() and not force:
-        for name, digest in files.items():
-            path = root / name
-            if not path.is_file():
-                raise DataError(f"{target} is incomplete: {path.name} is missing; re-run with --force")
-            verify_sha256(path, sha256=digest)
-        return root
     base = raw_data_url()
-    with staging_folder(target) as staging:  # a killed download's folder is removed by the next one
-        for name, digest in tqdm(sorted(files.items()), desc=f"{dataset} human data", disable=not progress):
-            download_file(f"{base}/{name}", staging / "files" / Path(name).name, sha256=digest, timeout=timeout,
-                          retries=retries, progress=False)  # fmt: skip
-        if target.exists():
-            shutil.rmtree(target)
-        os.replace(staging / "files", target)
+    each = {Path(name).name: (f"{base}/{name}", digest) for name, digest in files.items()}
+
+    def fill(staging: Path) -> Path:
+        what = f"{dataset} human data"
+        return fetch_each(staging, each, what, progress=progress, timeout=timeout, retries=retries)
+
+    digests = {name: digest for name, (_, digest) in each.items()}
+    fill_folder(
+        root / dataset, f"the {dataset} human data", lambda folder: check_files(folder, digests), fill, force=force
+    )
     return root

@@ -27,7 +27,6 @@ import datetime
 import json
 import os
 import re
-import shutil
 import sys
 import tarfile
 import zlib
@@ -43,7 +42,7 @@ from modelval.behaviour.experiments import canonical_condition, experiment, pars
 from modelval.datasets.manifest import hash_stimuli, manifest_differences
 from modelval.datasets.registry import get_dataset
 from modelval.datasets.stimuli import discover_stimuli
-from modelval.download import download_file, sha256_of, staging_folder
+from modelval.download import download_file, sha256_of
 from modelval.errors import ChecksumError, DataError
 from modelval.paths import user_cache_dir
 
@@ -51,7 +50,6 @@ __all__ = [
     "ArchiveLimits",
     "check_structure",
     "fetch_release",
-    "licence_notice",
     "read_record",
     "record_path",
     "release_status",
@@ -60,7 +58,13 @@ __all__ = [
 
 
 def record_path(dataset: str) -> Path:
-    """Where the first fetch of ``dataset`` is recorded: ``<user cache>/release-records/<dataset>.json``."""
+    """Where the first fetch of ``dataset`` is recorded: ``<user cache>/release-records/<dataset>.json``.
+
+    Parameters
+    ----------
+    dataset
+        The dataset's name.
+    """
     return user_cache_dir() / "release-records" / f"{get_dataset(dataset).name}.json"
 
 
@@ -69,6 +73,11 @@ def read_record(dataset: str) -> dict[str, Any] | None:
 
     A record that is not what :func:`fetch_release` writes (edited by hand, cut short, another program's file)
     is a :class:`DataError` saying so and how to start again, never a ``KeyError`` later on.
+
+    Parameters
+    ----------
+    dataset
+        The dataset's name.
     """
     path = record_path(dataset)
     try:
@@ -123,7 +132,7 @@ def _write_record(dataset: str, record: Mapping[str, Any]) -> dict[str, Any]:
     return stands
 
 
-def licence_notice(dataset: str) -> str:
+def _licence_notice(dataset: str) -> str:
     """What the user is told before the first fetch of ``dataset``."""
     entry = get_dataset(dataset)
     if dataset == "sketch":
@@ -170,10 +179,21 @@ class ArchiveLimits:
 
     @classmethod
     def for_images(cls, what: str, images: int, total_bytes: int | None = None) -> ArchiveLimits:
+        """The limits of a set of ``images`` images.
+
+        Parameters
+        ----------
+        what
+            The set's name.
+        images
+            Its number of images.
+        total_bytes
+            Its size when known, else a bound per image (:data:`MAX_BYTES_PER_IMAGE`).
+        """
         return cls(what, images, total_bytes if total_bytes is not None else images * MAX_BYTES_PER_IMAGE)
 
 
-def is_hidden(parts: Sequence[str]) -> bool:
+def _is_hidden(parts: Sequence[str]) -> bool:
     """A path with a hidden part (``.DS_Store``, ``.pytest_cache/``, macOS's ``._x.png``): not part of a set."""
     return any(part.startswith(".") for part in parts)
 
@@ -245,7 +265,7 @@ def safe_extract(
                 if limits is not None and most_entries is not None and entries > most_entries:
                     raise DataError(f"{archive}: refused: more than {most_entries} entries, for a set of "
                                     f"{limits.files} images (nothing was extracted)")  # fmt: skip
-                if member.isdir() or not parts or is_hidden(parts) or (select is not None and not select(parts)):
+                if member.isdir() or not parts or _is_hidden(parts) or (select is not None and not select(parts)):
                     continue
                 seen.add(parts)
                 declared += member.size
@@ -278,7 +298,7 @@ def _check_limits(archive: Path, member: tarfile.TarInfo, files: int, declared: 
         )
 
 
-def release_limits(dataset: str) -> ArchiveLimits:
+def _release_limits(dataset: str) -> ArchiveLimits:
     """What a model-vs-human release archive of ``dataset`` may hold: its images, at a bound per image."""
     return ArchiveLimits.for_images(dataset, experiment(dataset).images)
 
@@ -298,7 +318,15 @@ def _dataset_folder(extracted: Path, dataset: str) -> Path:
 
 def check_structure(relpaths: Sequence[str], dataset: str) -> None:
     """The full set's counts: the dataset's number of images, as many in each condition as the human
-    sessions have, and every one of the 16 categories."""
+    sessions have, and every one of the 16 categories.
+
+    Parameters
+    ----------
+    relpaths
+        The images' paths in the set's folder.
+    dataset
+        The dataset's name.
+    """
     entry = experiment(dataset)
     if len(relpaths) != entry.images:
         raise DataError(f"{dataset}: found {len(relpaths)} images, expected {entry.images}")
@@ -332,6 +360,17 @@ def release_status(
     ``digests`` are the files' SHA-256 (``relpath -> hex``). A full set must have the structure and counts of
     :func:`check_structure`; without a record (a copy modelval did not fetch) only those can be checked, and
     the status says so. A set that differs from the record is an error unless ``allow_modified``.
+
+    Parameters
+    ----------
+    root
+        The set's folder.
+    dataset
+        The dataset's name.
+    digests
+        ``relpath -> sha256`` of its files.
+    allow_modified
+        Describe a set that differs from the record instead of refusing it.
     """
     entry = experiment(dataset)
     record = read_record(dataset)
@@ -381,46 +420,60 @@ def fetch_release(
 ) -> Path:
     """Fetch ``<dataset>.tar.gz`` from ``url`` into ``destination`` (see the module doc); return the folder.
 
-    An existing ``destination`` is checked, not fetched again (unless ``force``). The archive is downloaded,
-    compared with the record of the first fetch, unpacked and checked in a staging folder beside the
-    destination, which replaces it only when everything passed. ``notify`` receives the licence notice
-    (default: printed on stderr).
+    An existing ``destination`` is checked, not fetched again (unless ``force``); offline nothing is fetched. The
+    archive is downloaded, compared with the record of the first fetch, unpacked and checked in a staging folder
+    beside the destination, which replaces it only when everything passed (``fill_folder``).
+
+    Parameters
+    ----------
+    dataset
+        The dataset's name.
+    destination
+        The folder to fill.
+    url
+        The archive's address.
+    force
+        Fetch again even when the folder exists.
+    progress
+        A progress bar on stderr.
+    timeout
+        Seconds for connecting and for each read.
+    retries
+        Further attempts of a failed request.
+    notify
+        Receives the licence notice (default: printed on stderr).
     """
-    notify = notify or _stderr
-    destination = Path(destination)
-    if destination.exists() and not force:
-        stimuli = discover_stimuli(destination, dataset=dataset)
-        release_status(destination, dataset, hash_stimuli(destination, [s.relpath for s in stimuli]))
-        return destination
-    record = read_record(dataset)
-    if record is None:
-        notify(licence_notice(dataset))
-    else:
-        notify(f"modelval: {dataset} stimuli: {get_dataset(dataset).license} (shown in full at the first fetch)")
-    with staging_folder(destination) as staging:
+    from modelval.datasets.fetch import fill_folder
+
+    def check(folder: Path) -> None:
+        relpaths = [s.relpath for s in discover_stimuli(folder, dataset=dataset, expected_count=None)]
+        release_status(folder, dataset, hash_stimuli(folder, relpaths))
+
+    def fill(staging: Path) -> Path:
+        record = read_record(dataset)
+        licence = get_dataset(dataset).license
+        (notify or _stderr)(_licence_notice(dataset) if record is None else f"modelval: {dataset} stimuli: {licence} "
+                            "(shown in full at the first fetch)")  # fmt: skip
         archive = staging / f"{dataset}.tar.gz"
         download_file(url, archive, timeout=timeout, retries=retries, progress=progress)
         digest = sha256_of(archive)
         if record is not None and record["archive_sha256"] != digest:
             raise _differs(dataset, url, digest, record)
-        safe_extract(archive, staging / "extracted", limits=release_limits(dataset))
+        safe_extract(archive, staging / "extracted", limits=_release_limits(dataset))
         folder = _dataset_folder(staging / "extracted", dataset)
-        stimuli = discover_stimuli(folder, dataset=dataset, expected_count=None)
-        relpaths = [s.relpath for s in stimuli]
+        relpaths = [s.relpath for s in discover_stimuli(folder, dataset=dataset, expected_count=None)]
         check_structure(relpaths, dataset)
-        files = hash_stimuli(folder, relpaths)
-        if record is None:
+        if record is None:  # the first fetch: recorded (trust on first use), unless another process was first
             fetched = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+            files = hash_stimuli(folder, relpaths)
             record = _write_record(
                 dataset, {"dataset": dataset, "url": url, "archive_sha256": digest, "fetched": fetched, "files": files}
             )
-            if record["archive_sha256"] != digest:  # another process recorded a different copy first
+            if record["archive_sha256"] != digest:
                 raise _differs(dataset, url, digest, record)
-        release_status(folder, dataset, files)
-        if destination.exists():
-            shutil.rmtree(destination)
-        os.replace(folder, destination)
-    return destination
+        return folder
+
+    return fill_folder(Path(destination), f"the {dataset} stimuli", check, fill, force=force)
 
 
 def _differs(dataset: str, url: str, digest: str, record: Mapping[str, Any]) -> ChecksumError:
