@@ -12,6 +12,13 @@ from modelval.cli._output import out, out_json
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add ``modelval cache info|clear``.
+
+    Parameters
+    ----------
+    subparsers
+        The command line's sub-commands.
+    """
     parser = subparsers.add_parser(
         "cache",
         help="show or empty the caches: models' stored outputs, decoded stimuli, VLM answers",
@@ -25,7 +32,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
     info = actions.add_parser("info", help="where each cache is, how many entries, how many bytes, which models")
     add_json_option(info)
-    info.set_defaults(handler=run_info)
+    info.set_defaults(handler=_info)
     clear = actions.add_parser(
         "clear",
         help="remove every stored output, interrupted run, decoded stimulus set, VLM answer and temporary file "
@@ -35,7 +42,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "modelval did not make is left where it is, and named.",
     )
     add_json_option(clear)
-    clear.set_defaults(handler=run_clear)
+    clear.set_defaults(handler=_clear)
 
 
 def _size(count: int) -> str:
@@ -60,7 +67,7 @@ def _plural(count: int, what: str) -> str:
     return f"{count} {what}{'s' if count != 1 else ''}"
 
 
-def run_info(args: argparse.Namespace) -> int:
+def _info(args: argparse.Namespace) -> int:
     stores = _stores()
     infos = {name: store.info() for name, store in stores.items()}
     if args.json:
@@ -86,7 +93,7 @@ def run_info(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_clear(args: argparse.Namespace) -> int:
+def _clear(args: argparse.Namespace) -> int:
     stores = _stores()
     cleared = {name: store.clear() for name, store in stores.items()}
     if args.json:
