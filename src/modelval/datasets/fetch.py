@@ -135,12 +135,9 @@ def download_stimuli(
 
     Examples
     --------
-    So that it runs without an internet connection, this example downloads for real from a local HTTP
-    server on 127.0.0.1, as from a lab's mirror. The server serves ``SUBSET``, a folder with the first
-    two published cue-conflict images of each category, and the download fetches these 32 files, with
-    the part of the committed manifest that lists them. Without ``url`` and ``manifest`` the same call
-    fetches all 1280 images from texture-vs-shape's repository on GitHub and checks them against the
-    whole manifest.
+    Offline-proof, from a server on 127.0.0.1 serving ``SUBSET`` (the first two published images of each
+    category) as a lab's mirror would, with the part of the committed manifest that lists them. Without ``url``
+    and ``manifest`` the same call fetches all 1280 images from GitHub and checks them against the whole manifest.
 
     >>> import functools, http.server, threading
     >>> from modelval import download_stimuli
@@ -164,8 +161,7 @@ def download_stimuli(
     >>> server.shutdown()
     >>> server.server_close()
 
-    Called again, the folder is there: it is verified and returned, and nothing is fetched (the server
-    is gone):
+    Called again, the folder is verified and returned; nothing is fetched (the server is gone):
 
     >>> download_stimuli(folder, manifest=served, offline=True) == folder
     True
@@ -204,7 +200,7 @@ def download_stimuli(
                 archive, staging / "extracted", ArchiveLimits.for_images(dataset, len(files), known)
             )
         each = {relpath: (f"{address.rstrip('/')}/{relpath}", digest) for relpath, digest in files.items()}
-        return fetch_each(staging, each, dataset, progress=progress, timeout=timeout, retries=retries)
+        return _fetch_each(staging, each, dataset, progress, timeout, retries)
 
     return fill_folder(
         destination, f"the {dataset} stimuli", lambda folder: verify_stimuli(folder, files, dataset=dataset), fill,
@@ -221,12 +217,9 @@ def fill_folder(
     force: bool = False,
     offline: bool | None = None,
 ) -> Path:
-    """The one course of every download of a folder; return ``destination``.
-
-    An existing folder is checked, not fetched again (unless ``force``); offline nothing is fetched. Otherwise
-    the files are assembled in a staging folder beside ``destination`` (under its lock: a second process waits,
-    then finds the folder there), checked, and moved into place only then: an interrupted or corrupt download
-    never leaves a partial folder, and a killed one's staging folder is removed by the next.
+    """The one course of every download of a folder: an existing one is checked, not fetched again (unless
+    ``force``); offline nothing is fetched; else the files are assembled in a staging folder beside it (under its
+    lock), checked, and only then moved into place. A killed download's staging folder goes with the next.
 
     Parameters
     ----------
@@ -261,45 +254,49 @@ def fill_folder(
     return destination
 
 
-def fetch_each(
-    staging: Path, files: Mapping[str, tuple[str, str]], what: str, *, progress: bool, timeout: float, retries: int
+def fetch_files(
+    destination: Path,
+    files: Mapping[str, tuple[str, str]],
+    what: str,
+    *,
+    force: bool = False,
+    progress: bool = True,
+    timeout: float = 60.0,
+    retries: int = 3,
+    offline: bool | None = None,
 ) -> Path:
-    """Download each file into ``staging/files``, each verified against its SHA-256; return that folder.
+    """Fill ``destination`` with ``files``, each downloaded and verified against its SHA-256 (:func:`fill_folder`).
 
     Parameters
     ----------
-    staging
-        The staging folder (:func:`fill_folder`).
+    destination
+        The folder to fill.
     files
         ``name -> (url, sha256)``; the name is the file's path in the folder.
     what
-        The progress bar's label.
-    progress
-        A progress bar on stderr.
-    timeout
-        Seconds for connecting and for each read.
-    retries
-        Further attempts of a failed request.
+        What the files are, for the messages and the progress bar.
+    force, progress, timeout, retries, offline
+        As :func:`download_stimuli` takes them.
     """
+
+    def check(folder: Path) -> None:
+        for name, (_, digest) in files.items():
+            if not (folder / name).is_file():
+                raise DataError(f"{folder} is incomplete: {name} is missing; re-run with --force")
+            verify_sha256(folder / name, sha256=digest)
+
+    def fill(staging: Path) -> Path:
+        return _fetch_each(staging, files, what, progress, timeout, retries)
+
+    return fill_folder(destination, what, check, fill, force=force, offline=offline)
+
+
+def _fetch_each(
+    staging: Path, files: Mapping[str, tuple[str, str]], what: str, progress: bool, timeout: float, retries: int
+) -> Path:
     for name, (url, digest) in tqdm(sorted(files.items()), desc=what, disable=not progress):
         download_file(url, staging / "files" / name, sha256=digest, timeout=timeout, retries=retries, progress=False)
     return staging / "files"
-
-
-def check_files(folder: Path, digests: Mapping[str, str]) -> None:
-    """Raise when ``folder`` lacks one of the files or one differs from its SHA-256.
-
-    Parameters
-    ----------
-    folder
-        The folder.
-    digests
-        ``name -> sha256`` of the files it must hold.
-    """
-    for name, digest in digests.items():
-        if not (folder / name).is_file():
-            raise DataError(f"{folder} is incomplete: {name} is missing; re-run with --force")
-        verify_sha256(folder / name, sha256=digest)
 
 
 def refuse_offline(offline: bool | None, what: str) -> None:
@@ -317,13 +314,8 @@ def refuse_offline(offline: bool | None, what: str) -> None:
 
 
 def _extract_stimuli_archive(archive: Path, target: Path, limits: ArchiveLimits) -> Path:
-    """Unpack the images of a stimulus archive safely and return the folder that holds the category folders.
-
-    Only the files inside category folders (``<prefix>/<category>/<file>``) are extracted, after the member
-    list passed the checks of :func:`~modelval.datasets.release.safe_extract` (links, paths, count, sizes);
-    hidden files and folders (``.DS_Store``, ``.pytest_cache/``) and files beside the category folders
-    (a README, a licence) are left out.
-    """
+    """Unpack the files inside category folders (``<prefix>/<category>/<file>``) of a stimulus archive safely
+    (:func:`~modelval.datasets.release.safe_extract`); return the folder that holds the category folders."""
     from modelval.datasets.release import safe_extract
 
     categories = set(CATEGORIES)
@@ -348,11 +340,9 @@ def ensure_stimuli(
 ) -> Path:
     """The stimulus folder, downloaded and verified into the user cache first if it is missing.
 
-    Sets fetched on request only (model-vs-human's 14 further sets) are never downloaded here. Only the
-    default location (no ``--data-root``, no ``$MODELVAL_DATA_ROOT``) is filled
-    automatically: a folder the user named is never created behind their back. Offline
-    (``offline=True``, ``$MODELVAL_OFFLINE`` or ``$HF_HUB_OFFLINE``), or when the download fails,
-    the error is one line naming the cause and how to get the stimuli.
+    Only the default location is filled, never a folder the user named, nor a set fetched on request only
+    (model-vs-human's 14 further sets). Offline, or when the download fails, the error is one line naming the
+    cause and how to get the stimuli.
 
     Parameters
     ----------
@@ -427,10 +417,8 @@ REFERENCE_DIR_ENV = "MODELVAL_REFERENCE_DIR"
 
 
 def default_raw_data_dir() -> Path:
-    """Where ``download-data --humans`` puts the published decisions.
-
-    ``<data home>/reference/raw-data`` when ``$MODELVAL_DATA_HOME`` is set, else ``<user cache>/raw-data``.
-    """
+    """Where ``download-data --humans`` puts the published decisions: ``<data home>/reference/raw-data`` when
+    ``$MODELVAL_DATA_HOME`` is set, else ``<user cache>/raw-data``."""
     home = data_home()
     return home / REFERENCE_SUBDIR if home is not None else user_cache_dir() / "raw-data"
 
@@ -495,16 +483,5 @@ def download_raw_data(
     destination = Path(destination) if destination else default_raw_data_dir()
     each = {name: (mirrored(spec["path"]) or f"{TEXTURE_VS_SHAPE_RAW}/{spec['path']}", spec["sha256"])
             for name, spec in files.items()}  # fmt: skip
-
-    def fill(staging: Path) -> Path:
-        return fetch_each(staging, each, "raw data", progress=progress, timeout=timeout, retries=retries)
-
-    digests = {name: spec["sha256"] for name, spec in files.items()}
-    return fill_folder(
-        destination,
-        "the human raw data",
-        lambda folder: check_files(folder, digests),
-        fill,
-        force=force,
-        offline=offline,
-    )
+    return fetch_files(destination, each, "the human raw data", force=force, progress=progress, timeout=timeout,
+                       retries=retries, offline=offline)  # fmt: skip

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from modelval.behaviour.experiments import MODEL_VS_HUMAN, experiment
 from modelval.behaviour.humans import human_files
-from modelval.datasets.fetch import REFERENCE_DIR_ENV, check_files, default_raw_data_dir, fetch_each, fill_folder
+from modelval.datasets.fetch import REFERENCE_DIR_ENV, default_raw_data_dir, fetch_files
 from modelval.datasets.stimuli import MODEL_VS_HUMAN_SUBDIR, REFERENCE_SUBDIR, data_home, data_home_hint
 from modelval.download import mirrored
 from modelval.errors import DataError
@@ -138,13 +138,6 @@ def download_model_vs_human_raw_data(
     root = Path(destination) if destination else default_model_vs_human_dir()
     base = raw_data_url()
     each = {Path(name).name: (f"{base}/{name}", digest) for name, digest in files.items()}
-
-    def fill(staging: Path) -> Path:
-        what = f"{dataset} human data"
-        return fetch_each(staging, each, what, progress=progress, timeout=timeout, retries=retries)
-
-    digests = {name: digest for name, (_, digest) in each.items()}
-    fill_folder(
-        root / dataset, f"the {dataset} human data", lambda folder: check_files(folder, digests), fill, force=force
-    )
+    fetch_files(root / dataset, each, f"the {dataset} human data", force=force, progress=progress, timeout=timeout,
+                retries=retries)  # fmt: skip
     return root
