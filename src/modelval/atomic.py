@@ -1,10 +1,9 @@
 """Files appear whole or not at all, and a killed writer's half file is found and removed.
 
-Every report, decision file, baseline, figure, cache entry and download modelval writes goes through a
-temporary file in the target's own folder, renamed over the target only once complete (a rename within one
-file system is atomic): a full disk, a folder without write permission or an interrupted run never leaves a
-truncated file, nor destroys the file that was there before. :func:`replacing` turns any ``OSError`` into one
-:class:`~modelval.errors.DataError` naming the file and the cause.
+Every report, figure, cache entry and download modelval writes goes through a temporary file in the target's
+folder, renamed over the target once complete (atomic within one file system): a full disk or an interrupted
+run never leaves a truncated file, nor destroys the one that was there. :func:`replacing` turns an ``OSError``
+into one :class:`~modelval.errors.DataError` naming the file and the cause.
 
 **The one temporary-file rule.** A temporary file is named ``.<name>.modelval-<random>.tmp`` (``.part`` for a
 download), a name only modelval makes, and its writer holds filelock's native lock on it

@@ -1,13 +1,9 @@
 """Atomic, verified HTTP downloads with retries, a stall guard and a progress bar.
 
-A download streams into a temporary ``.part`` file beside the destination (:mod:`modelval.atomic`'s one
-temporary-file rule), is verified (full SHA-256, or the hash prefix of a torch.hub-style file name) and only
-then renamed into place. Whatever goes wrong (connection refused, timeout, HTTP error, truncated body, a
-stalled transfer, hash mismatch, Ctrl-C) the temporary file is removed, and one a killed process left is
-removed by the next download of the same file.
-
-pooch was weighed and does not fit (no stall guard, retries that cannot be bounded, an unmarked temporary
-file, full hashes only): docs/architecture.md says why.
+A download streams into a temporary ``.part`` file beside the destination (:mod:`modelval.atomic`'s rule), is
+verified (full SHA-256, or the hash prefix of a torch.hub-style name) and only then renamed into place; whatever
+goes wrong, the temporary file is removed, and one a killed process left goes with the next download. pooch does
+not fit (no stall guard, unbounded retries, an unmarked temporary file): docs/architecture.md says why.
 """
 
 from __future__ import annotations
@@ -31,7 +27,7 @@ import urllib3
 from tqdm.auto import tqdm
 
 from modelval import atomic
-from modelval.errors import ChecksumError, DownloadError, InputValidationError, NetworkError
+from modelval.errors import ChecksumError, DataError, DownloadError, InputValidationError, NetworkError
 
 _CHUNK = 1 << 20
 #: The slowest transfer a download accepts, in bytes per second, measured over windows of ``timeout`` seconds.
@@ -86,10 +82,9 @@ _UNREACHED = frozenset(
 def network_cause(error: BaseException) -> str | None:
     """Why a host could not be reached, read from an exception and its causes; ``None`` when it was reached.
 
-    ``"could not resolve the host name (...)"`` for a failed name resolution (:class:`socket.gaierror`, what an
-    offline machine raises), ``"connection refused"``, ``"the connection timed out"``, or ``"connection failed
-    (...)"`` for the connection errors of requests, urllib3, httpx and httpcore. A library wraps these (e.g.
-    huggingface_hub's ``LocalEntryNotFoundError``, "cannot find the requested files"), so the whole chain is read.
+    ``"could not resolve the host name (...)"``, ``"connection refused"``, ``"the connection timed out"`` or
+    ``"connection failed (...)"`` (requests, urllib3, httpx, httpcore); the whole chain is read, as libraries
+    wrap these (huggingface_hub's ``LocalEntryNotFoundError``).
 
     Parameters
     ----------
@@ -150,16 +145,6 @@ def check_reachable(url: str, *, timeout: float = REACHABLE_TIMEOUT, advice: str
     ------
     modelval.errors.NetworkError
         ``could not reach <host> (network): <why>[; <advice>]``.
-
-    Examples
-    --------
-    ``.invalid`` never resolves (RFC 6761):
-
-    >>> from modelval.download import check_reachable
-    >>> check_reachable("http://nonexistent.invalid/file", advice="use a local file")
-    Traceback (most recent call last):
-    ...
-    modelval.errors.NetworkError: could not reach nonexistent.invalid (network): could not resolve ...; use a local file
     """
     import urllib.parse
 
@@ -239,11 +224,9 @@ def download_file(
 ) -> Path:
     """Download ``url`` to ``destination`` atomically and verified; return the destination path.
 
-    Retries connection errors, timeouts, stalled and truncated transfers and 5xx/429 answers ``retries`` times
-    with exponential backoff. A 4xx answer and a checksum mismatch are final; a host name that does not resolve
-    is a :class:`~modelval.errors.NetworkError` at once. The body streams into a temporary ``.part`` file beside
-    ``destination`` (:mod:`modelval.atomic`'s rule: a killed download's file is removed by the next one), renamed
-    into place only once verified.
+    Retries connection errors, timeouts, stalled and truncated transfers and 5xx/429 answers with exponential
+    backoff; a 4xx answer and a checksum mismatch are final, a host name that does not resolve is a
+    :class:`~modelval.errors.NetworkError` at once. See the module docstring for the temporary file.
 
     Parameters
     ----------
@@ -251,23 +234,17 @@ def download_file(
         An ``http://`` or ``https://`` address.
     destination
         The file to write (its folder is made).
-    sha256
-        The file's full SHA-256 (hex), checked before the rename.
-    sha256_prefix
-        The hash prefix a torch.hub-style name carries (:func:`hash_prefix_from_filename`).
+    sha256, sha256_prefix
+        The file's full SHA-256 (hex), or the prefix a torch.hub-style name carries, checked before the rename.
     timeout
         Seconds for connecting and for each read; a body slower than :data:`MIN_BYTES_PER_SECOND` over any
         such window is a stalled transfer, so no attempt lasts longer than its size at that rate.
-    retries
-        Further attempts after the first.
-    backoff
-        Seconds before the first retry, doubled for each next one.
+    retries, backoff
+        Further attempts after the first; seconds before the first retry, doubled for each next one.
     progress
         A progress bar on stderr.
-    session
-        The ``requests`` session to use (default: a new one).
-    sleep
-        Waits between attempts (tests pass a recorder).
+    session, sleep
+        The ``requests`` session (default: a new one) and the wait between attempts (tests pass a recorder).
     """
     check_transfer_settings(timeout, retries, backoff)
     if not re.match(r"^https?://[^/\s]+", url):
@@ -297,8 +274,7 @@ def download_file(
     ) from last_error
 
 
-#: A ``.part`` file younger than this may be another process's live download; an older one whose lock nobody
-#: holds is a killed download's (:mod:`modelval.atomic`'s rule).
+#: A ``.part`` file younger than this may be a live download's; an older one whose lock is free is a killed one's.
 STALE_PART_SECONDS = atomic.STARTING_SECONDS
 
 
@@ -324,9 +300,8 @@ _STAGING = "modelval-staging-"
 def staging_folder(destination: str | os.PathLike[str]) -> Iterator[Path]:
     """A fresh hidden folder beside ``destination`` to assemble a download in, removed afterwards.
 
-    The download holds a lock on ``destination`` meanwhile (filelock, bounded by nothing but the download it
-    waits for), so any other folder named ``.<destination>.modelval-staging-*`` holding the marker file is a
-    killed download's (SIGKILL, power loss: no ``finally`` ran) and is removed first.
+    The download holds a lock on ``destination`` meanwhile (filelock), so any other folder named
+    ``.<destination>.modelval-staging-*`` holding the marker file is a killed download's and is removed first.
 
     Parameters
     ----------
@@ -358,14 +333,61 @@ def staging_folder(destination: str | os.PathLike[str]) -> Iterator[Path]:
             shutil.rmtree(staging, ignore_errors=True)
 
 
+def fill_folder(
+    destination: Path,
+    what: str,
+    check: Callable[[Path], object],
+    fill: Callable[[Path], Path],
+    *,
+    force: bool = False,
+    offline: bool | None = None,
+) -> Path:
+    """The one course of every download of a folder: an existing one is checked, not fetched again (unless
+    ``force``); offline nothing is fetched; else the files are assembled in a staging folder beside it (under its
+    lock), checked, and only then moved into place. A killed download's staging folder goes with the next.
+
+    Parameters
+    ----------
+    destination
+        The folder to fill.
+    what
+        What goes in it, for the messages ("the cue-conflict stimuli").
+    check
+        Raises when a folder is not complete and correct.
+    fill
+        Downloads into the staging folder it is given; returns the folder it filled.
+    force
+        Fetch again even when ``destination`` exists; it is replaced once the new copy passed ``check``.
+    offline
+        ``True`` never downloads (a one-line :class:`DownloadError`); ``None``: :func:`resolve_offline`.
+    """
+    if destination.exists() and not destination.is_dir():
+        raise DataError(f"{destination} is a file; {what} go into a folder: name one (made if missing)")
+    if destination.exists() and not force:
+        check(destination)
+        return destination
+    if resolve_offline(offline):
+        raise DownloadError(f"this run is offline (--offline, MODELVAL_OFFLINE or HF_HUB_OFFLINE): not fetching "
+                            f"{what} into {destination}")  # fmt: skip
+    with staging_folder(destination) as staging:
+        if destination.exists() and not force:  # another process finished it while this one waited
+            check(destination)
+            return destination
+        filled = fill(staging)
+        check(filled)
+        if destination.exists():
+            shutil.rmtree(destination)
+        os.replace(filled, destination)
+    return destination
+
+
 @contextlib.contextmanager
 def sigterm_exits_cleanly() -> Iterator[None]:
     """Turn SIGTERM into SystemExit inside the block, so ``finally`` clauses remove temporary files.
 
-    The default action of SIGTERM ends the process without unwinding, which leaves a download's ``.part`` file
-    behind. A signal handler belongs to the whole process, so the library never installs one: the ``modelval``
-    command line wraps each command in this block, and a program of your own may do the same. Only the main
-    thread can install a handler; elsewhere this does nothing.
+    SIGTERM's default ends the process without unwinding, which leaves a download's ``.part`` file behind. A
+    handler belongs to the whole process, so the library installs none: the command line wraps each command in
+    this block, as a program of your own may. Outside the main thread this does nothing.
     """
     if threading.current_thread() is not threading.main_thread():
         yield

@@ -23,6 +23,7 @@ from modelval.datasets import discover_stimuli, download_stimuli, verify_stimuli
 from modelval.datasets.release import ArchiveLimits, read_record, record_path, safe_extract
 from modelval.download import STAGING_MARKER, sha256_of
 from modelval.errors import DataError
+from test_download_interrupted import SlowServer  # announces 10 MB, sends 64 KB, stalls
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -148,35 +149,6 @@ def test_the_users_own_dot_folders_beside_the_destination_survive_a_download(
     for folder in mine:  # the last has modelval's name but not its marker file: not modelval's either
         assert (folder / "notes.txt").read_text() == "my own work"
     assert sorted(p.name for p in data.iterdir()) == sorted(["cue-conflict", *(p.name for p in mine)])
-
-
-class SlowServer:
-    """Announces 10 MB, sends 64 KB, then stalls: a download surely in progress when it is killed."""
-
-    def __init__(self) -> None:
-        import http.server
-        import threading
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def log_message(self, *args) -> None:
-                pass
-
-            def do_GET(self) -> None:
-                self.send_response(200)
-                self.send_header("Content-Length", str(10_000_000))
-                self.end_headers()
-                self.wfile.write(b"x" * 65536)
-                self.wfile.flush()
-                time.sleep(30)
-
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
 
 
 def test_a_killed_release_download_is_cleaned_up_by_the_next(monkeypatch, tmp_path, local_server):

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 
 from tqdm.auto import tqdm
@@ -26,9 +25,9 @@ from modelval.datasets.stimuli import (
 from modelval.download import (
     check_transfer_settings,
     download_file,
+    fill_folder,
     mirrored,
     resolve_offline,
-    staging_folder,
     verify_sha256,
 )
 from modelval.errors import DataError, DownloadError
@@ -90,7 +89,7 @@ def download_stimuli(
 
     The images come from model-vs-human's release archive or file by file from texture-vs-shape's repository
     folder (``$MODELVAL_MIRROR`` or ``url`` point at another server), are checked against the SHA-256 digests of
-    the manifest, and replace ``destination`` only when all are there and correct (:func:`fill_folder`). An
+    the manifest, and replace ``destination`` only when all are there and correct (``download.fill_folder``). An
     existing ``destination`` is verified and returned, not fetched again (unless ``force``); offline nothing is
     fetched. model-vs-human's 14 further datasets have no published checksums: with ``manifest=None`` they are
     checked against the record of their first download (:mod:`modelval.datasets.release`).
@@ -208,52 +207,6 @@ def download_stimuli(
     )  # fmt: skip
 
 
-def fill_folder(
-    destination: Path,
-    what: str,
-    check: Callable[[Path], object],
-    fill: Callable[[Path], Path],
-    *,
-    force: bool = False,
-    offline: bool | None = None,
-) -> Path:
-    """The one course of every download of a folder: an existing one is checked, not fetched again (unless
-    ``force``); offline nothing is fetched; else the files are assembled in a staging folder beside it (under its
-    lock), checked, and only then moved into place. A killed download's staging folder goes with the next.
-
-    Parameters
-    ----------
-    destination
-        The folder to fill.
-    what
-        What goes in it, for the messages ("the cue-conflict stimuli").
-    check
-        Raises when a folder is not complete and correct.
-    fill
-        Downloads into the staging folder it is given; returns the folder it filled.
-    force
-        Fetch again even when ``destination`` exists; it is replaced once the new copy passed ``check``.
-    offline
-        ``True`` never downloads; ``None``: :func:`~modelval.download.resolve_offline`.
-    """
-    if destination.exists() and not destination.is_dir():
-        raise DataError(f"{destination} is a file; {what} go into a folder: name one (made if missing)")
-    if destination.exists() and not force:
-        check(destination)
-        return destination
-    refuse_offline(offline, f"{what} into {destination}")
-    with staging_folder(destination) as staging:
-        if destination.exists() and not force:  # another process finished it while this one waited
-            check(destination)
-            return destination
-        filled = fill(staging)
-        check(filled)
-        if destination.exists():
-            shutil.rmtree(destination)
-        os.replace(filled, destination)
-    return destination
-
-
 def fetch_files(
     destination: Path,
     files: Mapping[str, tuple[str, str]],
@@ -265,7 +218,7 @@ def fetch_files(
     retries: int = 3,
     offline: bool | None = None,
 ) -> Path:
-    """Fill ``destination`` with ``files``, each downloaded and verified against its SHA-256 (:func:`fill_folder`).
+    """Fill ``destination`` with ``files``, each downloaded and verified against its SHA-256 (``download.fill_folder``).
 
     Parameters
     ----------
@@ -297,20 +250,6 @@ def _fetch_each(
     for name, (url, digest) in tqdm(sorted(files.items()), desc=what, disable=not progress):
         download_file(url, staging / "files" / name, sha256=digest, timeout=timeout, retries=retries, progress=False)
     return staging / "files"
-
-
-def refuse_offline(offline: bool | None, what: str) -> None:
-    """A one-line error when this run is offline (``offline=True``, ``$MODELVAL_OFFLINE``, ``$HF_HUB_OFFLINE``).
-
-    Parameters
-    ----------
-    offline
-        The caller's choice; ``None`` reads the variables.
-    what
-        What would have been fetched, for the message.
-    """
-    if resolve_offline(offline):
-        raise DownloadError(f"this run is offline (--offline, MODELVAL_OFFLINE or HF_HUB_OFFLINE): not fetching {what}")
 
 
 def _extract_stimuli_archive(archive: Path, target: Path, limits: ArchiveLimits) -> Path:

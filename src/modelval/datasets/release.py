@@ -42,7 +42,7 @@ from modelval.behaviour.experiments import canonical_condition, experiment, pars
 from modelval.datasets.manifest import hash_stimuli, manifest_differences
 from modelval.datasets.registry import get_dataset
 from modelval.datasets.stimuli import discover_stimuli
-from modelval.download import download_file, sha256_of
+from modelval.download import download_file, fill_folder, sha256_of
 from modelval.errors import ChecksumError, DataError
 from modelval.paths import user_cache_dir
 
@@ -443,8 +443,6 @@ def fetch_release(
     notify
         Receives the licence notice (default: printed on stderr).
     """
-    from modelval.datasets.fetch import fill_folder
-
     def check(folder: Path) -> None:
         relpaths = [s.relpath for s in discover_stimuli(folder, dataset=dataset, expected_count=None)]
         release_status(folder, dataset, hash_stimuli(folder, relpaths))

@@ -1,14 +1,10 @@
 """The answer cache: a vision-language model's text answers, keyed by model, prompt and stimulus.
 
-A VLM answers slowly (seconds per image) and its answers are text, not an array: one JSON file per (model,
-prompt) pair, ``<cache folder>/answers/<key>.json``, by the rules every cache keeps (:mod:`modelval.records.store`;
-bounded by ``$MODELVAL_CACHE_SIZE``, off with ``$MODELVAL_NO_CACHE=1``). The file maps each stimulus (its relative
-path and the SHA-256 of its bytes) to the answer: a stimulus whose bytes change is asked again. A file is
-served only when its record names this model and prompt. An interrupted run keeps every answer written so far
-(the file is rewritten whole every :data:`FLUSH_EVERY` answers and at the end).
-
-The model's identity is the caller's: for a ``file.py:fn`` VLM it is the spec, the function's name and the
-SHA-256 of the file that defines it (an edited file asks again).
+A VLM answers slowly and in text: one JSON file per (model, prompt) pair, ``<cache folder>/answers/<key>.json``,
+by the rules every cache keeps (:mod:`modelval.records.store`). It maps each stimulus (its relative path and the
+SHA-256 of its bytes) to the answer, so a stimulus whose bytes change is asked again; a file is served only when
+its record names this model and prompt. It is rewritten whole every :data:`FLUSH_EVERY` answers and at the end.
+The model's identity is the caller's (for a ``file.py:fn`` VLM: the spec and the file's SHA-256).
 """
 
 from __future__ import annotations

@@ -159,10 +159,8 @@ class Cleared:
 
 
 class Store:
-    """Entries under keys in ``<cache folder>/<folder>``, by the rules of the module docstring.
-
-    A store that keeps each entry as ``<key><suffix>`` files (and their ``.lock``) in its folder names its
-    :attr:`suffixes`; another layout overrides :meth:`_scan`.
+    """Entries under keys in ``<cache folder>/<folder>``, by the rules of the module docstring; a flat store
+    (``<key><suffix>`` files) names its :attr:`suffixes`, another layout overrides :meth:`_scan`.
 
     Parameters
     ----------
