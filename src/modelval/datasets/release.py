@@ -8,16 +8,11 @@ fetches ``<dataset>.tar.gz`` from model-vs-human's release v0.1 (``modelvshuman/
 Nothing fetches them on first use.
 
 An archive unpacks to ``<dataset>/dnn/session-1/<trial>_<code>_dnn_<condition>_<category>_<n>_<image>.png``.
-model-vs-human publishes no checksums, so the fetch
-
-- checks the structure and the counts: every file named as above with the dataset's code, one of the 16
-  categories and one of its conditions, each short image name once, the dataset's number of images, and
-  in each condition as many as the human sessions have (:mod:`modelval.behaviour.experiments`);
-- records the archive's SHA-256 and every file's on the first fetch (trust on first use), in
-  ``<user cache>/release-records/<dataset>.json``; a later archive that differs is refused, and an
-  evaluation compares the files with that record;
-- unpacks safely (:func:`safe_extract`), checking the member list before anything is written with ``tarfile``'s
-  ``data`` filter and modelval's bounds (the set's count of images, their sizes); hidden files are ignored.
+model-vs-human publishes no checksums, so the fetch checks the structure and the counts (names, categories,
+conditions, images per condition: :mod:`modelval.behaviour.experiments`), records the archive's SHA-256 and
+every file's on the first fetch (trust on first use, ``<user cache>/release-records/<dataset>.json``; a later
+archive that differs is refused, an evaluation compares the files with it), and unpacks safely
+(:func:`safe_extract`).
 """
 
 from __future__ import annotations

@@ -1,29 +1,18 @@
 """The output cache: a model's raw outputs on a stimulus set, stored once per key and reused.
 
-After one evaluation, every other analysis of the same model on the same stimuli under the same
-preprocessing (humans, accuracy, compare, the sensitivity card's aggregation variants, rescoring) needs
-no forward pass. The *key* is computed by :mod:`modelval.evaluation` from every input that can change an
-output (the weights, the architecture, the resolved preprocessing, the stimuli's content, precision,
-device class, the forward path's version and the library versions); this module stores arrays under
-keys, by the rules every cache keeps (:mod:`modelval.records.store`: its folder, on/off, written whole,
-verified, bounded, deleting only its own). What is particular to outputs:
+After one evaluation, every other analysis of the same model on the same stimuli and preprocessing needs no
+forward pass. :mod:`modelval.evaluation` computes the *key* from every input that can change an output; this
+module stores arrays under keys in ``<cache folder>/outputs``, by the rules every cache keeps
+(:mod:`modelval.records.store`). What is particular to outputs:
 
 - **Layout.** An entry is ``<2 hex>/<hex key>/`` holding ``outputs.npy``, ``probe.npy`` and ``meta.json`` (its
-  record, written last), and nothing else; ``clear`` and eviction remove such folders only (a user's ``db/``
-  beside them stays).
+  record, written last), and nothing else; a user's ``db/`` beside them stays.
 - **Verified twice.** The record holds the SHA-256 and shape of the outputs and of the *probe* (the model's
-  outputs on a few fixed stimuli, computed alone when the entry was written); a read checks them and that every
-  value is finite float32. The evaluation then runs the model on the same probe stimuli and uses the entry only
-  if the answers agree (:mod:`modelval.evaluation.forward`), so state that no digest of the key sees cannot serve
-  one model's outputs to another.
-- **Resumable.** While a forward pass runs, each finished batch is saved under ``partial/`` (each chunk's
-  SHA-256 in its name, the run's probe beside them): an interrupted evaluation computes only the missing rows
-  next time, and one bad chunk discards them all.
-- **Concurrent writers** computing the same key write the same bytes; renames are atomic, so a reader sees
-  one whole entry or none.
-
-Location: ``<cache folder>/outputs``; ``$MODELVAL_NO_CACHE=1`` turns it off (as ``--no-output-cache`` does for one
-command). ``modelval cache info|clear`` shows and empties it.
+  outputs on a few fixed stimuli, computed alone); a read checks them and that every value is finite float32,
+  then the evaluation uses the entry only if the model answers the probe as stored (:mod:`modelval.evaluation.forward`).
+- **Resumable.** Each finished batch of a forward pass is kept under ``partial/`` (its SHA-256 in its name, the
+  run's probe beside it): an interrupted evaluation computes only the missing rows; one bad chunk discards them.
+- **Concurrent writers** of one key write the same bytes; renames are atomic, so a reader sees one whole entry.
 """
 
 from __future__ import annotations
