@@ -61,14 +61,8 @@ def source_url(source: str, dataset: str = "cue-conflict") -> str:
     raise DataError(f"source must be one of {', '.join(SOURCES)}, got {source!r}")
 
 
-def default_source(dataset: str) -> str:
-    """The source a dataset is fetched from by default: its release archive when it has one, else file by file.
-
-    Parameters
-    ----------
-    dataset
-        The dataset's name in the registry.
-    """
+def _default_source(dataset: str) -> str:
+    """The source a dataset is fetched from by default: its release archive when it has one, else file by file."""
     return "model-vs-human" if get_dataset(dataset).archive_url else "texture-vs-shape"
 
 
@@ -173,7 +167,7 @@ def download_stimuli(
     modelval.errors.DownloadError: this run is offline (--offline, MODELVAL_OFFLINE or HF_HUB_OFFLINE): not fetching ...
     """
     check_transfer_settings(timeout, retries)
-    source = source or default_source(dataset)
+    source = source or _default_source(dataset)
     if source not in SOURCES:
         raise DataError(f"source must be one of {', '.join(SOURCES)}, got {source!r}")
     destination = Path(destination) if destination else resolve_data_root(dataset=dataset)
@@ -312,7 +306,7 @@ def ensure_stimuli(
         raise DataError(
             f"{dataset} folder not found: {root} (the per-user cache), and this run is offline; {how} when online"
         )
-    url = source_url(default_source(dataset), dataset)
+    url = source_url(_default_source(dataset), dataset)
     print(f"modelval: fetching the {dataset} stimuli from {url} into {root}", file=sys.stderr)
     try:
         return download_stimuli(root, dataset=dataset, progress=progress)

@@ -35,7 +35,7 @@ MODEL_VS_HUMAN_DIR_ENV = "MODELVAL_MODEL_VS_HUMAN_DIR"
 MODEL_VS_HUMAN_MANIFEST = "model_vs_human_raw_data_manifest.json"
 
 
-def default_model_vs_human_dir() -> Path:
+def _default_model_vs_human_dir() -> Path:
     """Where ``download-data --humans --dataset NAME`` puts model-vs-human's files, one sub-folder per dataset.
 
     ``<data home>/reference/model-vs-human/raw-data`` when ``$MODELVAL_DATA_HOME`` is set, else
@@ -52,7 +52,7 @@ def _candidates(reference_dir: str | os.PathLike[str] | None) -> list[Path]:
         Path(os.environ[env]).expanduser() for env in (REFERENCE_DIR_ENV, MODEL_VS_HUMAN_DIR_ENV) if os.environ.get(env)
     ]
     caches = [user_cache_dir() / "raw-data", user_cache_dir() / "model-vs-human-raw-data"]
-    homes = [default_raw_data_dir(), default_model_vs_human_dir()]
+    homes = [default_raw_data_dir(), _default_model_vs_human_dir()]
     return list(dict.fromkeys([*found, *homes, *caches]))  # the data home's first, then the cache's
 
 
@@ -92,7 +92,7 @@ def _manifest() -> dict[str, object]:
     return dict(json.loads(package_data(MODEL_VS_HUMAN_MANIFEST).read_text()))
 
 
-def raw_data_url() -> str:
+def _raw_data_url() -> str:
     """model-vs-human's ``raw-data/`` at the recorded commit, or ``$MODELVAL_MIRROR/model-vs-human/raw-data``."""
     manifest = _manifest()
     public = f"https://raw.githubusercontent.com/{manifest['repository']}/{manifest['commit']}/raw-data"
@@ -118,7 +118,8 @@ def download_model_vs_human_raw_data(
     dataset
         One of model-vs-human's 14 further datasets (``sketch``, ``colour``, ...).
     destination
-        The folder of the per-dataset folders (default: :func:`default_model_vs_human_dir`).
+        The folder of the per-dataset folders (default: ``<data home>/reference/model-vs-human/raw-data``,
+        else ``<user cache>/model-vs-human-raw-data``).
     force
         Fetch again even when the folder exists.
     progress
@@ -135,8 +136,8 @@ def download_model_vs_human_raw_data(
         for name, digest in dict(_manifest()["files"]).items()  # type: ignore[call-overload]
         if name.startswith(f"{dataset}/")
     }
-    root = Path(destination) if destination else default_model_vs_human_dir()
-    base = raw_data_url()
+    root = Path(destination) if destination else _default_model_vs_human_dir()
+    base = _raw_data_url()
     each = {Path(name).name: (f"{base}/{name}", digest) for name, digest in files.items()}
     fetch_files(root / dataset, each, f"the {dataset} human data", force=force, progress=progress, timeout=timeout,
                 retries=retries)  # fmt: skip
