@@ -50,7 +50,7 @@ def pytest_configure(config: pytest.Config) -> None:
     from modelval.datasets.fetch import REFERENCE_DIR_ENV
     from modelval.datasets.human_data import MODEL_VS_HUMAN_DIR_ENV
     from modelval.datasets.stimuli import DATA_HOME_ENV
-    from modelval.paths import CACHE_DIR_ENV, user_cache_dir
+    from modelval.paths import user_cache_dir
 
     if os.environ.get(TEST_CACHE_ENV):  # an xdist worker: its controller did all this
         one_thread_per_worker()
@@ -71,7 +71,7 @@ def pytest_configure(config: pytest.Config) -> None:
     session_cache = tempfile.mkdtemp(prefix="modelval-test-cache-")
     config.add_cleanup(lambda: shutil.rmtree(session_cache, ignore_errors=True))
     os.environ[TEST_CACHE_ENV] = session_cache
-    os.environ[CACHE_DIR_ENV] = session_cache
+    os.environ["MODELVAL_CACHE_DIR"] = session_cache
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -92,15 +92,13 @@ def _no_user_caches(tmp_path_factory):
     """Tests never read or write the user's caches or run store (MODELVAL_CACHE_DIR is the session's, see
     pytest_configure).
 
-    The decode cache and the output cache are off (a test that checks the forward path must run it, not
-    read a stored result); cache tests pass their own folders. Runs are recorded into a store of the session.
+    Every cache is off (MODELVAL_NO_CACHE=1: a test that checks the forward path must run it, not read a stored
+    result); cache tests pass their own folders. Runs are recorded into a store of the session.
     """
-    from modelval.datasets.cache import NO_CACHE_ENV
-    from modelval.records.output_cache import NO_OUTPUT_CACHE_ENV
     from modelval.records.run_store import RUNS_DB_ENV
 
     runs = tmp_path_factory.getbasetemp() / "runs.sqlite"  # one store per session (shared by xdist workers)
-    settings = {NO_CACHE_ENV: "1", NO_OUTPUT_CACHE_ENV: "1", "MODELVAL_NO_CACHE": "1", RUNS_DB_ENV: str(runs)}
+    settings = {"MODELVAL_NO_CACHE": "1", RUNS_DB_ENV: str(runs)}
     previous = {name: os.environ.get(name) for name in settings}
     os.environ.update(settings)
     yield

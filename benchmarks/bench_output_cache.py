@@ -80,9 +80,9 @@ def main() -> None:
     if not args.no_commands:
         with tempfile.TemporaryDirectory() as folder:
             reference = os.environ.get("MODELVAL_REFERENCE_DIR") or str(ROOT.parent / "shared/reference/raw-data")
-            env = {**os.environ, "MODELVAL_OUTPUT_CACHE": folder, "MODELVAL_NO_RUN_STORE": "1",
+            env = {**os.environ, "MODELVAL_CACHE_DIR": folder, "MODELVAL_NO_RUN_STORE": "1",
                    "MODELVAL_DATA_ROOT": str(DATA_ROOT), "MODELVAL_REFERENCE_DIR": reference}  # fmt: skip
-            env.pop("MODELVAL_NO_OUTPUT_CACHE", None)
+            env.pop("MODELVAL_NO_CACHE", None)
             commands = {
                 "modelval shape-bias --model efficientnet_lite0 (miss)": [
                     "shape-bias",

@@ -83,7 +83,7 @@ def isolated_caches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str
     monkeypatch.setenv("MODELVAL_CHECKPOINT_DIR", str(paths["checkpoints"]))
     monkeypatch.setenv("TORCH_HOME", str(paths["torch"]))
     monkeypatch.setenv("HF_HUB_CACHE", str(paths["hf"]))
-    for name in ("MODELVAL_WEIGHTS_MIRROR", "MODELVAL_OFFLINE", "HF_HUB_OFFLINE"):
+    for name in ("MODELVAL_MIRROR", "MODELVAL_OFFLINE", "HF_HUB_OFFLINE"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setattr(checkpoints, "DOWNLOAD_BACKOFF_S", 0.01)
     monkeypatch.setattr(checkpoints, "DOWNLOAD_TIMEOUT_S", 5.0)
@@ -136,15 +136,13 @@ def bundled_evaluations(bundled_model, modelval_runner):
 
 @contextlib.contextmanager
 def caches_on() -> Iterator[None]:
-    """The session's decode and output caches on, for the duration of the block (see ``session_caches``)."""
-    from modelval.datasets.cache import NO_CACHE_ENV
-    from modelval.records.output_cache import NO_OUTPUT_CACHE_ENV
-
-    saved = {name: os.environ.pop(name, None) for name in (NO_CACHE_ENV, NO_OUTPUT_CACHE_ENV, "MODELVAL_NO_CACHE")}
+    """The session's caches on, for the duration of the block (see ``session_caches``)."""
+    saved = os.environ.pop("MODELVAL_NO_CACHE", None)
     try:
         yield
     finally:
-        os.environ.update({name: value for name, value in saved.items() if value is not None})
+        if saved is not None:
+            os.environ["MODELVAL_NO_CACHE"] = saved
 
 
 @pytest.fixture

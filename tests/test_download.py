@@ -125,7 +125,7 @@ def test_download_data_honours_offline(what, local_server, tmp_path, monkeypatch
     from modelval.cli import main
 
     url = local_server.add("/cue-conflict.tar.gz", BODY)
-    monkeypatch.setenv("MODELVAL_DATA_MIRROR", local_server.url)
+    monkeypatch.setenv("MODELVAL_MIRROR", local_server.url)
     monkeypatch.setenv("MODELVAL_OFFLINE", "1")
     argv = ["data", "download", "--data-root", str(tmp_path / "data"), *(["--humans"] if what == "humans" else [])]
     assert main([*argv, "--url", url] if what == "stimuli" else argv) == 2

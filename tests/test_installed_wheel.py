@@ -83,12 +83,8 @@ def test_modelval_comes_from_the_wheel(installed):
 def test_shape_bias_from_an_empty_folder(installed):
     """The session's output and decode caches (as ``session_caches``): the 1280 forwards ran once in this session,
     and the installed copy serves them only after its own forward of the probe stimuli answers as stored."""
-    from modelval.datasets.cache import NO_CACHE_ENV
-    from modelval.paths import CACHE_DIR_ENV
-    from modelval.records.output_cache import NO_OUTPUT_CACHE_ENV
-
-    env = {k: v for k, v in installed[1].items() if k not in (NO_CACHE_ENV, NO_OUTPUT_CACHE_ENV)}
-    env[CACHE_DIR_ENV] = os.environ[CACHE_DIR_ENV]
+    env = {k: v for k, v in installed[1].items() if k != "MODELVAL_NO_CACHE"}
+    env["MODELVAL_CACHE_DIR"] = os.environ["MODELVAL_CACHE_DIR"]
     args = ["modelval", "shape-bias", "--model", "efficientnet_lite0", "--json", "--bootstrap", "0"]
     result = run(args, installed, env=env)
     assert result.returncode == 0, result.stderr

@@ -1,9 +1,9 @@
-"""Atomic, verified HTTP downloads with retries and a progress bar.
+"""Atomic, verified HTTP downloads with retries, a stall guard and a progress bar.
 
-A download streams into a temporary file in the destination folder, is verified (full SHA-256
-or the hash prefix carried in a torch.hub-style file name), and only then renamed into place.
-Whatever goes wrong (connection refused, timeout, HTTP error, truncated body, hash mismatch,
-Ctrl-C) the temporary file is removed, so the cache never holds a half file.
+A download streams into a temporary ``.part`` file beside the destination (:mod:`modelval.atomic`'s rule), is
+verified (full SHA-256, or the hash prefix of a torch.hub-style name) and only then renamed into place; whatever
+goes wrong, the temporary file is removed, and one a killed process left goes with the next download. pooch does
+not fit (no stall guard, unbounded retries, an unmarked temporary file): docs/architecture.md says why.
 """
 
 from __future__ import annotations
@@ -26,7 +26,8 @@ import requests
 import urllib3
 from tqdm.auto import tqdm
 
-from modelval.errors import ChecksumError, DownloadError, InputValidationError, NetworkError
+from modelval import atomic
+from modelval.errors import ChecksumError, DataError, DownloadError, InputValidationError, NetworkError
 
 _CHUNK = 1 << 20
 #: The slowest transfer a download accepts, in bytes per second, measured over windows of ``timeout`` seconds.
@@ -37,16 +38,37 @@ MIN_BYTES_PER_SECOND = 1024
 _HASH_PREFIX = re.compile(r"-([a-f0-9]{8,64})\.")
 
 
-#: Environment variables that make a run offline (never download); HF_HUB_OFFLINE is HuggingFace's own.
-OFFLINE_ENV = "MODELVAL_OFFLINE"
-OFFLINE_ENVS = (OFFLINE_ENV, "HF_HUB_OFFLINE")
-
-
 def resolve_offline(offline: bool | None = None) -> bool:
-    """Explicit flag, else ``$MODELVAL_OFFLINE`` or ``$HF_HUB_OFFLINE`` set to 1/true."""
+    """Whether this run is offline: ``offline`` when given, else ``$MODELVAL_OFFLINE`` (the ``offline`` setting)
+    or HuggingFace's own ``$HF_HUB_OFFLINE`` set to 1/true/yes.
+
+    Parameters
+    ----------
+    offline
+        ``True``/``False`` from a flag or an argument; ``None`` reads the variables.
+    """
+    from modelval import settings
+
     if offline is not None:
         return offline
-    return any(os.environ.get(v, "").lower() in ("1", "true", "yes") for v in OFFLINE_ENVS)
+    return bool(settings.value("offline")) or os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes")
+
+
+def mirrored(path: str) -> str | None:
+    """``$MODELVAL_MIRROR/<path>`` (the ``mirror`` setting), or ``None`` when no mirror is set.
+
+    One base URL serves every download under the names docs/data.md lists: the data (``<set>.tar.gz``,
+    ``<set>/...``, ``raw-data/...``, ``model-vs-human/raw-data/...``) and the weights (``<file name>``).
+
+    Parameters
+    ----------
+    path
+        The file's place under the mirror, e.g. ``cue-conflict.tar.gz``.
+    """
+    from modelval import settings
+
+    base = str(settings.value("mirror") or "").strip().rstrip("/")
+    return f"{base}/{path}" if base else None
 
 
 #: Seconds :func:`check_reachable` waits for a TCP connection to the host before calling the network down.
@@ -60,10 +82,14 @@ _UNREACHED = frozenset(
 def network_cause(error: BaseException) -> str | None:
     """Why a host could not be reached, read from an exception and its causes; ``None`` when it was reached.
 
-    ``"could not resolve the host name (...)"`` for a failed name resolution (:class:`socket.gaierror`, what an
-    offline machine raises), ``"connection refused"``, ``"the connection timed out"``, or ``"connection failed
-    (...)"`` for the connection errors of requests, urllib3, httpx and httpcore. A library wraps these (e.g.
-    huggingface_hub's ``LocalEntryNotFoundError``, "cannot find the requested files"), so the whole chain is read.
+    ``"could not resolve the host name (...)"``, ``"connection refused"``, ``"the connection timed out"`` or
+    ``"connection failed (...)"`` (requests, urllib3, httpx, httpcore); the whole chain is read, as libraries
+    wrap these (huggingface_hub's ``LocalEntryNotFoundError``).
+
+    Parameters
+    ----------
+    error
+        The exception a request raised.
     """
     chain: list[BaseException] = []
     current: BaseException | None = error
@@ -93,8 +119,7 @@ def _proxied(url: str) -> bool:
     import urllib.parse
     import urllib.request
 
-    parts = urllib.parse.urlsplit(url)
-    proxies = urllib.request.getproxies()
+    parts, proxies = urllib.parse.urlsplit(url), urllib.request.getproxies()
     return bool(proxies.get(parts.scheme) or proxies.get("all")) and not urllib.request.proxy_bypass(
         parts.hostname or ""
     )
@@ -120,16 +145,6 @@ def check_reachable(url: str, *, timeout: float = REACHABLE_TIMEOUT, advice: str
     ------
     modelval.errors.NetworkError
         ``could not reach <host> (network): <why>[; <advice>]``.
-
-    Examples
-    --------
-    ``.invalid`` never resolves (RFC 6761):
-
-    >>> from modelval.download import check_reachable
-    >>> check_reachable("http://nonexistent.invalid/file", advice="use a local file")
-    Traceback (most recent call last):
-    ...
-    modelval.errors.NetworkError: could not reach nonexistent.invalid (network): could not resolve ...; use a local file
     """
     import urllib.parse
 
@@ -137,26 +152,21 @@ def check_reachable(url: str, *, timeout: float = REACHABLE_TIMEOUT, advice: str
         return
     parts = urllib.parse.urlsplit(url)
     host = parts.hostname or ""
-    port = parts.port or (443 if parts.scheme == "https" else 80)
     tail = f"; {advice}" if advice else ""
     try:
-        addresses = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except (socket.gaierror, UnicodeError) as error:
+        socket.create_connection((host, parts.port or (443 if parts.scheme == "https" else 80)), timeout).close()
+    except (OSError, UnicodeError) as error:
         raise NetworkError(f"could not reach {host} (network): {network_cause(error) or error}{tail}") from None
-    last: OSError | None = None
-    for family, kind, protocol, _, address in addresses:
-        try:
-            with socket.socket(family, kind, protocol) as connection:
-                connection.settimeout(timeout)
-                connection.connect(address)
-                return
-        except OSError as error:
-            last = error
-    why = network_cause(last) if last is not None else None
-    raise NetworkError(f"could not reach {host} (network): {why or last}{tail}") from None
 
 
 def sha256_of(path: str | os.PathLike[str]) -> str:
+    """The SHA-256 of a file's bytes (hex), read in 1 MiB chunks.
+
+    Parameters
+    ----------
+    path
+        The file.
+    """
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
         for chunk in iter(lambda: handle.read(_CHUNK), b""):
@@ -165,13 +175,29 @@ def sha256_of(path: str | os.PathLike[str]) -> str:
 
 
 def hash_prefix_from_filename(filename: str) -> str | None:
-    """The SHA-256 prefix a torch.hub-style file name carries (``resnet50-0676ba61.pth`` -> ``0676ba61``)."""
+    """The SHA-256 prefix a torch.hub-style file name carries (``resnet50-0676ba61.pth`` -> ``0676ba61``).
+
+    Parameters
+    ----------
+    filename
+        A file name or path.
+    """
     match = _HASH_PREFIX.search(Path(filename).name)
     return match.group(1) if match else None
 
 
 def verify_sha256(path: Path, *, sha256: str | None = None, sha256_prefix: str | None = None) -> str:
-    """Check a file's digest; raise :class:`ChecksumError` naming the file on mismatch."""
+    """Check a file's digest and return it; a mismatch is a :class:`ChecksumError` naming the file.
+
+    Parameters
+    ----------
+    path
+        The file.
+    sha256
+        The full digest it must have.
+    sha256_prefix
+        The digest's first hex digits it must have (a torch.hub-style name's).
+    """
     actual = sha256_of(path)
     if sha256 is not None and actual != sha256.lower():
         raise ChecksumError(f"{path}: SHA-256 is {actual}, expected {sha256.lower()} (corrupt or wrong file)")
@@ -196,14 +222,29 @@ def download_file(
     session: requests.Session | None = None,
     sleep: Callable[[float], None] = time.sleep,
 ) -> Path:
-    """Download ``url`` to ``destination`` atomically; return the destination path.
+    """Download ``url`` to ``destination`` atomically and verified; return the destination path.
 
-    Retries connection errors, timeouts, stalled transfers and 5xx/429 answers ``retries`` times with
-    exponential backoff. ``timeout`` bounds the connection and each read; a body that arrives slower than
-    :data:`MIN_BYTES_PER_SECOND` over any ``timeout``-second window is a stalled transfer, so no attempt
-    lasts longer than its size at that rate (plus one window). A 4xx answer, a checksum mismatch and a
-    truncated body (fewer bytes than Content-Length) are not retried on their own: the first two are
-    final, a truncated body is retried like a broken connection.
+    Retries connection errors, timeouts, stalled and truncated transfers and 5xx/429 answers with exponential
+    backoff; a 4xx answer and a checksum mismatch are final, a host name that does not resolve is a
+    :class:`~modelval.errors.NetworkError` at once. See the module docstring for the temporary file.
+
+    Parameters
+    ----------
+    url
+        An ``http://`` or ``https://`` address.
+    destination
+        The file to write (its folder is made).
+    sha256, sha256_prefix
+        The file's full SHA-256 (hex), or the prefix a torch.hub-style name carries, checked before the rename.
+    timeout
+        Seconds for connecting and for each read; a body slower than :data:`MIN_BYTES_PER_SECOND` over any
+        such window is a stalled transfer, so no attempt lasts longer than its size at that rate.
+    retries, backoff
+        Further attempts after the first; seconds before the first retry, doubled for each next one.
+    progress
+        A progress bar on stderr.
+    session, sleep
+        The ``requests`` session (default: a new one) and the wait between attempts (tests pass a recorder).
     """
     check_transfer_settings(timeout, retries, backoff)
     if not re.match(r"^https?://[^/\s]+", url):
@@ -211,7 +252,6 @@ def download_file(
         raise DownloadError(f"{url!r} is not an http:// or https:// address (e.g. https://host/path/file.tar.gz)")
     destination = Path(destination)
     destination.parent.mkdir(parents=True, exist_ok=True)
-    remove_stale_parts(destination)
     http = session or requests.Session()
     last_error: Exception | None = None
     for attempt in range(retries + 1):
@@ -220,11 +260,9 @@ def download_file(
         try:
             _download_once(url, destination, http, timeout, progress, sha256, sha256_prefix)
             return destination
-        except ChecksumError:
-            raise
         except _FinalHTTPError as error:
             raise DownloadError(str(error)) from None
-        except (requests.RequestException, urllib3.exceptions.HTTPError, _TruncatedError, _StalledError) as error:
+        except (requests.RequestException, urllib3.exceptions.HTTPError, _RetriedError) as error:
             last_error = error
             cause = network_cause(error)
             if cause is not None and cause.startswith("could not resolve"):
@@ -236,97 +274,120 @@ def download_file(
     ) from last_error
 
 
-#: A ``.part`` file older than this belongs to a download that was killed (SIGKILL, power loss).
-STALE_PART_SECONDS = 24 * 3600
+#: A ``.part`` file younger than this may be a live download's; an older one whose lock is free is a killed one's.
+STALE_PART_SECONDS = atomic.STARTING_SECONDS
 
 
-def remove_stale_parts(destination: Path, *, older_than: float = STALE_PART_SECONDS) -> list[Path]:
-    """Delete the hidden ``.<name>.*.part`` files of earlier, killed downloads of ``destination``.
+def remove_stale_parts(destination: Path) -> list[Path]:
+    """Delete the ``.part`` files that killed downloads of ``destination`` left (every download does it first).
 
-    A younger one may belong to a download running right now in another process, so it stays.
+    Parameters
+    ----------
+    destination
+        The downloaded file whose leftovers are looked for beside it.
     """
-    return remove_leftovers(destination.parent, f".{destination.name}.*.part", older_than=older_than)
+    return atomic.remove_dead_temporaries(destination, ".part")
 
 
-def remove_leftovers(folder: Path, pattern: str, *, older_than: float = STALE_PART_SECONDS) -> list[Path]:
-    """Delete the files in ``folder`` matching ``pattern`` that were last written over ``older_than`` s ago.
-
-    Temporary files of atomic writes: one that old belongs to a process that was killed mid-write.
-    """
-    removed = []
-    cutoff = time.time() - older_than
-    for part in folder.glob(pattern):
-        try:
-            if part.is_file() and part.stat().st_mtime < cutoff:
-                part.unlink()
-                removed.append(part)
-        except FileNotFoundError:
-            continue  # another process cleaned it up first
-    return removed
-
-
-#: The mark in the name of a download's staging folder (``.<destination>.modelval-staging-<random>``) and the
-#: file written into it first: only a folder with both is ever removed as a leftover, so a folder of the
-#: user's own beside the destination (``.cue-conflict.old``, ``.cue-conflict.backup``) is never touched.
-STAGING_MARK = "modelval-staging-"
+#: The marker file of a download's staging folder (``.<destination>.modelval-staging-<random>/``): only a folder
+#: with that name and this file is ever removed as a leftover, so a folder of the user's own beside the
+#: destination (``.cue-conflict.old``) is never touched.
 STAGING_MARKER = ".modelval-staging"
-
-
-def staging_pattern(destination: Path) -> str:
-    """The glob pattern of ``destination``'s staging folders (beside it)."""
-    return f".{destination.name}.{STAGING_MARK}*"
-
-
-def is_staging_folder(path: Path) -> bool:
-    """A staging folder modelval made: its distinctive name and its marker file (a real folder, not a link)."""
-    return STAGING_MARK in path.name and path.is_dir() and not path.is_symlink() and (path / STAGING_MARKER).is_file()
+_STAGING = "modelval-staging-"
 
 
 @contextlib.contextmanager
 def staging_folder(destination: str | os.PathLike[str]) -> Iterator[Path]:
     """A fresh hidden folder beside ``destination`` to assemble a download in, removed afterwards.
 
-    The folder is named ``.<destination>.modelval-staging-<random>`` and holds a marker file,
-    ``.modelval-staging``, written before anything else. The download holds a lock on ``destination``
-    meanwhile, so any other folder with that name and marker is a leftover of a killed download (SIGKILL,
-    power loss: no ``finally`` ran) and is removed first; nothing else beside ``destination`` is touched.
+    The download holds a lock on ``destination`` meanwhile (filelock), so any other folder named
+    ``.<destination>.modelval-staging-*`` holding the marker file is a killed download's and is removed first.
+
+    Parameters
+    ----------
+    destination
+        The folder the download will fill.
     """
     from filelock import FileLock
 
     destination = Path(destination)
     destination.parent.mkdir(parents=True, exist_ok=True)
-    # The lock lives outside the data folder (which holds only what the user downloaded), as weights' locks do.
+    # The lock lives outside the data folder (which holds only what the user downloaded).
     key = hashlib.sha1(str(destination.resolve()).encode()).hexdigest()[:16]
     lock = Path(tempfile.gettempdir()) / "modelval-locks" / f"download-{key}.lock"
     lock.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(str(lock)):
-        for leftover in destination.parent.glob(staging_pattern(destination)):
-            if is_staging_folder(leftover):
+        for leftover in destination.parent.glob(f".{destination.name}.{_STAGING}*"):
+            if leftover.is_symlink() or not leftover.is_dir():
+                continue
+            if (leftover / STAGING_MARKER).is_file():
                 shutil.rmtree(leftover, ignore_errors=True)
-            elif leftover.is_dir() and not leftover.is_symlink():
+            else:
                 with contextlib.suppress(OSError):
                     leftover.rmdir()  # killed between making it and marking it: empty, so rmdir only
-        staging = Path(tempfile.mkdtemp(prefix=f".{destination.name}.{STAGING_MARK}", dir=destination.parent))
+        staging = Path(tempfile.mkdtemp(prefix=f".{destination.name}.{_STAGING}", dir=destination.parent))
         try:
-            (staging / STAGING_MARKER).write_text(
-                "A download of modelval is assembled here; the next download of the folder beside this one "
-                "removes it if it is left over.\n"
-            )
+            (staging / STAGING_MARKER).write_text("modelval assembles a download here; the next one removes it.\n")
             yield staging
         finally:
             shutil.rmtree(staging, ignore_errors=True)
+
+
+def fill_folder(
+    destination: Path,
+    what: str,
+    check: Callable[[Path], object],
+    fill: Callable[[Path], Path],
+    *,
+    force: bool = False,
+    offline: bool | None = None,
+) -> Path:
+    """The one course of every download of a folder: an existing one is checked, not fetched again (unless
+    ``force``); offline nothing is fetched; else the files are assembled in a staging folder beside it (under its
+    lock), checked, and only then moved into place. A killed download's staging folder goes with the next.
+
+    Parameters
+    ----------
+    destination
+        The folder to fill.
+    what
+        What goes in it, for the messages ("the cue-conflict stimuli").
+    check
+        Raises when a folder is not complete and correct.
+    fill
+        Downloads into the staging folder it is given; returns the folder it filled.
+    force
+        Fetch again even when ``destination`` exists; it is replaced once the new copy passed ``check``.
+    offline
+        ``True`` never downloads (a one-line :class:`DownloadError`); ``None``: :func:`resolve_offline`.
+    """
+    if destination.exists() and not destination.is_dir():
+        raise DataError(f"{destination} is a file; {what} go into a folder: name one (made if missing)")
+    if destination.exists() and not force:
+        check(destination)
+        return destination
+    if resolve_offline(offline):
+        raise DownloadError(f"this run is offline (--offline, MODELVAL_OFFLINE or HF_HUB_OFFLINE): not fetching "
+                            f"{what} into {destination}")  # fmt: skip
+    with staging_folder(destination) as staging:
+        if destination.exists() and not force:  # another process finished it while this one waited
+            check(destination)
+            return destination
+        filled = fill(staging)
+        check(filled)
+        if destination.exists():
+            shutil.rmtree(destination)
+        os.replace(filled, destination)
+    return destination
 
 
 @contextlib.contextmanager
 def sigterm_exits_cleanly() -> Iterator[None]:
     """Turn SIGTERM into SystemExit inside the block, so ``finally`` clauses remove temporary files.
 
-    The default action of SIGTERM ends the process without unwinding, which leaves a download's
-    ``.part`` file behind. A signal handler belongs to the whole process, so the library never
-    installs one: the ``modelval`` command line wraps each command in this block, and a program of
-    your own may do the same. (A ``.part`` file left by a killed process is removed by a later
-    download once it is a day old.) Only the main thread can install a handler; elsewhere this does
-    nothing.
+    SIGTERM's default ends the process without unwinding, which leaves a download's ``.part`` file behind. A
+    handler belongs to the whole process, so the library installs none: the command line wraps each command in
+    this block, as a program of your own may. Outside the main thread this does nothing.
     """
     if threading.current_thread() is not threading.main_thread():
         yield
@@ -343,27 +404,28 @@ def sigterm_exits_cleanly() -> Iterator[None]:
 
 
 class _FinalHTTPError(Exception):
-    pass
+    """An answer that another attempt would not change (4xx)."""
 
 
-class _TruncatedError(Exception):
-    pass
-
-
-class _StalledError(Exception):
-    pass
+class _RetriedError(Exception):
+    """A truncated or stalled transfer: tried again, like a broken connection."""
 
 
 def check_transfer_settings(timeout: float, retries: int, backoff: float = 1.0) -> None:
-    """Refuse a timeout that is not a positive finite number of seconds, or a negative retry count."""
+    """Refuse a timeout that is not a positive finite number of seconds, or a negative retry count.
+
+    Parameters
+    ----------
+    timeout
+        Seconds for connecting and for each read.
+    retries
+        Further attempts after the first.
+    backoff
+        Seconds before the first retry.
+    """
     for name, value, least in (("timeout", timeout, "above 0"), ("backoff", backoff, ">= 0")):
-        if (
-            isinstance(value, bool)
-            or not isinstance(value, int | float)
-            or not math.isfinite(value)
-            or value < 0
-            or (name == "timeout" and value == 0)
-        ):
+        number = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+        if not number or value < 0 or (name == "timeout" and value == 0):
             raise InputValidationError(f"the download {name} must be a finite number of seconds {least}, got {value!r}")
     if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
         raise InputValidationError(f"download retries must be a whole number >= 0, got {retries!r}")
@@ -374,19 +436,17 @@ def _body(response: requests.Response, url: str, timeout: float) -> Iterator[byt
     raw = response.raw
     # read1 returns what has arrived (each wait bounded by the socket timeout); read(n) would block until n
     # bytes came, however slowly. urllib3 < 2.3 has no read1: small reads keep the check close.
-    read = getattr(raw, "read1", None)
-    window = timeout
+    read = getattr(raw, "read1", None) or (
+        lambda size, decode_content: raw.read(1 << 14, decode_content=decode_content)
+    )
     started, counted = time.monotonic(), 0
-    while True:
-        chunk = read(_CHUNK, decode_content=True) if read is not None else raw.read(1 << 14, decode_content=True)
-        if not chunk:
-            return
+    while chunk := read(_CHUNK, decode_content=True):
         yield chunk
         counted += len(chunk)
         elapsed = time.monotonic() - started
-        if elapsed >= window:
+        if elapsed >= timeout:  # one window
             if counted < MIN_BYTES_PER_SECOND * elapsed:
-                raise _StalledError(
+                raise _RetriedError(
                     f"{url}: the server sent {counted} bytes in {elapsed:.1f} s, below {MIN_BYTES_PER_SECOND} "
                     "bytes/s (a stalled transfer)"
                 )
@@ -410,31 +470,26 @@ def _download_once(
     sha256: str | None,
     sha256_prefix: str | None,
 ) -> None:
-    handle, temporary_name = tempfile.mkstemp(prefix=f".{destination.name}.", suffix=".part", dir=destination.parent)
-    temporary = Path(temporary_name)
-    try:
-        with os.fdopen(handle, "wb") as output, http.get(url, stream=True, timeout=timeout) as response:
+    with atomic.temporary_beside(destination, ".part") as (temporary, output):
+        with http.get(url, stream=True, timeout=timeout) as response:
             if response.status_code >= 500 or response.status_code == 429:
                 raise requests.HTTPError(f"HTTP {response.status_code} from {url}")
             if response.status_code >= 400:
                 raise _FinalHTTPError(f"HTTP {response.status_code} for {url}: the file is not there")
             expected = int(response.headers.get("Content-Length") or 0) or None
             received = 0
-            with tqdm(
-                total=expected, unit="B", unit_scale=True, desc=destination.name, disable=not progress, leave=False
-            ) as bar:
+            with tqdm(total=expected, unit="B", unit_scale=True, desc=destination.name, disable=not progress,
+                      leave=False) as bar:  # fmt: skip
                 for chunk in _body(response, url, timeout):
                     output.write(chunk)
                     received += len(chunk)
                     bar.update(len(chunk))
+        output.flush()  # still open, so still locked: no other download takes it for a killed one's
         if expected is not None and received != expected:
-            raise _TruncatedError(f"{url}: got {received} of {expected} bytes (connection cut short)")
+            raise _RetriedError(f"{url}: got {received} of {expected} bytes (connection cut short)")
         if sha256 is not None or sha256_prefix is not None:
             try:
                 verify_sha256(temporary, sha256=sha256, sha256_prefix=sha256_prefix)
             except ChecksumError as error:
                 raise ChecksumError(f"download of {url} failed verification: {error}") from None
         os.replace(temporary, destination)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise

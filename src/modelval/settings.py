@@ -296,11 +296,11 @@ SETTINGS: dict[str, Setting] = {
         _s("amp", "bf16 (also on CPU) or fp16 autocast; reports the decisions flipped against an fp32 run",
            choices=("bf16", "fp16")),
         _s("channels_last", "NHWC memory layout (faster on recent GPUs)", default=False, parse=boolean),
-        _s("cache", "reuse the decoded stimuli and a model's stored outputs (`modelval cache info`)", default=True,
-           parse=boolean, env="MODELVAL_NO_CACHE", flag_help="decode the stimuli and run the model even when they "
-           "are stored (every cache off: decoded stimuli, outputs, answers)"),
-        _s("cache_dir", "the folder of every cache (decoded stimuli, outputs, answers, downloads)", parse=path,
-           env="MODELVAL_CACHE_DIR", flag=None),
+        _s("cache", "reuse the decoded stimuli, a model's stored outputs and a VLM's answers (`modelval cache info`)",
+           default=True, parse=boolean, env="MODELVAL_NO_CACHE", flag_help="decode the stimuli and run the model "
+           "even when they are stored (every cache off: decoded stimuli, outputs, answers)"),
+        _s("cache_dir", "the folder of every cache (decoded stimuli, outputs, VLM answers, downloaded weights and "
+           "data; default: the per-user cache)", parse=path, env="MODELVAL_CACHE_DIR", flag=None),
         _s("cache_size", "the size each cache keeps itself under (e.g. 2G)", default=2 * 1024**3, parse=size,
            env="MODELVAL_CACHE_SIZE", flag=None),
         _s("progress", "progress bars on stderr when it is a terminal", default=True, parse=boolean, flag=None),

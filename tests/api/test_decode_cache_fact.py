@@ -12,13 +12,12 @@ import pytest
 import modelval
 from modelval.api.pipeline import decode_cache_entry, load_stimuli
 from modelval.cli.shape_bias import describe_decode_cache
-from modelval.datasets.cache import NO_CACHE_ENV
 from modelval.errors import UserCodeError
 
 
 def test_a_failed_run_fills_the_decode_cache_and_the_next_run_says_so(tmp_path, monkeypatch, stimulus_subset):
     monkeypatch.setenv("MODELVAL_CACHE_DIR", str(tmp_path / "user-cache"))
-    monkeypatch.delenv(NO_CACHE_ENV, raising=False)
+    monkeypatch.delenv("MODELVAL_NO_CACHE", raising=False)
     subset = stimulus_subset(1)
     nets = tmp_path / "nets.py"
     nets.write_text('def build():\n    raise RuntimeError("the factory fell over")\n')
@@ -37,7 +36,7 @@ def test_a_failed_run_fills_the_decode_cache_and_the_next_run_says_so(tmp_path, 
 
 
 def test_no_entry_when_the_cache_is_off(stimulus_subset):
-    # the suite runs with MODELVAL_NO_STIMULUS_CACHE=1 (conftest.py): nothing was read or written
+    # the suite runs with MODELVAL_NO_CACHE=1 (conftest.py): nothing was read or written
     options = modelval.EvaluationOptions(data_root=stimulus_subset(1), allow_modified_stimuli=True, progress=False)
     stimuli = load_stimuli(options)
     assert stimuli.cache_status == "off" and decode_cache_entry(stimuli) is None

@@ -32,8 +32,8 @@ def stub(tmp_path):
 
 
 def test_a_file_vlm_runs_a_prompt_sweep(stub, stimulus_subset, tmp_path, monkeypatch, capsys):
-    monkeypatch.setenv("MODELVAL_OUTPUT_CACHE", str(tmp_path / "cache"))
-    monkeypatch.delenv("MODELVAL_NO_OUTPUT_CACHE", raising=False)  # the suite turns caches off; this test needs it
+    monkeypatch.setenv("MODELVAL_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("MODELVAL_NO_CACHE", raising=False)  # the suite turns caches off; this test needs it
     folder = stimulus_subset(2)
     prompt_file = tmp_path / "mine.txt"
     prompt_file.write_text("Which object's shape is this? A. airplane ... P. truck\n")

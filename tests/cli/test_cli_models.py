@@ -49,7 +49,7 @@ def test_fetch_failure_is_one_clear_message_without_traceback(capsys, isolated_c
     (served / name).write_bytes(b"not the checkpoint")
     other = tmp_path / "elsewhere"
     with serve(served) as server:
-        monkeypatch.setenv("MODELVAL_WEIGHTS_MIRROR", server.url)
+        monkeypatch.setenv("MODELVAL_MIRROR", server.url)
         monkeypatch.setenv("MODELVAL_CHECKPOINT_DIR", str(other))
         code, _, err = run(capsys, "models", "fetch", "resnet50_sin")
     assert code == 2

@@ -32,7 +32,7 @@ def sketch_from_real_images(tmp_path, monkeypatch, local_server, model_vs_human_
     archive = build_release_archive(tmp_path / "sketch.tar.gz", "sketch", names, image)
     local_server.add("/sketch.tar.gz", archive.read_bytes())
     monkeypatch.setenv("MODELVAL_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setenv("MODELVAL_DATA_MIRROR", local_server.url)
+    monkeypatch.setenv("MODELVAL_MIRROR", local_server.url)
     monkeypatch.setenv("MODELVAL_DATA_ROOT", str(modelval_data_root))
     monkeypatch.setenv("MODELVAL_MODEL_VS_HUMAN_DIR", str(model_vs_human_raw_data))
     for name in ("MODELVAL_DATA_HOME", "MODELVAL_OFFLINE"):

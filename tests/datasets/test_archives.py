@@ -23,6 +23,7 @@ from modelval.datasets import discover_stimuli, download_stimuli, verify_stimuli
 from modelval.datasets.release import ArchiveLimits, read_record, record_path, safe_extract
 from modelval.download import STAGING_MARKER, sha256_of
 from modelval.errors import DataError
+from test_download_interrupted import SlowServer  # announces 10 MB, sends 64 KB, stalls
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -119,7 +120,7 @@ def test_a_member_twice_is_refused(tmp_path):
 
 def test_a_bomb_in_a_release_archive_is_refused_before_anything_is_written(monkeypatch, tmp_path, local_server):
     monkeypatch.setenv("MODELVAL_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setenv("MODELVAL_DATA_MIRROR", local_server.url)
+    monkeypatch.setenv("MODELVAL_MIRROR", local_server.url)
     name = "colour/dnn/session-1/0001_cl_dnn_bw_oven_40_n04111531_14126.png"
     archive = _tar_gz(lambda tar: _zeros(tar, name, 8 << 20))
     local_server.add("/colour.tar.gz", archive)
@@ -150,35 +151,6 @@ def test_the_users_own_dot_folders_beside_the_destination_survive_a_download(
     assert sorted(p.name for p in data.iterdir()) == sorted(["cue-conflict", *(p.name for p in mine)])
 
 
-class SlowServer:
-    """Announces 10 MB, sends 64 KB, then stalls: a download surely in progress when it is killed."""
-
-    def __init__(self) -> None:
-        import http.server
-        import threading
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def log_message(self, *args) -> None:
-                pass
-
-            def do_GET(self) -> None:
-                self.send_response(200)
-                self.send_header("Content-Length", str(10_000_000))
-                self.end_headers()
-                self.wfile.write(b"x" * 65536)
-                self.wfile.flush()
-                time.sleep(30)
-
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
-
 def test_a_killed_release_download_is_cleaned_up_by_the_next(monkeypatch, tmp_path, local_server):
     """SIGKILL during the model-vs-human release download: its staging folder (and .part file) stays; the next
     fetch removes it. Today's release path never removed it."""
@@ -191,7 +163,7 @@ def test_a_killed_release_download_is_cleaned_up_by_the_next(monkeypatch, tmp_pa
             f"download_stimuli({str(destination)!r}, dataset='colour', progress=False)"
         )
         env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "MODELVAL_CACHE_DIR": str(cache),
-               "MODELVAL_DATA_MIRROR": server.url}  # fmt: skip
+               "MODELVAL_MIRROR": server.url}  # fmt: skip
         process = subprocess.Popen([sys.executable, "-c", code], env=env, stderr=subprocess.DEVNULL)
         deadline = time.time() + 60
         while time.time() < deadline and not list(destination.parent.glob(".colour.*/*.part")):
@@ -203,7 +175,7 @@ def test_a_killed_release_download_is_cleaned_up_by_the_next(monkeypatch, tmp_pa
     left = [p for p in destination.parent.iterdir() if p.name.startswith(".colour.")]
     assert len(left) == 1 and list(left[0].glob("*.part"))  # what SIGKILL leaves
     monkeypatch.setenv("MODELVAL_CACHE_DIR", str(cache))
-    monkeypatch.setenv("MODELVAL_DATA_MIRROR", local_server.url)
+    monkeypatch.setenv("MODELVAL_MIRROR", local_server.url)
     local_server.add("/colour.tar.gz", b"not an archive")
     with pytest.raises(DataError, match="not a readable tar archive"):
         download_stimuli(destination, dataset="colour", progress=False)  # the next fetch, failing for its own reason
@@ -224,7 +196,7 @@ def test_a_corrupt_release_record_is_one_line_exit_2(monkeypatch, tmp_path, loca
     from modelval.cli import main
 
     monkeypatch.setenv("MODELVAL_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setenv("MODELVAL_DATA_MIRROR", local_server.url)
+    monkeypatch.setenv("MODELVAL_MIRROR", local_server.url)
     local_server.add("/colour.tar.gz", b"an archive")
     path = record_path("colour")
     path.parent.mkdir(parents=True)

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from modelval.behaviour.categories import CATEGORIES
-from modelval.datasets.cache import NO_CACHE_ENV, StimulusCacheWarning, cache_key, load_or_decode
+from modelval.datasets.cache import StimulusCacheWarning, cache_key, load_or_decode
 from modelval.datasets.stimuli import decode_stimuli, discover_stimuli
 from modelval.datasets.stimulus_set import StimulusSet
 from modelval.evaluation import category_probabilities
@@ -20,7 +20,7 @@ from modelval.evaluation import category_probabilities
 @pytest.fixture(autouse=True)
 def _cache_allowed(monkeypatch):
     # conftest disables the cache for the whole suite; these tests use a tmp cache_dir instead.
-    monkeypatch.delenv(NO_CACHE_ENV, raising=False)
+    monkeypatch.delenv("MODELVAL_NO_CACHE", raising=False)
 
 
 @pytest.fixture
@@ -55,7 +55,7 @@ def test_miss_then_hit_gives_identical_pixels(small_root, tmp_path):
 def test_opt_out_by_flag_and_environment(small_root, tmp_path, monkeypatch):
     cache_dir = tmp_path / "cache"
     assert load(small_root, cache_dir, cache=False).cache_status == "off"
-    monkeypatch.setenv(NO_CACHE_ENV, "1")
+    monkeypatch.setenv("MODELVAL_NO_CACHE", "1")
     assert load(small_root, cache_dir).cache_status == "off"
     assert not cache_dir.exists()
 
@@ -158,4 +158,5 @@ def test_a_killed_cache_write_leaves_no_temporary_file_behind(small_root, tmp_pa
     two_days_ago = time.time() - 2 * 24 * 3600
     os.utime(other, (two_days_ago, two_days_ago))
     assert load(small_root, cache_dir).cache_status == "miss"
-    assert sorted(p.name for p in cache_dir.iterdir()) == [f"{key}.json", f"{key}.npy", f"{key}.npy.lock"]
+    entry = [f"{key}.json", f"{key}.npy", f"{key}.npy.lock"]
+    assert sorted(p.name for p in cache_dir.iterdir()) == sorted([*entry, "CACHEDIR.TAG"])

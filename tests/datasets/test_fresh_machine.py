@@ -1,7 +1,7 @@
 """Set-up with no extra step: a new user's first command fetches and verifies the stimuli itself.
 
 Each test runs the real CLI in a subprocess as a new user would: ``HOME`` is an empty folder, no
-``MODELVAL_DATA_ROOT``, and ``MODELVAL_DATA_MIRROR`` points at a server on 127.0.0.1 that serves the
+``MODELVAL_DATA_ROOT``, and ``MODELVAL_MIRROR`` points at a server on 127.0.0.1 that serves the
 model-vs-human archive built from the real stimuli.
 """
 
@@ -34,7 +34,7 @@ def cue_conflict_archive(modelval_data_root: Path) -> bytes:
 
 def new_user(home: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MODELVAL_", "HF_", "XDG_"))}
-    env.update(HOME=str(home), PYTHONPATH=str(ROOT / "src"), MODELVAL_NO_STIMULUS_CACHE="1", **extra)
+    env.update(HOME=str(home), PYTHONPATH=str(ROOT / "src"), MODELVAL_NO_CACHE="1", **extra)
     return env
 
 
@@ -52,7 +52,7 @@ def test_first_shape_bias_run_fetches_the_stimuli(tmp_path, local_server, cue_co
     CI another evaluation and test nothing new.
     """
     local_server.add("/cue-conflict.tar.gz", cue_conflict_archive)
-    env = new_user(tmp_path / "home", MODELVAL_DATA_MIRROR=local_server.url + "/")
+    env = new_user(tmp_path / "home", MODELVAL_MIRROR=local_server.url + "/")
     decisions_out, plot = tmp_path / "decisions.csv", tmp_path / "plot.png"
     result = modelval(
         "shape-bias", "--model", "efficientnet_lite0", "--json",
@@ -87,7 +87,7 @@ def test_first_shape_bias_run_fetches_the_stimuli(tmp_path, local_server, cue_co
 
 @pytest.mark.parametrize("offline_env", ["MODELVAL_OFFLINE", "HF_HUB_OFFLINE"])
 def test_offline_run_fails_in_one_line_without_a_request(tmp_path, local_server, offline_env):
-    env = new_user(tmp_path / "home", MODELVAL_DATA_MIRROR=local_server.url, **{offline_env: "1"})
+    env = new_user(tmp_path / "home", MODELVAL_MIRROR=local_server.url, **{offline_env: "1"})
     result = modelval("shape-bias", "--model", "efficientnet_lite0", env=env)
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
@@ -96,7 +96,7 @@ def test_offline_run_fails_in_one_line_without_a_request(tmp_path, local_server,
 
 
 def test_offline_in_the_config_file_fails_in_one_line(tmp_path, local_server):
-    env = new_user(tmp_path / "home", MODELVAL_DATA_MIRROR=local_server.url)
+    env = new_user(tmp_path / "home", MODELVAL_MIRROR=local_server.url)
     (tmp_path / "modelval.toml").write_text("[settings]\noffline = true\n")
     result = modelval("shape-bias", "--model", "efficientnet_lite0", env=env, cwd=tmp_path)
     assert result.returncode == 2 and "offline" in result.stderr and local_server.requests == {}
@@ -105,7 +105,7 @@ def test_offline_in_the_config_file_fails_in_one_line(tmp_path, local_server):
 @pytest.mark.slow
 def test_failed_download_names_the_cause(tmp_path, local_server):
     local_server.add("/cue-conflict.tar.gz", b"", mode="error500")
-    env = new_user(tmp_path / "home", MODELVAL_DATA_MIRROR=local_server.url)
+    env = new_user(tmp_path / "home", MODELVAL_MIRROR=local_server.url)
     result = modelval("models", "audit", "--model", "efficientnet_lite0", env=env)
     assert result.returncode == 2 and "Traceback" not in result.stderr
     error = result.stderr.strip().splitlines()[-1]
@@ -114,7 +114,7 @@ def test_failed_download_names_the_cause(tmp_path, local_server):
 
 
 def test_a_named_data_root_is_never_filled_behind_the_users_back(tmp_path, local_server):
-    env = new_user(tmp_path / "home", MODELVAL_DATA_MIRROR=local_server.url)
+    env = new_user(tmp_path / "home", MODELVAL_MIRROR=local_server.url)
     result = modelval("shape-bias", "--model", "efficientnet_lite0", "--data-root", str(tmp_path / "mine"), env=env)
     assert result.returncode == 2 and "cue-conflict folder not found" in result.stderr
     assert local_server.requests == {}

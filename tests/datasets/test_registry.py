@@ -80,7 +80,7 @@ def test_download_through_the_mirror_is_verified_and_atomic(shape_only_root, tmp
     folder = get_dataset(dataset).folder
     for path in sorted(root.rglob("*.png")):
         local_server.add(f"/{folder}/{path.relative_to(root).as_posix()}", path.read_bytes())
-    monkeypatch.setenv("MODELVAL_DATA_MIRROR", local_server.url)
+    monkeypatch.setenv("MODELVAL_MIRROR", local_server.url)
     destination = download_stimuli(tmp_path / folder, dataset=dataset, progress=False)
     verify_stimuli(destination, dataset=dataset)
     assert len(local_server.requests) == 160
@@ -101,7 +101,7 @@ def test_raw_data_download_through_the_mirror(modelval_reference_dir, tmp_path, 
     files = json.loads(package_data("raw_data_manifest.json").read_text())["files"]
     for name, spec in files.items():
         local_server.add("/" + spec["path"], (modelval_reference_dir / name).read_bytes())
-    monkeypatch.setenv("MODELVAL_DATA_MIRROR", local_server.url)
+    monkeypatch.setenv("MODELVAL_MIRROR", local_server.url)
     destination = download_raw_data(tmp_path / "raw-data", progress=False)
     assert sorted(p.name for p in destination.iterdir()) == sorted(files)
     assert len(files) == 34  # 3 experiments x (10 humans + VGG) + ResNet-50 on cue-conflict
@@ -119,7 +119,7 @@ def test_download_data_cli_for_a_dataset(shape_only_root, tmp_path, local_server
     folder = get_dataset(dataset).folder
     for path in sorted(root.rglob("*.png")):
         local_server.add(f"/{folder}/{path.relative_to(root).as_posix()}", path.read_bytes())
-    monkeypatch.setenv("MODELVAL_DATA_MIRROR", local_server.url)
+    monkeypatch.setenv("MODELVAL_MIRROR", local_server.url)
     assert main(["data", "download", "--dataset", dataset, "--data-root", str(tmp_path / folder)]) == 0
     assert f"{dataset} stimuli ready and verified" in capsys.readouterr().out
     assert main(["data", "verify", "--dataset", dataset, "--data-root", str(tmp_path / folder)]) == 0

@@ -1,7 +1,7 @@
 """model-vs-human's 14 further sets: fetched on request from archives in the release layout, checked, recorded.
 
 The archives are built here in the exact layout and naming (tests/release_archives.py) and served from
-127.0.0.1 through ``MODELVAL_DATA_MIRROR``; the real stimuli are ImageNet-derived and never redistributed.
+127.0.0.1 through ``MODELVAL_MIRROR``; the real stimuli are ImageNet-derived and never redistributed.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from release_archives import build_release_archive, plain_png, release_names
 def mirror(tmp_path, monkeypatch, local_server):
     """An empty user cache and a data mirror on 127.0.0.1; returns the server."""
     monkeypatch.setenv("MODELVAL_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setenv("MODELVAL_DATA_MIRROR", local_server.url)
+    monkeypatch.setenv("MODELVAL_MIRROR", local_server.url)
     for name in ("MODELVAL_DATA_HOME", "MODELVAL_OFFLINE", "HF_HUB_OFFLINE", "MODELVAL_MODEL_VS_HUMAN_DIR"):
         monkeypatch.delenv(name, raising=False)
     return local_server

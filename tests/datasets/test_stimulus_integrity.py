@@ -38,7 +38,7 @@ def small_tree(modelval_data_root: Path, tmp_path: Path) -> Path:
 
 
 def test_same_size_same_mtime_replacement_misses_the_cache(modelval_data_root, tmp_path, monkeypatch):
-    monkeypatch.delenv("MODELVAL_NO_STIMULUS_CACHE")  # the suite turns the cache off; this test owns one
+    monkeypatch.delenv("MODELVAL_NO_CACHE")  # the suite turns the cache off; this test owns one
     root = small_tree(modelval_data_root, tmp_path)
     cache = tmp_path / "cache"
     first = StimulusSet.load(root, progress=False, expected_count=None, cache_dir=cache)

@@ -89,8 +89,8 @@ def test_two_factories_differing_only_outside_the_state_dict_get_their_own_outpu
     data = stimulus_subset(2)
     common = ["--data-root", str(data), "--allow-modified-stimuli", "--bootstrap", "0", "--no-sanity-gate",
               "--json", "--device", "cpu", "--mean", "0,0,0", "--std", "1,1,1"]  # fmt: skip
-    monkeypatch.setenv("MODELVAL_OUTPUT_CACHE", str(tmp_path / "cache"))
-    monkeypatch.delenv("MODELVAL_NO_OUTPUT_CACHE", raising=False)
+    monkeypatch.setenv("MODELVAL_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("MODELVAL_NO_CACHE", raising=False)
     truth = {}
     for name in ("plain", "switched", "shifted"):
         spec = f"{tmp_path / 'factories.py'}:{name}"
@@ -236,7 +236,7 @@ def test_partial_rows_of_another_model_under_the_same_key_are_discarded(few, tmp
 @pytest.mark.parametrize("damage", ["nan", "probe", "rows", "meta shape"])
 def test_a_stored_entry_that_fails_a_check_is_a_miss(damage, few, tmp_path):
     """Complete entries: NaN rows with a matching digest, a damaged probe, another row count, a lying record."""
-    from modelval.records.output_cache import _array_digest
+    from modelval.records.store import array_digest as _array_digest
 
     cache = OutputCache(tmp_path)
     net = Net()

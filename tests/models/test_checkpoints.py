@@ -76,7 +76,7 @@ def test_wrong_hash_on_the_real_entry_is_refused_and_removed(isolated_caches, tm
     name = SIN_URL.rsplit("/", 1)[-1]
     torch.save({"state_dict": {"w": torch.zeros(3)}}, served / name)  # right name, wrong content
     with serve(served) as server:
-        monkeypatch.setenv("MODELVAL_WEIGHTS_MIRROR", server.url)
+        monkeypatch.setenv("MODELVAL_MIRROR", server.url)
         with pytest.raises(WeightsNotAvailableError) as caught:
             load_model("resnet50_sin", progress=False)
     message = str(caught.value)
@@ -349,3 +349,19 @@ def test_pickled_objects_in_timms_cached_weights_never_suggest_running_them(tmp_
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"{path}: refused to load, it holds objects other than tensors" in err
     assert "modelval models fetch timm:resnet18.a1_in1k --force" in err and "weights_only=False" not in err
+
+
+def test_under_one_mirror_the_weights_never_share_a_name_with_the_data(monkeypatch):
+    """MODELVAL_MIRROR serves the data and the weights from one folder (docs/data.md): no registered checkpoint's
+    file name is a data archive, a set's folder or the human data's folders."""
+    from modelval.datasets.registry import list_datasets
+    from modelval.models.checkpoints import checkpoint_url
+    from modelval.models.registry import list_models
+    from modelval.models.weights import UrlCheckpoint
+
+    data = {"raw-data", "model-vs-human"} | {d.folder for d in list_datasets()}
+    data |= {f"{folder}.tar.gz" for folder in data}
+    weights = {w.file_name for e in list_models() for w in e.weights if isinstance(w, UrlCheckpoint)}
+    assert weights and not weights & data and not any(name.endswith(".tar.gz") for name in weights)
+    monkeypatch.setenv("MODELVAL_MIRROR", "http://mirror.invalid/all/")
+    assert checkpoint_url(SIN_URL) == f"http://mirror.invalid/all/{SIN_URL.rsplit('/', 1)[-1]}"

@@ -156,7 +156,7 @@ def test_the_spec_end_to_end(stimulus_subset, tmp_path, monkeypatch):
     """``open_clip:RN50/none`` through the one pipeline: 16 outputs, the zero-shot record, the cache reused."""
     import modelval
 
-    monkeypatch.setenv("MODELVAL_OUTPUT_CACHE", str(tmp_path / "outputs"))
+    monkeypatch.setenv("MODELVAL_CACHE_DIR", str(tmp_path / "cache"))
     settings = ZeroShotSettings(class_space="16", templates="{}", logit_scale="100")
     run = dict(data_root=stimulus_subset(2), allow_modified_stimuli=True, bootstrap=0, zero_shot=settings,
                sanity_gate=False, device="cpu")  # fmt: skip

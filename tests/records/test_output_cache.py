@@ -20,7 +20,8 @@ from modelval.datasets.stimulus_set import StimulusSet
 from modelval.evaluation import evaluate, output_key
 from modelval.evaluation import forward as evaluation  # the forward path: where the key is computed
 from modelval.preprocessing import PreprocessConfig
-from modelval.records.output_cache import OutputCache, parse_size
+from modelval.records.output_cache import OutputCache
+from modelval.settings import size as parse_size
 
 
 def tiny_model(seed: int = 0) -> torch.nn.Module:
@@ -259,8 +260,8 @@ def _command(tmp_path: Path, data: Path) -> list[str]:
 
 
 def _environment(cache: Path, **env: str) -> dict[str, str]:
-    environment = {k: v for k, v in os.environ.items() if k != "MODELVAL_NO_OUTPUT_CACHE"}
-    return {**environment, "MODELVAL_OUTPUT_CACHE": str(cache), **env}
+    environment = {k: v for k, v in os.environ.items() if k != "MODELVAL_NO_CACHE"}
+    return {**environment, "MODELVAL_CACHE_DIR": str(cache.parent), **env}  # the output cache is <cache dir>/outputs
 
 
 def _shape_bias(tmp_path: Path, data: Path, cache: Path, **env: str) -> subprocess.CompletedProcess:
@@ -272,13 +273,13 @@ def _shape_bias(tmp_path: Path, data: Path, cache: Path, **env: str) -> subproce
 @pytest.mark.slow
 def test_a_killed_evaluation_resumes_from_the_stored_batches(tmp_path, stimulus_subset):
     (tmp_path / "tiny.py").write_text(FACTORY)
-    data, cache = stimulus_subset(2), tmp_path / "cache"  # 32 stimuli: 4 batches of 8
+    data, cache = stimulus_subset(2), tmp_path / "cache" / "outputs"  # 32 stimuli: 4 batches of 8
     killed = _shape_bias(tmp_path, data, cache, KILL_AT="4")  # the probe's forward, two batches, then killed
     assert killed.returncode == -9
     assert len(list(cache.glob("??/*/partial/0*.npy"))) == 2  # the two finished batches
     resumed = json.loads(_shape_bias(tmp_path, data, cache).stdout)
     assert resumed["output_cache"] == "resumed: 16 of 32 rows reused"
-    fresh = json.loads(_shape_bias(tmp_path, data, tmp_path / "fresh").stdout)
+    fresh = json.loads(_shape_bias(tmp_path, data, tmp_path / "fresh" / "outputs").stdout)
     assert fresh["output_cache"] == "miss"
     assert (resumed["shape_hits"], resumed["texture_hits"], resumed["other"]) == (
         fresh["shape_hits"], fresh["texture_hits"], fresh["other"],
@@ -290,7 +291,7 @@ def test_a_killed_evaluation_resumes_from_the_stored_batches(tmp_path, stimulus_
 @pytest.mark.slow
 def test_two_concurrent_writers_leave_a_valid_cache(tmp_path, stimulus_subset):
     (tmp_path / "tiny.py").write_text(FACTORY)
-    data, cache = stimulus_subset(2), tmp_path / "cache"
+    data, cache = stimulus_subset(2), tmp_path / "cache" / "outputs"
     command, environment = _command(tmp_path, data), _environment(cache)
     runs = [subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=environment) for _ in range(2)]
     outputs = [json.loads(run.communicate(timeout=300)[0]) for run in runs]
@@ -306,7 +307,7 @@ def test_two_concurrent_writers_leave_a_valid_cache(tmp_path, stimulus_subset):
 
 
 def _filled(tmp_path: Path) -> OutputCache:
-    cache = OutputCache(tmp_path / "cache")
+    cache = OutputCache(tmp_path / "cache" / "outputs")
     outputs = np.ones((4, 10), dtype=np.float32)
     cache.save("ab" * 32, outputs, {"model": "m"}, probe=outputs[:1])
     cache.start_rows("cd" * 32, outputs[:1])
@@ -357,8 +358,7 @@ def test_cache_commands_tell_what_they_removed_and_left(tmp_path, monkeypatch, c
     cache = _filled(tmp_path)
     (cache.root / "db").mkdir()  # "db" is hex, like a prefix folder: not made by modelval, it stays
     (cache.root / "db" / "notes").write_text("mine")
-    monkeypatch.setenv("MODELVAL_OUTPUT_CACHE", str(cache.root))
-    monkeypatch.setenv("MODELVAL_CACHE_DIR", str(tmp_path / "user-cache"))  # `cache clear` empties the decode cache
+    monkeypatch.setenv("MODELVAL_CACHE_DIR", str(cache.root.parent))  # `cache clear` empties the decode cache too
     assert main(["cache", "info"]) == 0
     shown = capsys.readouterr().out
     assert "interrupted runs (resumable): 1" in shown and "not modelval's (left alone): db/notes" in shown
@@ -370,36 +370,34 @@ def test_cache_commands_tell_what_they_removed_and_left(tmp_path, monkeypatch, c
 
 
 def test_the_answer_caches_files_are_modelvals_and_a_foreign_one_is_not_read(tmp_path):
-    """`answers/` holds the VLM answer cache: counted by info, emptied by clear, never listed as not modelval's;
+    """`answers/` holds the VLM answer cache: counted by info, emptied by clear, a user's file there named and left;
     a file there whose record names another model or prompt is not served."""
-    from modelval.records.answer_cache import AnswerCache
+    from modelval.records.answer_cache import AnswerCache, AnswerStore
 
-    cache = _filled(tmp_path)
-    answers = AnswerCache({"spec": "vlm.py:ask"}, "which shape?", root=cache.root / "answers")
+    store = AnswerStore(tmp_path / "cache" / "answers")
+    answers = AnswerCache({"spec": "vlm.py:ask"}, "which shape?", root=store.root)
     answers.put("airplane/airplane1-bicycle2.png", "ab" * 32, "A")
     answers.flush()
-    (cache.root / "answers" / "notes.txt").write_text("mine")
-    info = cache.info()
-    assert info["answer_files"] == 1 and info["not_modelvals"] == ["answers/notes.txt"]
+    (store.root / "notes.txt").write_text("mine")
+    info = store.info()
+    assert info["entries"] == 1 and info["not_modelvals"] == ["notes.txt"]
     record = json.loads(answers.path.read_text())
     answers.path.write_text(json.dumps({**record, "prompt": "another prompt"}))
-    again = AnswerCache({"spec": "vlm.py:ask"}, "which shape?", root=cache.root / "answers")
+    again = AnswerCache({"spec": "vlm.py:ask"}, "which shape?", root=store.root)
     assert again.get("airplane/airplane1-bicycle2.png", "ab" * 32) is None
-    cleared = cache.clear()
-    assert cleared.answer_files == 1 and cleared.left == ("answers/notes.txt",)
-    assert (cache.root / "answers" / "notes.txt").read_text() == "mine" and not answers.path.exists()
+    cleared = store.clear()
+    assert cleared.entries == 1 and cleared.left == ("notes.txt",)
+    assert (store.root / "notes.txt").read_text() == "mine" and not answers.path.exists()
 
 
 def test_cache_info_and_clear_cover_the_decode_cache(tmp_path, monkeypatch, capsys, stimulus_subset):
     """Issue 32: `cache info` showed the output cache only; the decoded stimuli (about 184 MiB for cue-conflict)
     were nowhere. A real decode of 32 stimuli fills it; info shows it, clear removes it and nothing else."""
     from modelval.cli import main
-    from modelval.datasets.cache import NO_CACHE_ENV
     from modelval.datasets.stimulus_set import StimulusSet
 
     monkeypatch.setenv("MODELVAL_CACHE_DIR", str(tmp_path / "user-cache"))
-    monkeypatch.setenv("MODELVAL_OUTPUT_CACHE", str(tmp_path / "outputs"))
-    monkeypatch.delenv(NO_CACHE_ENV, raising=False)
+    monkeypatch.delenv("MODELVAL_NO_CACHE", raising=False)
     subset = stimulus_subset(2)
     stimuli = StimulusSet.load(subset, allow_modified=True, progress=False)
     assert stimuli.cache_status == "miss" and len(stimuli) == 32
@@ -409,7 +407,7 @@ def test_cache_info_and_clear_cover_the_decode_cache(tmp_path, monkeypatch, caps
     decode = json.loads(capsys.readouterr().out)["decode_cache"]
     size = sum(p.stat().st_size for p in folder.iterdir() if p.name != "mine.txt")
     assert decode["entries"] == 1 and decode["bytes"] == size > 32 * 3 * 224 * 224
-    assert decode["path"] == str(folder) and decode["not_modelvals"] == [str(folder / "mine.txt")]
+    assert decode["path"] == str(folder) and decode["not_modelvals"] == ["mine.txt"]
     assert main(["cache", "info"]) == 0
     assert f"decode cache: {folder} (on): 1 decoded stimulus set(s), 4.6 MiB; `modelval cache clear` removes" in (
         capsys.readouterr().out

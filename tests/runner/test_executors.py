@@ -227,8 +227,8 @@ def test_a_preempted_job_is_requeued_and_resumes_from_the_output_cache(
     from modelval.runner.models_file import read_models_file
 
     cache = tmp_path / "outputs"
-    monkeypatch.setenv("MODELVAL_NO_OUTPUT_CACHE", "0")  # the job process inherits this environment
-    monkeypatch.setenv("MODELVAL_OUTPUT_CACHE", str(cache))
+    monkeypatch.setenv("MODELVAL_NO_CACHE", "0")  # the job process inherits this environment
+    monkeypatch.setenv("MODELVAL_CACHE_DIR", str(tmp_path))  # the output cache: <cache dir>/outputs
     (tmp_path / "weights").mkdir()
     torch.save(bundled_model.model.state_dict(), tmp_path / "weights" / "lite0.pt")
     (tmp_path / "nets.py").write_text(SLOW_NETS)

@@ -389,10 +389,11 @@ def _flip_budget(model: Any, evaluation: Any) -> Any:
 
 
 def open_output_cache(enabled: bool | None) -> OutputCache | None:
-    """The per-user output cache, or ``None`` when turned off (``enabled=False`` or ``$MODELVAL_NO_OUTPUT_CACHE``)."""
-    from modelval.records.output_cache import OutputCache, output_cache_enabled
+    """The per-user output cache, or ``None`` when turned off (``enabled=False`` or ``$MODELVAL_NO_CACHE``)."""
+    from modelval.records.output_cache import OutputCache
+    from modelval.records.store import cache_on
 
-    return OutputCache() if output_cache_enabled(enabled) else None
+    return OutputCache() if cache_on(enabled) else None
 
 
 def _outputs_stored(
@@ -420,9 +421,9 @@ def decode_cache_entry(stimuli: StimulusSet) -> dict[str, str] | None:
         return None
     from datetime import datetime
 
-    from modelval.datasets.cache import cache_key, default_cache_dir
+    from modelval.datasets.cache import DecodeCache, cache_key
 
-    path = default_cache_dir() / f"{cache_key(stimuli.root, stimuli.stimuli, stimuli.digests)}.npy"
+    path = DecodeCache().root / f"{cache_key(stimuli.root, stimuli.stimuli, stimuli.digests)}.npy"
     try:
         stored = datetime.fromtimestamp(path.stat().st_mtime).astimezone().isoformat(timespec="seconds")
     except OSError:  # not written (a cache folder that cannot be written only costs the speed-up)

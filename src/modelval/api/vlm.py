@@ -164,7 +164,7 @@ def vlm_shape_bias(
     name
         The name of the VLM in the report (default: the spec, or the callable's name).
     answer_cache
-        Reuse and store answers (``None``: on unless ``$MODELVAL_NO_OUTPUT_CACHE`` is set).
+        Reuse and store answers (``None``: on unless ``$MODELVAL_NO_CACHE`` is set).
     run_store
         Record each prompt's run there (``modelval runs``); ``None`` records nothing.
     **settings
@@ -204,8 +204,8 @@ def vlm_shape_bias(
     from modelval.behaviour.resampling import resolve_unit
     from modelval.behaviour.shape_bias import compute_shape_bias
     from modelval.records.answer_cache import AnswerCache
-    from modelval.records.output_cache import output_cache_enabled
     from modelval.records.run_store import record_run
+    from modelval.records.store import cache_on as caching
 
     options, _ = resolve_options(options, None, settings)
     if options.dataset != "cue-conflict":
@@ -223,7 +223,7 @@ def vlm_shape_bias(
     stimuli = load_stimuli(options)
     digests = stimuli.digests or {}
     unit = resolve_unit(options.resample, cue_conflict=True)
-    cache_on = output_cache_enabled(answer_cache)
+    cache_on = caching(answer_cache)
     start = time.perf_counter()
     runs = []
     for prompt_name, text, default_parser in resolved:

@@ -7,10 +7,8 @@ from __future__ import annotations
 from modelval.lazy import lazy_exports
 
 _EXPORTS = {
-    "NO_CACHE_ENV": "modelval.datasets.cache",
     "cache_enabled": "modelval.datasets.cache",
     "load_or_decode": "modelval.datasets.cache",
-    "DATA_MIRROR_ENV": "modelval.datasets.fetch",
     "default_raw_data_dir": "modelval.datasets.fetch",
     "download_raw_data": "modelval.datasets.fetch",
     "download_stimuli": "modelval.datasets.fetch",

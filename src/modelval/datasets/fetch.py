@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sys
+from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 
 from tqdm.auto import tqdm
@@ -25,24 +25,13 @@ from modelval.datasets.stimuli import (
 from modelval.download import (
     check_transfer_settings,
     download_file,
+    fill_folder,
+    mirrored,
     resolve_offline,
-    staging_folder,
     verify_sha256,
 )
 from modelval.errors import DataError, DownloadError
 from modelval.paths import package_data, user_cache_dir
-
-#: ``http://host/dir``: replaces the base URL of every data download (as MODELVAL_WEIGHTS_MIRROR does
-#: for weights). The mirror holds ``cue-conflict.tar.gz`` (the model-vs-human archive layout,
-#: ``cue-conflict/<category>/<file>.png``) and, for the file-by-file source, ``cue-conflict/<category>/<file>.png``.
-DATA_MIRROR_ENV = "MODELVAL_DATA_MIRROR"
-
-
-def data_mirror() -> str | None:
-    """The base URL of ``$MODELVAL_DATA_MIRROR`` without a trailing slash, or None."""
-    mirror = os.environ.get(DATA_MIRROR_ENV, "").strip()
-    return mirror.rstrip("/") or None
-
 
 SOURCES = ("model-vs-human", "texture-vs-shape")
 
@@ -52,21 +41,28 @@ def source_url(source: str, dataset: str = "cue-conflict") -> str:
 
     ``model-vs-human`` is the release archive (cue-conflict only); ``texture-vs-shape`` is the
     repository folder, fetched file by file (``<url>/<category>/<file>``).
+
+    Parameters
+    ----------
+    source
+        ``model-vs-human`` or ``texture-vs-shape``.
+    dataset
+        The dataset's name in the registry.
     """
     entry = get_dataset(dataset)
-    mirror = data_mirror()
     if source == "model-vs-human":
         if entry.archive_url is None:
             raise DataError(f"{dataset} has no release archive; use --source texture-vs-shape")
-        return f"{mirror}/{entry.folder}.tar.gz" if mirror else entry.archive_url
+        return mirrored(f"{entry.folder}.tar.gz") or entry.archive_url
     if source == "texture-vs-shape":
         if not entry.folder_url:
             raise DataError(f"{dataset} has no file-by-file source; use --source model-vs-human (the release archive)")
-        return f"{mirror}/{entry.folder}" if mirror else entry.folder_url
+        return mirrored(entry.folder) or entry.folder_url
     raise DataError(f"source must be one of {', '.join(SOURCES)}, got {source!r}")
 
 
-def default_source(dataset: str) -> str:
+def _default_source(dataset: str) -> str:
+    """The source a dataset is fetched from by default: its release archive when it has one, else file by file."""
     return "model-vs-human" if get_dataset(dataset).archive_url else "texture-vs-shape"
 
 
@@ -85,56 +81,37 @@ def download_stimuli(
 ) -> Path:
     """Download a published stimulus set into a folder and verify every file against its manifest.
 
-    The cue-conflict images come from model-vs-human's release archive (``source="model-vs-human"``, the
-    default) or file by file from texture-vs-shape's repository folder (``source="texture-vs-shape"``,
-    the default for edges and filled-silhouettes); ``$MODELVAL_DATA_MIRROR`` (or ``url``) points either
-    at another server, e.g. a lab's mirror. Every file is checked against the SHA-256 digests of the
-    manifest (by default the one committed with modelval), as ``modelval.verify_stimuli`` checks a
-    folder. The images are assembled and verified in a hidden folder beside ``destination``, which is
-    replaced only when all of them are there and correct: an interrupted or corrupt download never
-    leaves a partial dataset behind, and the leftovers of killed downloads are removed (a lock keeps
-    two processes from downloading into the same folder at once).
-
-    An existing ``destination`` is not downloaded again (unless ``force``): it is verified and
-    returned, online or offline; one that does not verify is an error, not silently replaced. Offline
-    (``offline=True``, ``$MODELVAL_OFFLINE`` or ``$HF_HUB_OFFLINE``) nothing is fetched: a missing
-    folder is a ``DownloadError``. model-vs-human's 14 further datasets (``colour``, ``sketch``, ...) have
-    no published checksums: with ``manifest=None`` they are checked against the record of their first
-    download instead (``modelval.datasets.release``), and that path does not yet honour ``offline``
-    (a missing folder is fetched even offline).
+    The images come from model-vs-human's release archive or file by file from texture-vs-shape's repository
+    folder (``$MODELVAL_MIRROR`` or ``url`` point at another server), are checked against the SHA-256 digests of
+    the manifest, and replace ``destination`` only when all are there and correct (``download.fill_folder``). An
+    existing ``destination`` is verified and returned, not fetched again (unless ``force``); offline nothing is
+    fetched. model-vs-human's 14 further datasets have no published checksums: with ``manifest=None`` they are
+    checked against the record of their first download (:mod:`modelval.datasets.release`).
 
     Parameters
     ----------
     destination
-        The folder to fill. ``None``: ``$MODELVAL_DATA_ROOT`` (cue-conflict only), else
-        ``$MODELVAL_DATA_HOME/<dataset folder>``, else the per-user cache (where ``modelval`` looks
-        for the stimuli by default).
+        The folder to fill (default: the dataset's folder of the data home, else of the per-user cache).
     dataset
-        The dataset's name in modelval's registry: ``"cue-conflict"`` (the default), ``"edges"``,
-        ``"filled-silhouettes"``, or one of model-vs-human's further datasets.
+        The dataset's name in modelval's registry (``cue-conflict``, ``edges``, ...).
     source
-        ``"model-vs-human"`` (the release archive ``<dataset>.tar.gz``) or ``"texture-vs-shape"`` (the
-        repository folder, one request per file); ``None`` picks the archive when the dataset has one.
+        ``"model-vs-human"`` (the archive ``<dataset>.tar.gz``) or ``"texture-vs-shape"`` (one request per file);
+        ``None`` picks the archive when the dataset has one.
     url
-        The address to fetch from instead of the public one (or the mirror's): the archive's URL for
-        ``"model-vs-human"``; for ``"texture-vs-shape"`` the base URL of the folder, each file being
-        fetched from ``<url>/<category>/<file>``.
+        The archive's address, or the base URL of the folder (``<url>/<category>/<file>``), instead of the public
+        one or the mirror's.
     force
         Download again even when ``destination`` exists; it is replaced once the new copy verifies.
     progress
         Show progress bars (on stderr).
     timeout
-        Seconds allowed for connecting and for each read; a transfer slower than 1 KiB/s over such a
-        window counts as stalled.
+        Seconds for connecting and for each read; slower than 1 KiB/s over such a window is a stalled transfer.
     retries
-        How often a failed request (a connection error, a timeout, a stalled or truncated transfer, an
-        HTTP 5xx or 429 answer) is tried again, with exponential backoff.
+        How often a failed request is tried again, with exponential backoff.
     manifest
-        ``{relpath: sha256}``: the files the folder must hold and their digests; ``None`` (the default)
-        for the committed manifest of ``dataset``. The file-by-file source fetches exactly these files.
+        ``{relpath: sha256}`` of the files the folder must hold (default: the committed manifest of ``dataset``).
     offline
-        ``True`` never downloads, ``False`` may; ``None`` (the default) is offline when
-        ``$MODELVAL_OFFLINE`` or ``$HF_HUB_OFFLINE`` is ``1``, ``true`` or ``yes``.
+        ``True`` never downloads; ``None``: offline when ``$MODELVAL_OFFLINE`` or ``$HF_HUB_OFFLINE`` is set.
 
     Returns
     -------
@@ -144,25 +121,16 @@ def download_stimuli(
     Raises
     ------
     modelval.errors.DownloadError
-        A file could not be downloaded (no network, refused connection, timeout, HTTP error) after the
-        retries, or the run is offline and ``destination`` is missing (or ``force`` is set).
-    modelval.errors.ChecksumError
-        A downloaded file, or a file of an existing ``destination``, differs from the manifest.
+        A file could not be downloaded after the retries, or the run is offline and ``destination`` is missing.
     modelval.errors.DataError
-        An existing ``destination`` lacks files of the manifest or holds others, a downloaded archive
-        is not a readable tar archive or holds no category folders, or ``dataset`` or ``source`` is
-        unknown (or the dataset has no such source). ``ChecksumError`` is a ``DataError`` too.
-    modelval.errors.InputValidationError
-        ``timeout`` is not a positive number of seconds or ``retries`` is negative.
+        A file differs from the manifest (:class:`~modelval.errors.ChecksumError`), a folder lacks files or holds
+        others, an archive is unreadable or refused, or ``dataset`` or ``source`` is unknown.
 
     Examples
     --------
-    So that it runs without an internet connection, this example downloads for real from a local HTTP
-    server on 127.0.0.1, as from a lab's mirror. The server serves ``SUBSET``, a folder with the first
-    two published cue-conflict images of each category, and the download fetches these 32 files, with
-    the part of the committed manifest that lists them. Without ``url`` and ``manifest`` the same call
-    fetches all 1280 images from texture-vs-shape's repository on GitHub and checks them against the
-    whole manifest.
+    Offline-proof, from a server on 127.0.0.1 serving ``SUBSET`` (the first two published images of each
+    category) as a lab's mirror would, with the part of the committed manifest that lists them. Without ``url``
+    and ``manifest`` the same call fetches all 1280 images from GitHub and checks them against the whole manifest.
 
     >>> import functools, http.server, threading
     >>> from modelval import download_stimuli
@@ -186,8 +154,7 @@ def download_stimuli(
     >>> server.shutdown()
     >>> server.server_close()
 
-    Called again, the folder is there: it is verified and returned, and nothing is fetched (the server
-    is gone):
+    Called again, the folder is verified and returned; nothing is fetched (the server is gone):
 
     >>> download_stimuli(folder, manifest=served, offline=True) == folder
     True
@@ -200,9 +167,12 @@ def download_stimuli(
     modelval.errors.DownloadError: this run is offline (--offline, MODELVAL_OFFLINE or HF_HUB_OFFLINE): not fetching ...
     """
     check_transfer_settings(timeout, retries)
-    source = source or default_source(dataset)
+    source = source or _default_source(dataset)
+    if source not in SOURCES:
+        raise DataError(f"source must be one of {', '.join(SOURCES)}, got {source!r}")
     destination = Path(destination) if destination else resolve_data_root(dataset=dataset)
-    if get_dataset(dataset).manifest is None and manifest is None:
+    entry = get_dataset(dataset)
+    if entry.manifest is None and manifest is None:
         # model-vs-human's further sets: no published checksums; checked and recorded on first fetch
         from modelval.datasets.release import fetch_release
 
@@ -210,57 +180,75 @@ def download_stimuli(
         return fetch_release(
             dataset, destination, url=address, force=force, progress=progress, timeout=timeout, retries=retries
         )
-    entry = get_dataset(dataset)
     # The set's exact size is known when its files are the committed manifest's; else a bound per image.
     known = entry.image_bytes if manifest is None else None
-    manifest = manifest if manifest is not None else load_manifest(dataset=dataset)
-    limits = ArchiveLimits.for_images(dataset, len(manifest), known)
-    if destination.exists() and not destination.is_dir():
-        raise DataError(f"{destination} is a file; the {dataset} stimuli go into a folder: name one (made if missing)")
-    if destination.exists() and not force:
-        verify_stimuli(destination, manifest, dataset=dataset)
-        return destination
-    refuse_offline(offline, f"the {dataset} stimuli into {destination}")
-    with staging_folder(destination) as staging:
-        if destination.exists() and not force:  # another process finished it while this one waited
-            verify_stimuli(destination, manifest, dataset=dataset)
-            return destination
+    files = manifest if manifest is not None else load_manifest(dataset=dataset)
+
+    def fill(staging: Path) -> Path:
+        address = url or source_url(source, dataset)
         if source == "model-vs-human":
-            archive = staging / "cue-conflict.tar.gz"
-            address = url or source_url(source, dataset)
+            archive = staging / f"{dataset}.tar.gz"
             download_file(address, archive, timeout=timeout, retries=retries, progress=progress)
-            extracted = _extract_stimuli_archive(archive, staging / "extracted", limits)
-        elif source == "texture-vs-shape":
-            extracted = staging / "files"
-            base = (url or source_url(source, dataset)).rstrip("/")
-            for relpath, digest in tqdm(sorted(manifest.items()), desc=dataset, disable=not progress):
-                download_file(
-                    f"{base}/{relpath}", extracted / relpath, sha256=digest,
-                    timeout=timeout, retries=retries, progress=False,
-                )  # fmt: skip
-        else:
-            raise DataError(f"source must be one of {', '.join(SOURCES)}, got {source!r}")
-        verify_stimuli(extracted, manifest, dataset=dataset)
-        if destination.exists():
-            shutil.rmtree(destination)
-        os.replace(extracted, destination)
-    return destination
+            return _extract_stimuli_archive(
+                archive, staging / "extracted", ArchiveLimits.for_images(dataset, len(files), known)
+            )
+        each = {relpath: (f"{address.rstrip('/')}/{relpath}", digest) for relpath, digest in files.items()}
+        return _fetch_each(staging, each, dataset, progress, timeout, retries)
+
+    return fill_folder(
+        destination, f"the {dataset} stimuli", lambda folder: verify_stimuli(folder, files, dataset=dataset), fill,
+        force=force, offline=offline,
+    )  # fmt: skip
 
 
-def refuse_offline(offline: bool | None, what: str) -> None:
-    """A one-line error when this run is offline (``offline=True``, ``$MODELVAL_OFFLINE``, ``$HF_HUB_OFFLINE``)."""
-    if resolve_offline(offline):
-        raise DownloadError(f"this run is offline (--offline, MODELVAL_OFFLINE or HF_HUB_OFFLINE): not fetching {what}")
+def fetch_files(
+    destination: Path,
+    files: Mapping[str, tuple[str, str]],
+    what: str,
+    *,
+    force: bool = False,
+    progress: bool = True,
+    timeout: float = 60.0,
+    retries: int = 3,
+    offline: bool | None = None,
+) -> Path:
+    """Fill ``destination`` with ``files``, each downloaded and verified against its SHA-256 (``download.fill_folder``).
+
+    Parameters
+    ----------
+    destination
+        The folder to fill.
+    files
+        ``name -> (url, sha256)``; the name is the file's path in the folder.
+    what
+        What the files are, for the messages and the progress bar.
+    force, progress, timeout, retries, offline
+        As :func:`download_stimuli` takes them.
+    """
+
+    def check(folder: Path) -> None:
+        for name, (_, digest) in files.items():
+            if not (folder / name).is_file():
+                raise DataError(f"{folder} is incomplete: {name} is missing; re-run with --force")
+            verify_sha256(folder / name, sha256=digest)
+
+    def fill(staging: Path) -> Path:
+        return _fetch_each(staging, files, what, progress, timeout, retries)
+
+    return fill_folder(destination, what, check, fill, force=force, offline=offline)
+
+
+def _fetch_each(
+    staging: Path, files: Mapping[str, tuple[str, str]], what: str, progress: bool, timeout: float, retries: int
+) -> Path:
+    for name, (url, digest) in tqdm(sorted(files.items()), desc=what, disable=not progress):
+        download_file(url, staging / "files" / name, sha256=digest, timeout=timeout, retries=retries, progress=False)
+    return staging / "files"
 
 
 def _extract_stimuli_archive(archive: Path, target: Path, limits: ArchiveLimits) -> Path:
-    """Unpack the images of a stimulus archive safely and return the folder that holds the category folders.
-
-    Only the files inside category folders (``<prefix>/<category>/<file>``) are extracted, after the member
-    list passed the checks of :func:`~modelval.datasets.release.safe_extract` (links, paths, count, sizes);
-    hidden files and folders (``.DS_Store``, ``.pytest_cache/``) and files beside the category folders
-    (a README, a licence) are left out.
-    """
+    """Unpack the files inside category folders (``<prefix>/<category>/<file>``) of a stimulus archive safely
+    (:func:`~modelval.datasets.release.safe_extract`); return the folder that holds the category folders."""
     from modelval.datasets.release import safe_extract
 
     categories = set(CATEGORIES)
@@ -285,11 +273,20 @@ def ensure_stimuli(
 ) -> Path:
     """The stimulus folder, downloaded and verified into the user cache first if it is missing.
 
-    Sets fetched on request only (model-vs-human's 14 further sets) are never downloaded here. Only the
-    default location (no ``--data-root``, no ``$MODELVAL_DATA_ROOT``) is filled
-    automatically: a folder the user named is never created behind their back. Offline
-    (``offline=True``, ``$MODELVAL_OFFLINE`` or ``$HF_HUB_OFFLINE``), or when the download fails,
-    the error is one line naming the cause and how to get the stimuli.
+    Only the default location is filled, never a folder the user named, nor a set fetched on request only
+    (model-vs-human's 14 further sets). Offline, or when the download fails, the error is one line naming the
+    cause and how to get the stimuli.
+
+    Parameters
+    ----------
+    data_root
+        The folder given (``--data-root``), else the default.
+    dataset
+        The dataset's name in the registry.
+    offline
+        ``True`` never downloads; ``None`` reads the variables.
+    progress
+        Progress bars on stderr.
     """
     root = resolve_data_root(data_root, dataset)
     if root.is_dir():
@@ -309,7 +306,7 @@ def ensure_stimuli(
         raise DataError(
             f"{dataset} folder not found: {root} (the per-user cache), and this run is offline; {how} when online"
         )
-    url = source_url(default_source(dataset), dataset)
+    url = source_url(_default_source(dataset), dataset)
     print(f"modelval: fetching the {dataset} stimuli from {url} into {root}", file=sys.stderr)
     try:
         return download_stimuli(root, dataset=dataset, progress=progress)
@@ -329,6 +326,11 @@ def published_path(path: str | os.PathLike[str]) -> str | None:
 
     A label in a figure can then say which published run a file is (texture-vs-shape keeps, e.g., two
     VGG-16 cue-conflict runs in two folders); ``None`` for any other file.
+
+    Parameters
+    ----------
+    path
+        A decision file.
     """
     from modelval.download import sha256_of
 
@@ -348,17 +350,21 @@ REFERENCE_DIR_ENV = "MODELVAL_REFERENCE_DIR"
 
 
 def default_raw_data_dir() -> Path:
-    """Where ``download-data --humans`` puts the published decisions.
-
-    ``<data home>/reference/raw-data`` when ``$MODELVAL_DATA_HOME`` is set, else ``<user cache>/raw-data``.
-    """
+    """Where ``download-data --humans`` puts the published decisions: ``<data home>/reference/raw-data`` when
+    ``$MODELVAL_DATA_HOME`` is set, else ``<user cache>/raw-data``."""
     home = data_home()
     return home / REFERENCE_SUBDIR if home is not None else user_cache_dir() / "raw-data"
 
 
 def resolve_reference_dir(reference_dir: str | os.PathLike[str] | None = None) -> Path:
     """``reference_dir``, else ``$MODELVAL_REFERENCE_DIR``, else ``<data home>/reference/raw-data``, else the
-    per-user cache; it must exist."""
+    per-user cache; it must exist.
+
+    Parameters
+    ----------
+    reference_dir
+        The folder given (``--reference-dir``), else the default.
+    """
     if reference_dir:
         path, origin = Path(reference_dir).expanduser(), "the reference folder given"
     elif os.environ.get(REFERENCE_DIR_ENV):
@@ -387,37 +393,28 @@ def download_raw_data(
     """Fetch the published per-image decisions (10 human observers per experiment, VGG-16, ResNet-50).
 
     Files come from texture-vs-shape ``raw-data/<experiment folder>/<file>.csv`` (on a mirror:
-    ``$MODELVAL_DATA_MIRROR/raw-data/<experiment folder>/<file>.csv``), each verified against
+    ``$MODELVAL_MIRROR/raw-data/<experiment folder>/<file>.csv``), each verified against
     ``modelval/data/raw_data_manifest.json``, and land flat in ``destination`` only when all are good.
+
+    Parameters
+    ----------
+    destination
+        The folder to fill (default: :func:`default_raw_data_dir`).
+    force
+        Fetch again even when it exists.
+    progress
+        A progress bar on stderr.
+    timeout
+        Seconds for connecting and for each read.
+    retries
+        Further attempts of a failed request.
+    offline
+        ``True`` never downloads; ``None`` reads the variables.
     """
     check_transfer_settings(timeout, retries)
-    manifest = json.loads(package_data(RAW_DATA_MANIFEST).read_text())
-    files: dict[str, dict[str, str]] = manifest["files"]
+    files: dict[str, dict[str, str]] = json.loads(package_data(RAW_DATA_MANIFEST).read_text())["files"]
     destination = Path(destination) if destination else default_raw_data_dir()
-
-    def verify_existing() -> Path:
-        for name, spec in files.items():
-            path = destination / name
-            if not path.is_file():
-                raise DataError(f"{destination} is incomplete: {name} is missing; re-run with --force")
-            verify_sha256(path, sha256=spec["sha256"])
-        return destination
-
-    if destination.exists() and not destination.is_dir():
-        raise DataError(f"{destination} is a file; the human raw data go into a folder: name one (made if missing)")
-    if destination.exists() and not force:
-        return verify_existing()
-    refuse_offline(offline, f"the human raw data into {destination}")
-    base = (data_mirror() or TEXTURE_VS_SHAPE_RAW).rstrip("/")
-    with staging_folder(destination) as staging:
-        if destination.exists() and not force:  # another process finished it while this one waited
-            return verify_existing()
-        for name, spec in tqdm(sorted(files.items()), desc="raw data", disable=not progress):
-            download_file(
-                f"{base}/{spec['path']}", staging / "files" / name, sha256=spec["sha256"],
-                timeout=timeout, retries=retries, progress=False,
-            )  # fmt: skip
-        if destination.exists():
-            shutil.rmtree(destination)
-        os.replace(staging / "files", destination)
-    return destination
+    each = {name: (mirrored(spec["path"]) or f"{TEXTURE_VS_SHAPE_RAW}/{spec['path']}", spec["sha256"])
+            for name, spec in files.items()}  # fmt: skip
+    return fetch_files(destination, each, "the human raw data", force=force, progress=progress, timeout=timeout,
+                       retries=retries, offline=offline)  # fmt: skip

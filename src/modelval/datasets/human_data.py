@@ -20,17 +20,13 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import tempfile
 from pathlib import Path
-
-from tqdm.auto import tqdm
 
 from modelval.behaviour.experiments import MODEL_VS_HUMAN, experiment
 from modelval.behaviour.humans import human_files
-from modelval.datasets.fetch import REFERENCE_DIR_ENV, data_mirror, default_raw_data_dir
+from modelval.datasets.fetch import REFERENCE_DIR_ENV, default_raw_data_dir, fetch_files
 from modelval.datasets.stimuli import MODEL_VS_HUMAN_SUBDIR, REFERENCE_SUBDIR, data_home, data_home_hint
-from modelval.download import download_file, verify_sha256
+from modelval.download import mirrored
 from modelval.errors import DataError
 from modelval.paths import package_data, user_cache_dir
 
@@ -39,7 +35,7 @@ MODEL_VS_HUMAN_DIR_ENV = "MODELVAL_MODEL_VS_HUMAN_DIR"
 MODEL_VS_HUMAN_MANIFEST = "model_vs_human_raw_data_manifest.json"
 
 
-def default_model_vs_human_dir() -> Path:
+def _default_model_vs_human_dir() -> Path:
     """Where ``download-data --humans --dataset NAME`` puts model-vs-human's files, one sub-folder per dataset.
 
     ``<data home>/reference/model-vs-human/raw-data`` when ``$MODELVAL_DATA_HOME`` is set, else
@@ -56,12 +52,20 @@ def _candidates(reference_dir: str | os.PathLike[str] | None) -> list[Path]:
         Path(os.environ[env]).expanduser() for env in (REFERENCE_DIR_ENV, MODEL_VS_HUMAN_DIR_ENV) if os.environ.get(env)
     ]
     caches = [user_cache_dir() / "raw-data", user_cache_dir() / "model-vs-human-raw-data"]
-    homes = [default_raw_data_dir(), default_model_vs_human_dir()]
+    homes = [default_raw_data_dir(), _default_model_vs_human_dir()]
     return list(dict.fromkeys([*found, *homes, *caches]))  # the data home's first, then the cache's
 
 
 def human_data_dir(dataset: str, reference_dir: str | os.PathLike[str] | None = None) -> Path:
-    """The first folder that holds at least two human observers of ``dataset`` (see the module doc)."""
+    """The first folder that holds at least two human observers of ``dataset`` (see the module doc).
+
+    Parameters
+    ----------
+    dataset
+        The dataset's name.
+    reference_dir
+        The one folder to look in (``--reference-dir``), else every default.
+    """
     candidates = _candidates(reference_dir)
     for folder in candidates:
         if folder.is_dir() and len(human_files(folder, dataset)) >= 2:
@@ -88,13 +92,11 @@ def _manifest() -> dict[str, object]:
     return dict(json.loads(package_data(MODEL_VS_HUMAN_MANIFEST).read_text()))
 
 
-def raw_data_url() -> str:
-    """model-vs-human's ``raw-data/`` at the recorded commit, or ``$MODELVAL_DATA_MIRROR/model-vs-human/raw-data``."""
-    mirror = data_mirror()
-    if mirror:
-        return f"{mirror}/model-vs-human/raw-data"
+def _raw_data_url() -> str:
+    """model-vs-human's ``raw-data/`` at the recorded commit, or ``$MODELVAL_MIRROR/model-vs-human/raw-data``."""
     manifest = _manifest()
-    return f"https://raw.githubusercontent.com/{manifest['repository']}/{manifest['commit']}/raw-data"
+    public = f"https://raw.githubusercontent.com/{manifest['repository']}/{manifest['commit']}/raw-data"
+    return mirrored("model-vs-human/raw-data") or public
 
 
 def download_model_vs_human_raw_data(
@@ -108,9 +110,24 @@ def download_model_vs_human_raw_data(
 ) -> Path:
     """Fetch the human observers' decisions of one of model-vs-human's 14 further datasets.
 
-    Lands in ``<destination>/<dataset>/`` (default: :func:`default_model_vs_human_dir`), each file verified
-    against the committed SHA-256, the folder moved into place only when complete; returns ``destination``.
-    An existing folder is verified, not fetched again (unless ``force``).
+    Lands in ``<destination>/<dataset>/``, each file verified against the committed SHA-256, the folder moved
+    into place only when complete; returns ``destination``. An existing folder is verified, not fetched again.
+
+    Parameters
+    ----------
+    dataset
+        One of model-vs-human's 14 further datasets (``sketch``, ``colour``, ...).
+    destination
+        The folder of the per-dataset folders (default: ``<data home>/reference/model-vs-human/raw-data``,
+        else ``<user cache>/model-vs-human-raw-data``).
+    force
+        Fetch again even when the folder exists.
+    progress
+        A progress bar on stderr.
+    timeout
+        Seconds for connecting and for each read.
+    retries
+        Further attempts of a failed request.
     """
     if experiment(dataset).humans != MODEL_VS_HUMAN:
         raise DataError(f"{dataset}'s human data is texture-vs-shape's: run `modelval download-data --humans`")
@@ -119,31 +136,9 @@ def download_model_vs_human_raw_data(
         for name, digest in dict(_manifest()["files"]).items()  # type: ignore[call-overload]
         if name.startswith(f"{dataset}/")
     }
-    root = Path(destination) if destination else default_model_vs_human_dir()
-    target = root / dataset
-    if target.exists() and not force:
-        for name, digest in files.items():
-            path = root / name
-            if not path.is_file():
-                raise DataError(f"{target} is incomplete: {path.name} is missing; re-run with --force")
-            verify_sha256(path, sha256=digest)
-        return root
-    base = raw_data_url()
-    root.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{dataset}.", dir=root))
-    try:
-        for name, digest in tqdm(sorted(files.items()), desc=f"{dataset} human data", disable=not progress):
-            download_file(
-                f"{base}/{name}",
-                staging / Path(name).name,
-                sha256=digest,
-                timeout=timeout,
-                retries=retries,
-                progress=False,
-            )
-        if target.exists():
-            shutil.rmtree(target)
-        os.replace(staging, target)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+    root = Path(destination) if destination else _default_model_vs_human_dir()
+    base = _raw_data_url()
+    each = {Path(name).name: (f"{base}/{name}", digest) for name, digest in files.items()}
+    fetch_files(root / dataset, each, f"the {dataset} human data", force=force, progress=progress, timeout=timeout,
+                retries=retries)  # fmt: skip
     return root

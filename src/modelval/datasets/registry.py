@@ -3,7 +3,7 @@
 An entry carries its config as data: where the images live on disk (a folder of 16 category folders, or
 model-vs-human's release layout ``dnn/session-1/<file>``), how many there are, which committed SHA-256
 manifest verifies them (none is published for model-vs-human's 14 further sets), where they are downloaded
-from (and where on a ``MODELVAL_DATA_MIRROR``), under which licence, how the label is read from a file
+from (and where on a ``MODELVAL_MIRROR``), under which licence, how the label is read from a file
 name, and which published raw-data experiment holds the human observers' decisions on them.
 """
 

@@ -4,22 +4,15 @@ The stimuli of colour, contrast, the Eidolons, false-colour, high-pass, low-pass
 power-equalisation, rotation, uniform-noise and stylized are ImageNet-derived (ImageNet terms of access);
 sketch is ImageNet-Sketch (MIT). modelval does not pass them on: ``modelval download-data --dataset NAME``
 fetches ``<dataset>.tar.gz`` from model-vs-human's release v0.1 (``modelvshuman/utils.py``; on a mirror,
-``$MODELVAL_DATA_MIRROR/<dataset>.tar.gz``) when the user asks, and shows the licence the first time.
+``$MODELVAL_MIRROR/<dataset>.tar.gz``) when the user asks, and shows the licence the first time.
 Nothing fetches them on first use.
 
 An archive unpacks to ``<dataset>/dnn/session-1/<trial>_<code>_dnn_<condition>_<category>_<n>_<image>.png``.
-model-vs-human publishes no checksums, so the fetch
-
-- checks the structure and the counts: every file named as above with the dataset's code, one of the 16
-  categories and one of its conditions, each short image name once, the dataset's number of images, and
-  in each condition as many as the human sessions have (:mod:`modelval.behaviour.experiments`);
-- records the archive's SHA-256 and every file's on the first fetch (trust on first use), in
-  ``<user cache>/release-records/<dataset>.json``; a later archive that differs is refused, and an
-  evaluation compares the files with that record;
-- unpacks safely, checking the member list before anything is written: a member with an absolute path, a
-  ``..`` part, a link or a special file, more files than the set has images, and sizes past what its images
-  can hold are refused; hidden files (``.DS_Store``) are ignored; ``tarfile``'s ``data`` filter guards the
-  extraction as well.
+model-vs-human publishes no checksums, so the fetch checks the structure and the counts (names, categories,
+conditions, images per condition: :mod:`modelval.behaviour.experiments`), records the archive's SHA-256 and
+every file's on the first fetch (trust on first use, ``<user cache>/release-records/<dataset>.json``; a later
+archive that differs is refused, an evaluation compares the files with it), and unpacks safely
+(:func:`safe_extract`).
 """
 
 from __future__ import annotations
@@ -29,7 +22,6 @@ import datetime
 import json
 import os
 import re
-import shutil
 import sys
 import tarfile
 import zlib
@@ -45,7 +37,7 @@ from modelval.behaviour.experiments import canonical_condition, experiment, pars
 from modelval.datasets.manifest import hash_stimuli, manifest_differences
 from modelval.datasets.registry import get_dataset
 from modelval.datasets.stimuli import discover_stimuli
-from modelval.download import download_file, sha256_of, staging_folder
+from modelval.download import download_file, fill_folder, sha256_of
 from modelval.errors import ChecksumError, DataError
 from modelval.paths import user_cache_dir
 
@@ -53,7 +45,6 @@ __all__ = [
     "ArchiveLimits",
     "check_structure",
     "fetch_release",
-    "licence_notice",
     "read_record",
     "record_path",
     "release_status",
@@ -62,7 +53,13 @@ __all__ = [
 
 
 def record_path(dataset: str) -> Path:
-    """Where the first fetch of ``dataset`` is recorded: ``<user cache>/release-records/<dataset>.json``."""
+    """Where the first fetch of ``dataset`` is recorded: ``<user cache>/release-records/<dataset>.json``.
+
+    Parameters
+    ----------
+    dataset
+        The dataset's name.
+    """
     return user_cache_dir() / "release-records" / f"{get_dataset(dataset).name}.json"
 
 
@@ -71,6 +68,11 @@ def read_record(dataset: str) -> dict[str, Any] | None:
 
     A record that is not what :func:`fetch_release` writes (edited by hand, cut short, another program's file)
     is a :class:`DataError` saying so and how to start again, never a ``KeyError`` later on.
+
+    Parameters
+    ----------
+    dataset
+        The dataset's name.
     """
     path = record_path(dataset)
     try:
@@ -125,7 +127,7 @@ def _write_record(dataset: str, record: Mapping[str, Any]) -> dict[str, Any]:
     return stands
 
 
-def licence_notice(dataset: str) -> str:
+def _licence_notice(dataset: str) -> str:
     """What the user is told before the first fetch of ``dataset``."""
     entry = get_dataset(dataset)
     if dataset == "sketch":
@@ -172,16 +174,44 @@ class ArchiveLimits:
 
     @classmethod
     def for_images(cls, what: str, images: int, total_bytes: int | None = None) -> ArchiveLimits:
+        """The limits of a set of ``images`` images.
+
+        Parameters
+        ----------
+        what
+            The set's name.
+        images
+            Its number of images.
+        total_bytes
+            Its size when known, else a bound per image (:data:`MAX_BYTES_PER_IMAGE`).
+        """
         return cls(what, images, total_bytes if total_bytes is not None else images * MAX_BYTES_PER_IMAGE)
 
 
-def is_hidden(parts: Sequence[str]) -> bool:
+def _is_hidden(parts: Sequence[str]) -> bool:
     """A path with a hidden part (``.DS_Store``, ``.pytest_cache/``, macOS's ``._x.png``): not part of a set."""
     return any(part.startswith(".") for part in parts)
 
 
 def _member_parts(name: str) -> tuple[str, ...]:
     return tuple(part for part in PurePosixPath(name.replace("\\", "/")).parts if part not in ("", "."))
+
+
+def _refusal(member: tarfile.TarInfo, target: Path) -> str | None:
+    """Why a member may not be extracted, or None: tarfile's ``data`` filter, and the checks it does not do."""
+    if _ABSOLUTE.match(member.name):
+        return "has an absolute path"  # the filter would strip the "/" and extract it inside the folder
+    if member.issym() or member.islnk():
+        return f"is a link (to {member.linkname!r})"  # the filter allows a link that stays inside the folder
+    try:
+        tarfile.data_filter(member, str(target))
+    except tarfile.OutsideDestinationError:
+        return "has a '..' part that would leave the folder"
+    except tarfile.SpecialFileError:
+        return "is neither a file nor a folder"
+    except tarfile.FilterError as error:
+        return f"is refused by tarfile's data filter ({error})"
+    return None
 
 
 def safe_extract(
@@ -193,68 +223,49 @@ def safe_extract(
 ) -> list[str]:
     """Unpack ``archive`` into ``target`` after checking its member list; return the names extracted.
 
-    Everything is checked from the list of members before the first byte is written. Refused: a member with
-    an absolute path (``/etc/x``, ``C:x``), a ``..`` part, a symbolic or hard link, or anything but plain
-    files and folders (model-vs-human's archives hold only those); with ``limits``, more files than the set
-    has images, a file that declares more bytes than any image of the set, or files that declare more bytes
-    together than the set can hold (a decompression bomb is refused from its headers, not after it filled
-    the disk). Hidden files and folders (``.DS_Store``, ``.pytest_cache/``) are ignored, not extracted, as
-    are the files ``select`` (given each member's path parts) declines. ``tarfile``'s ``data`` filter checks
-    every extracted member again.
+    Every member is checked before the first byte is written: by ``tarfile``'s ``data`` filter (no path or link
+    leaving ``target``, no device or pipe), and by what the filter does not do: an absolute path is refused
+    (the filter would extract it inside), and so is any link and a member that appears twice (model-vs-human's
+    archives hold plain files and folders, each once). With ``limits`` the archive is bounded: at most
+    ``2 * files + 1000`` entries, ``files`` files, none declaring more than ``file_bytes`` and all together not
+    more than ``total_bytes`` (a decompression bomb is refused from its headers, not after it filled the disk).
+    The extraction itself runs under the data filter too.
+
+    Parameters
+    ----------
+    archive
+        A tar archive (gzip, bz2 or xz compressed, or not).
+    target
+        The folder to unpack into (made).
+    limits
+        The bounds of the set it holds (``None``: unbounded, for archives modelval made).
+    select
+        Given each member's path parts, whether to extract it; hidden files and folders (``.DS_Store``,
+        ``.pytest_cache/``) are never extracted.
     """
     archive, target = Path(archive), Path(target)
-
-    def refuse(name: str, why: str) -> DataError:
-        return DataError(f"{archive}: refused: member {name!r} {why} (nothing was extracted)")
-
     most_entries = None if limits is None else 2 * limits.files + _SPARE_ENTRIES
+    chosen: list[tarfile.TarInfo] = []
+    seen: set[tuple[str, ...]] = set()
+    declared = 0
     try:
         with tarfile.open(archive) as tar:
-            chosen: list[tarfile.TarInfo] = []
-            seen: set[tuple[str, ...]] = set()
-            declared = 0
             for entries, member in enumerate(tar, start=1):
-                name = member.name
-                why = None
-                if _ABSOLUTE.match(name):
-                    why = "has an absolute path"
-                elif ".." in PurePosixPath(name.replace("\\", "/")).parts:
-                    why = "has a '..' part that would leave the folder"
-                elif member.issym() or member.islnk():
-                    why = f"is a link (to {member.linkname!r})"
-                elif not (member.isfile() or member.isdir()):
-                    why = "is neither a file nor a folder"
-                if why:
-                    raise refuse(name, why + "; model-vs-human's release archives hold only plain files and folders")
-                if most_entries is not None and entries > most_entries:
-                    assert limits is not None
-                    raise DataError(
-                        f"{archive}: refused: more than {most_entries} entries, for a set of {limits.files} images "
-                        "(nothing was extracted)"
-                    )
-                parts = _member_parts(name)
-                if member.isdir() or not parts or is_hidden(parts) or (select is not None and not select(parts)):
+                why = _refusal(member, target)
+                parts = _member_parts(member.name)
+                if why is None and member.isfile() and parts in seen:
+                    why = "appears twice in the archive"
+                if why is not None:
+                    raise DataError(f"{archive}: refused: member {member.name!r} {why} (nothing was extracted)")
+                if limits is not None and most_entries is not None and entries > most_entries:
+                    raise DataError(f"{archive}: refused: more than {most_entries} entries, for a set of "
+                                    f"{limits.files} images (nothing was extracted)")  # fmt: skip
+                if member.isdir() or not parts or _is_hidden(parts) or (select is not None and not select(parts)):
                     continue
-                if parts in seen:
-                    raise refuse(name, "appears twice in the archive")
                 seen.add(parts)
+                declared += member.size
                 if limits is not None:
-                    if len(chosen) >= limits.files:
-                        raise DataError(
-                            f"{archive}: refused: more than {limits.files} files, but the {limits.what} set has "
-                            f"{limits.files} images (nothing was extracted)"
-                        )
-                    if member.size > limits.file_bytes:
-                        raise refuse(
-                            name, f"declares {member.size} bytes, more than any {limits.what} image may have "
-                            f"({limits.file_bytes})"
-                        )  # fmt: skip
-                    declared += member.size
-                    if declared > limits.total_bytes:
-                        raise DataError(
-                            f"{archive}: refused: its files declare more than {limits.total_bytes} bytes, more than "
-                            f"the {limits.what} set's {limits.files} images hold (nothing was extracted)"
-                        )
+                    _check_limits(archive, member, len(chosen) + 1, declared, limits)
                 chosen.append(member)
             target.mkdir(parents=True, exist_ok=True)
             tar.extractall(target, members=chosen, filter="data")
@@ -263,7 +274,26 @@ def safe_extract(
     return [member.name for member in chosen]
 
 
-def release_limits(dataset: str) -> ArchiveLimits:
+def _check_limits(archive: Path, member: tarfile.TarInfo, files: int, declared: int, limits: ArchiveLimits) -> None:
+    """Refuse the ``files``-th file when the set's bounds are passed (its count, one file's size, the total)."""
+    if files > limits.files:
+        raise DataError(
+            f"{archive}: refused: more than {limits.files} files, but the {limits.what} set has {limits.files} "
+            "images (nothing was extracted)"
+        )
+    if member.size > limits.file_bytes:
+        raise DataError(
+            f"{archive}: refused: member {member.name!r} declares {member.size} bytes, more than any {limits.what} "
+            f"image may have ({limits.file_bytes}) (nothing was extracted)"
+        )
+    if declared > limits.total_bytes:
+        raise DataError(
+            f"{archive}: refused: its files declare more than {limits.total_bytes} bytes, more than the "
+            f"{limits.what} set's {limits.files} images hold (nothing was extracted)"
+        )
+
+
+def _release_limits(dataset: str) -> ArchiveLimits:
     """What a model-vs-human release archive of ``dataset`` may hold: its images, at a bound per image."""
     return ArchiveLimits.for_images(dataset, experiment(dataset).images)
 
@@ -283,7 +313,15 @@ def _dataset_folder(extracted: Path, dataset: str) -> Path:
 
 def check_structure(relpaths: Sequence[str], dataset: str) -> None:
     """The full set's counts: the dataset's number of images, as many in each condition as the human
-    sessions have, and every one of the 16 categories."""
+    sessions have, and every one of the 16 categories.
+
+    Parameters
+    ----------
+    relpaths
+        The images' paths in the set's folder.
+    dataset
+        The dataset's name.
+    """
     entry = experiment(dataset)
     if len(relpaths) != entry.images:
         raise DataError(f"{dataset}: found {len(relpaths)} images, expected {entry.images}")
@@ -317,6 +355,17 @@ def release_status(
     ``digests`` are the files' SHA-256 (``relpath -> hex``). A full set must have the structure and counts of
     :func:`check_structure`; without a record (a copy modelval did not fetch) only those can be checked, and
     the status says so. A set that differs from the record is an error unless ``allow_modified``.
+
+    Parameters
+    ----------
+    root
+        The set's folder.
+    dataset
+        The dataset's name.
+    digests
+        ``relpath -> sha256`` of its files.
+    allow_modified
+        Describe a set that differs from the record instead of refusing it.
     """
     entry = experiment(dataset)
     record = read_record(dataset)
@@ -366,46 +415,58 @@ def fetch_release(
 ) -> Path:
     """Fetch ``<dataset>.tar.gz`` from ``url`` into ``destination`` (see the module doc); return the folder.
 
-    An existing ``destination`` is checked, not fetched again (unless ``force``). The archive is downloaded,
-    compared with the record of the first fetch, unpacked and checked in a staging folder beside the
-    destination, which replaces it only when everything passed. ``notify`` receives the licence notice
-    (default: printed on stderr).
+    An existing ``destination`` is checked, not fetched again (unless ``force``); offline nothing is fetched. The
+    archive is downloaded, compared with the record of the first fetch, unpacked and checked in a staging folder
+    beside the destination, which replaces it only when everything passed (``fill_folder``).
+
+    Parameters
+    ----------
+    dataset
+        The dataset's name.
+    destination
+        The folder to fill.
+    url
+        The archive's address.
+    force
+        Fetch again even when the folder exists.
+    progress
+        A progress bar on stderr.
+    timeout
+        Seconds for connecting and for each read.
+    retries
+        Further attempts of a failed request.
+    notify
+        Receives the licence notice (default: printed on stderr).
     """
-    notify = notify or _stderr
-    destination = Path(destination)
-    if destination.exists() and not force:
-        stimuli = discover_stimuli(destination, dataset=dataset)
-        release_status(destination, dataset, hash_stimuli(destination, [s.relpath for s in stimuli]))
-        return destination
-    record = read_record(dataset)
-    if record is None:
-        notify(licence_notice(dataset))
-    else:
-        notify(f"modelval: {dataset} stimuli: {get_dataset(dataset).license} (shown in full at the first fetch)")
-    with staging_folder(destination) as staging:
+    def check(folder: Path) -> None:
+        relpaths = [s.relpath for s in discover_stimuli(folder, dataset=dataset, expected_count=None)]
+        release_status(folder, dataset, hash_stimuli(folder, relpaths))
+
+    def fill(staging: Path) -> Path:
+        record = read_record(dataset)
+        licence = get_dataset(dataset).license
+        (notify or _stderr)(_licence_notice(dataset) if record is None else f"modelval: {dataset} stimuli: {licence} "
+                            "(shown in full at the first fetch)")  # fmt: skip
         archive = staging / f"{dataset}.tar.gz"
         download_file(url, archive, timeout=timeout, retries=retries, progress=progress)
         digest = sha256_of(archive)
         if record is not None and record["archive_sha256"] != digest:
             raise _differs(dataset, url, digest, record)
-        safe_extract(archive, staging / "extracted", limits=release_limits(dataset))
+        safe_extract(archive, staging / "extracted", limits=_release_limits(dataset))
         folder = _dataset_folder(staging / "extracted", dataset)
-        stimuli = discover_stimuli(folder, dataset=dataset, expected_count=None)
-        relpaths = [s.relpath for s in stimuli]
+        relpaths = [s.relpath for s in discover_stimuli(folder, dataset=dataset, expected_count=None)]
         check_structure(relpaths, dataset)
-        files = hash_stimuli(folder, relpaths)
-        if record is None:
+        if record is None:  # the first fetch: recorded (trust on first use), unless another process was first
             fetched = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+            files = hash_stimuli(folder, relpaths)
             record = _write_record(
                 dataset, {"dataset": dataset, "url": url, "archive_sha256": digest, "fetched": fetched, "files": files}
             )
-            if record["archive_sha256"] != digest:  # another process recorded a different copy first
+            if record["archive_sha256"] != digest:
                 raise _differs(dataset, url, digest, record)
-        release_status(folder, dataset, files)
-        if destination.exists():
-            shutil.rmtree(destination)
-        os.replace(folder, destination)
-    return destination
+        return folder
+
+    return fill_folder(Path(destination), f"the {dataset} stimuli", check, fill, force=force)
 
 
 def _differs(dataset: str, url: str, digest: str, record: Mapping[str, Any]) -> ChecksumError:

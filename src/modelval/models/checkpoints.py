@@ -138,9 +138,6 @@ def strip_prefix(state_dict: Mapping[str, torch.Tensor], prefix: str = "module."
 
 # --- The checkpoint cache: files modelval downloads itself (torch.hub-style names with a hash prefix) ---
 
-#: Replaces the scheme/host/folder of every checkpoint URL (``$MIRROR/<file name>``): for mirrors,
-#: air-gapped copies, and tests that serve files from 127.0.0.1.
-WEIGHTS_MIRROR_ENV = "MODELVAL_WEIGHTS_MIRROR"
 #: Download policy of ``fetch_checkpoint`` (module level so tests can shorten the backoff).
 DOWNLOAD_TIMEOUT_S = 30.0
 DOWNLOAD_RETRIES = 3
@@ -148,11 +145,20 @@ DOWNLOAD_BACKOFF_S = 1.0
 
 
 def checkpoint_url(url: str, *, mirror: str | None = None) -> str:
-    """``url``, or the same file name under ``mirror`` / ``$MODELVAL_WEIGHTS_MIRROR`` when one is set."""
-    base = mirror if mirror is not None else os.environ.get(WEIGHTS_MIRROR_ENV)
-    if not base:
-        return url
-    return f"{base.rstrip('/')}/{url.rsplit('/', 1)[-1]}"
+    """``url``, or the same file name under ``mirror`` / ``$MODELVAL_MIRROR`` (air-gapped copies, tests that serve
+    files from 127.0.0.1): ``<mirror>/<file name>``, beside the data files (docs/data.md lists the names).
+
+    Parameters
+    ----------
+    url
+        The checkpoint's public address.
+    mirror
+        A base URL to use instead of ``$MODELVAL_MIRROR``.
+    """
+    from modelval.download import mirrored
+
+    name = url.rsplit("/", 1)[-1]
+    return (f"{mirror.rstrip('/')}/{name}" if mirror else mirrored(name)) or url
 
 
 def torch_hub_dir() -> Path:
@@ -168,14 +174,22 @@ def torch_hub_dir() -> Path:
     return Path(os.path.expanduser(os.getenv("TORCH_HOME", os.path.join(cache, "torch")))) / "hub"
 
 
-def torch_hub_checkpoint_dir() -> Path:
+def _torch_hub_checkpoint_dir() -> Path:
     """Where torch.hub / torchvision cache checkpoints (``$TORCH_HOME/hub/checkpoints``), read at call time."""
     return torch_hub_dir() / "checkpoints"
 
 
 def find_cached_checkpoint(file_name: str, checkpoint_dir: Path) -> Path | None:
-    """The cached copy of ``file_name``: modelval's cache first, then torch.hub's (same names, same files)."""
-    for folder in (checkpoint_dir, torch_hub_checkpoint_dir()):
+    """The cached copy of ``file_name``: modelval's cache first, then torch.hub's (same names, same files).
+
+    Parameters
+    ----------
+    file_name
+        The checkpoint's file name.
+    checkpoint_dir
+        modelval's checkpoint folder.
+    """
+    for folder in (checkpoint_dir, _torch_hub_checkpoint_dir()):
         candidate = folder / file_name
         if candidate.is_file():
             return candidate
@@ -183,7 +197,13 @@ def find_cached_checkpoint(file_name: str, checkpoint_dir: Path) -> Path | None:
 
 
 def verify_checkpoint(path: Path) -> Path:
-    """Check ``path`` against the SHA-256 prefix in its name (no-op for names without one)."""
+    """Check ``path`` against the SHA-256 prefix in its name (no-op for names without one).
+
+    Parameters
+    ----------
+    path
+        The checkpoint file.
+    """
     from modelval.download import hash_prefix_from_filename, verify_sha256
 
     prefix = hash_prefix_from_filename(path.name)
@@ -207,6 +227,21 @@ def fetch_checkpoint(
 
     A cached file that fails verification is replaced, so ``modelval fetch`` is also the repair command.
     Raises :class:`DownloadError` / :class:`ChecksumError`; after a failure no file is left behind.
+
+    Parameters
+    ----------
+    url
+        The checkpoint's public address (``$MODELVAL_MIRROR/<file name>`` is fetched instead when set).
+    checkpoint_dir
+        modelval's checkpoint folder.
+    file_name
+        The name to keep it under (default: the URL's).
+    force
+        Download again even when a verified copy is there.
+    progress
+        A progress bar on stderr.
+    timeout, retries, backoff
+        The download's policy (default: :data:`DOWNLOAD_TIMEOUT_S`, ...).
     """
     from modelval.download import download_file, hash_prefix_from_filename
 

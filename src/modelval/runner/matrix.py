@@ -66,7 +66,7 @@ class ValidationRunner:
 
     ``device`` is resolved once per run by the front door (``"auto"``: CUDA when available). ``run_store``
     is where each case is recorded (``modelval runs``); ``None`` records nothing (the shells pass the
-    per-user store). ``output_cache``: reuse stored outputs (``None``: on unless ``$MODELVAL_NO_OUTPUT_CACHE``).
+    per-user store). ``output_cache``: reuse stored outputs (``None``: on unless ``$MODELVAL_NO_CACHE``).
     """
 
     stimuli: StimulusSet
