@@ -247,6 +247,11 @@ SETTINGS: dict[str, Setting] = {
         # Unset (None), HuggingFace's own HF_HUB_OFFLINE=1 makes a run offline too.
         _s("offline", "never download: fail with the command that fetches what is missing", parse=boolean,
            env="MODELVAL_OFFLINE", group=_DATA),
+        _s("download_timeout", "seconds to wait for a server before a download attempt fails", default=60.0,
+           parse=number(0, 3600, "the timeout is more than 0 and at most 3600 seconds", low_open=True), flag=None,
+           group=_DATA),
+        _s("download_retries", "times a download is tried", default=3,
+           parse=whole(IntRange(1, 20, "downloads are tried 1 to 20 times")), flag=None, group=_DATA),
         # --- how a model is loaded
         _s("checkpoint", "a state dict to load into the model (weights_only, strict)", parse=path, metavar="FILE",
            group=_MODEL, models_file=True, config=False),
@@ -342,7 +347,7 @@ SETTINGS: dict[str, Setting] = {
            "cluster=auto|slurm|local|debug, partition=gpu, array_parallelism=8, timeout_min=120, ...)",
            metavar="KEY=VALUE,...", group=_VALIDATION, plugin=True),
         _s("ray_address", "--executor ray: an existing Ray cluster (auto, ray://head:10001; default: a local one)",
-           metavar="ADDRESS", group=_VALIDATION, plugin=True),
+           env="RAY_ADDRESS", metavar="ADDRESS", group=_VALIDATION, plugin=True, flag=None),
     )
 }  # fmt: skip
 

@@ -95,7 +95,8 @@ def cli_json(capsys, argv: list[str]) -> tuple[str, object]:
     "options", [[], ["--adaptive", "--bins", "6"], ["--convention", "torchmetrics", "--bins", "auto"]]
 )
 def test_ece_of_artifacts_is_the_commands_json(tree, capsys, options):
-    text, _ = cli_json(capsys, ["ece", str(tree), "--bootstrap", "40", "--seed", "5", "--json", *options])
+    argv = ["calibration", "ece", str(tree), "--bootstrap", "40", "--seed", "5", "--json", *options]
+    text, _ = cli_json(capsys, argv)
     settings = {"--adaptive": ("adaptive", True), "--convention": ("convention", "torchmetrics")}
     kwargs = dict(settings[o] for o in options if o in settings)
     if "--bins" in options:
@@ -109,7 +110,7 @@ def test_ece_of_artifacts_is_the_commands_json(tree, capsys, options):
 
 def test_ece_of_artifacts_seed_summary_is_the_commands_csv(tree, tmp_path, capsys):
     seeds_csv, table_csv = tmp_path / "seeds.csv", tmp_path / "table.csv"
-    argv = ["ece", str(tree), "--bootstrap", "0", "--seeds-csv", str(seeds_csv), "--csv", str(table_csv)]
+    argv = ["calibration", "ece", str(tree), "--bootstrap", "0", "--seeds-csv", str(seeds_csv), "--csv", str(table_csv)]
     assert main(argv) == 0
     capsys.readouterr()
     from modelval.metrics.artifacts import write_seed_summary_csv, write_summary_csv
@@ -132,7 +133,7 @@ def test_reliability_is_the_commands_json_and_writes_the_same_files(tmp_path, ca
     rows, _ = prediction_rows(400, 3)
     path = write_jsonl(tmp_path / "p.jsonl", rows)
     figure, folder = tmp_path / "cli" / "r.png", tmp_path / "cli-dir"
-    argv = ["reliability", str(path), "--out", str(figure), "--report-dir", str(folder), "--bins", "10"]
+    argv = ["calibration", "reliability", str(path), "--out", str(figure), "--report-dir", str(folder), "--bins", "10"]
     argv += ["--bootstrap", "60", "--stratify", "--json", *(["--adaptive"] if adaptive else [])]
     text, cli = cli_json(capsys, argv)
     cli_record = (folder / "reliability.json").read_text()
@@ -170,7 +171,8 @@ def test_recalibrate_is_the_commands_json(tmp_path, capsys, method, options):
         z, y = overconfident_logits(600, seed)
         np.savez(tmp_path / f"{name}.npz", logits=z, labels=y)
     figure = tmp_path / "t.png"
-    argv = ["temperature", "--val", str(tmp_path / "val.npz"), "--test", str(tmp_path / "test.npz"), "--method", method]
+    argv = ["calibration", "temperature", "--val", str(tmp_path / "val.npz"), "--test", str(tmp_path / "test.npz")]
+    argv += ["--method", method]
     text, cli = cli_json(capsys, [*argv, *options, "--json", "--out", str(figure)])
     odir = (0.5, 0.1) if "--odir" in options else None
     n_bins = 10 if "--bins" in options else 15

@@ -62,8 +62,8 @@ BAD_VALUES = [
     (["models", "audit", "--batch-size", "0"], "batch size is 1 to"),
     (["accuracy", "--model", "efficientnet_lite0", "--device", "tpu"], "unknown device"),
     (["humans", "--model", "efficientnet_lite0", "--bootstrap", "-1"], "bootstrap resamples"),
-    (["ece", "x.jsonl", "--bins", "1000000000"], "number of bins is 1 to"),
-    (["reliability", "x.jsonl", "--out", "x.png", "--bins", "0"], "number of bins is 1 to"),
+    (["calibration", "ece", "x.jsonl", "--bins", "1000000000"], "number of bins is 1 to"),
+    (["calibration", "reliability", "x.jsonl", "--out", "x.png", "--bins", "0"], "number of bins is 1 to"),
     (["data", "download", "--dataset", "stripes"], "invalid choice: 'stripes'"),
     (["no-such-command"], "invalid choice"),
     (["--debug"], "the following arguments are required: COMMAND"),
@@ -92,21 +92,19 @@ BAD_VALUES = [
     (["baseline", "compare", "b.json", "--max-probability-shift", "2"], "a probability change is 0 to 1"),
     (["validate", "--batch-size", "0"], "the batch size is 1 to"),
     (["validate", "--device", "gpu"], "unknown device 'gpu'"),
-    (["data", "download", "--timeout", "-1"], "the timeout is more than 0 and at most 3600 seconds"),
-    (["data", "download", "--retries", "0"], "downloads are tried 1 to 20 times"),
     (["data", "verify", "--dataset", "stripes"], "invalid choice: 'stripes'"),
     (["data", "list", "--json"], "unrecognized arguments: --json"),
     (["models", "list", "--bogus"], "unrecognized arguments: --bogus"),
     (["models", "fetch"], "name one or more models, or pass --all"),
     (["models", "audit", "--images", "-1"], "the stimuli compared are 1 to 1280"),
-    (["calibration", "x.npz", "--task", "regression"], "invalid choice: 'regression'"),
-    (["calibration", "x.npz", "--bins", "many"], "'many' is not a whole number"),
-    (["ece", "x.jsonl", "--convention", "sklearn"], "invalid choice: 'sklearn'"),
-    (["reliability", "x.jsonl"], "give --out FILE (the diagram) or --report-dir DIR"),
-    (["reliability", "x.jsonl", "--out", "r.jpg2"], "the suffix picks the figure's format"),
-    (["temperature", "--val", "v.npz"], "the following arguments are required: --test"),
-    (["temperature", "--val", "v.npz", "--test", "t.npz", "--sweep", "0"], "a temperature is more than 0"),
-    (["temperature", "--val", "v.npz", "--test", "t.npz", "--bins", "auto"], "'auto' is not a whole number"),
+    (["calibration", "card", "x.npz", "--task", "regression"], "invalid choice: 'regression'"),
+    (["calibration", "card", "x.npz", "--bins", "many"], "'many' is not a whole number"),
+    (["calibration", "ece", "x.jsonl", "--convention", "sklearn"], "invalid choice: 'sklearn'"),
+    (["calibration", "reliability", "x.jsonl"], "give --out FILE (the diagram) or --report-dir DIR"),
+    (["calibration", "reliability", "x.jsonl", "--out", "r.jpg2"], "the suffix picks the figure's format"),
+    (["calibration", "temperature", "--val", "v.npz"], "the following arguments are required: --test"),
+    (["calibration", "temperature", "--val", "v", "--test", "t", "--sweep", "0"], "a temperature is more than 0"),
+    (["calibration", "temperature", "--val", "v", "--test", "t", "--bins", "auto"], "'auto' is not a whole number"),
     (["metrics", "p.jsonl", "--num-classes", "0"], "the number of classes is 1 to 1000000"),
     (["metrics", "p.jsonl", "--few", "-2"], "a training-image count is 0 or more"),
     (["sensitivity"], "the following arguments are required: --model"),
@@ -116,18 +114,16 @@ BAD_VALUES = [
     (["shape-bias", "--decisions", "x.csv", "--out", LONG + ".png"], "is 304 bytes; file and folder names are at most"),
     (["shape-bias", "--model", "efficientnet_lite0", "--decisions-out", f"d/{LONG}/x.csv"], "is 300 bytes"),
     (["baseline", "save", "--model", "efficientnet_lite0", "--out", LONG + ".json"], "is 305 bytes"),
-    (["reliability", "x.jsonl", "--out", LONG + ".png"], "is 304 bytes"),
+    (["calibration", "reliability", "x.jsonl", "--out", LONG + ".png"], "is 304 bytes"),
     (["validate", "--report-dir", LONG], "is 300 bytes"),
     # issue 31: run ids past SQLite's integer (was OverflowError, exit 3)
     (["runs", "show", str(2**64)], "is out of range; a run id is 1 to 9223372036854775807"),
     (["runs", "list", "--limit", "0"], "`runs list --limit` shows 1 to 1000000 runs"),
     # issue 31: --ray-address bogus (was ValueError, exit 3, after the stimuli loaded)
-    (["validate", "--executor", "ray", "--ray-address", "bogus"], "'bogus' is not a Ray address; use auto"),
-    (["validate", "--executor", "ray", "--ray-address", "ray://head:99999"], "is not a Ray address"),
+
     # issue 31: more bad inputs tried as a new user would
     (["models", "list", "--family", "vit"], "--family 'vit' is not one of the registry's: deit, efficientnet, resnet"),
     (["models", "list", "--source", "hub"], "--source 'hub' is not one of the registry's"),
-    (["data", "download", "--url", "notaurl", "--data-root", "nowhere"], "'notaurl' is not an http:// or https://"),
 ]
 
 
@@ -243,15 +239,15 @@ def test_every_json_output_is_strict(capsys, bad_files, modelval_reference_dir, 
     logits = tmp_path / "logits.npz"
     np.savez(logits, logits=np.eye(3)[[0, 1, 2, 0, 1, 2]] * 5.0, labels=np.array([0, 1, 2, 0, 1, 2]))
     commands = [
-        ["calibration", str(one_hot), "--bins", "auto"],
-        ["reliability", str(predictions), "--out", str(tmp_path / "rel.png")],
-        ["temperature", "--val", str(logits), "--test", str(logits), "--method", "isotonic"],
+        ["calibration", "card", str(one_hot), "--bins", "auto"],
+        ["calibration", "reliability", str(predictions), "--out", str(tmp_path / "rel.png")],
+        ["calibration", "temperature", "--val", str(logits), "--test", str(logits), "--method", "isotonic"],
         ["shape-bias", "--decisions", str(bad_files["all_na"]), "--model", "resnet50_in", "--no-sanity-gate"],
         ["accuracy", "--decisions", str(bad_files["all_na"])],
         ["humans", "--decisions", str(bad_files["all_na"]), "--reference-dir", str(modelval_reference_dir)],
         ["compare", str(bad_files["all_na"]), str(modelval_reference_dir / RESNET)],
         ["metrics", str(predictions), "--train-counts", str(counts), "--num-classes", "2"],
-        ["ece", str(predictions)],
+        ["calibration", "ece", str(predictions)],
         ["models", "list"],
         ["models", "audit", "--model", "efficientnet_lite0", "--images", "2"],
     ]
@@ -300,6 +296,8 @@ BAD_SETTINGS = [
     ({}, "normalization = 'half'", "[settings]: 'normalization' is not a setting"),
     ({}, "device = 'tpu'", "[settings] device: unknown device 'tpu'"),
     ({"MODELVAL_NO_CACHE": "maybe"}, "", "$MODELVAL_NO_CACHE: 'maybe' is not true or false"),
+    ({}, "download_timeout = -1", "[settings] download_timeout: -1 is out of range; the timeout is more than 0"),
+    ({}, "download_retries = 0", "[settings] download_retries: 0 is out of range; downloads are tried 1 to 20"),
 ]
 
 
@@ -316,6 +314,14 @@ def test_bad_settings_from_a_variable_or_the_config_file_are_one_line(
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "Traceback" not in err
     assert message in err
+
+
+def test_a_mirror_that_is_no_url_is_one_line(tmp_path, monkeypatch, capsys):
+    """Was ``--url notaurl``: tried 4 times, then requests' "Perhaps you meant https://notaurl?"."""
+    monkeypatch.setenv("MODELVAL_MIRROR", "notaurl")
+    assert run(["data", "download", "--data-root", str(tmp_path / "nowhere")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "'notaurl/cue-conflict.tar.gz' is not an http:// or https://" in err
 
 
 def test_truncated_png_with_workers_is_one_line(capfd, modelval_data_root, tmp_path, monkeypatch):
@@ -338,11 +344,11 @@ def test_prediction_rows_with_huge_labels_are_dropped(tmp_path, capsys):
     path = tmp_path / "p.jsonl"
     rows = [{"label": 10**30, "pred": 0, "conf": 0.5}, {"label": 0, "pred": 0, "conf": 0.9}]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    for argv in (["ece", str(path), "--json"], ["metrics", str(path), "--json"]):
+    for argv in (["calibration", "ece", str(path), "--json"], ["metrics", str(path), "--json"]):
         assert run(argv) == 0
         out = capsys.readouterr().out
         assert "Traceback" not in out
-    assert run(["ece", str(path), "--json"]) == 0
+    assert run(["calibration", "ece", str(path), "--json"]) == 0
     record = json.loads(capsys.readouterr().out)[0]
     assert record["rows_dropped"] == 1 and "label above 1000000 (not a class index)" in record["drop_reasons"]
 
@@ -361,7 +367,7 @@ def test_pickled_object_in_a_logits_file_never_suggests_running_it(tmp_path, cap
 
     bad = tmp_path / "val.pt"
     bad.write_bytes(pickle.dumps({"logits": datetime.datetime(2020, 1, 1)}))
-    code = run(["temperature", "--val", str(bad), "--test", str(bad)])
+    code = run(["calibration", "temperature", "--val", str(bad), "--test", str(bad)])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1
     assert "not a plain tensor file" in err and "weights_only=False" not in err and "weights_only" not in err
@@ -372,7 +378,7 @@ def test_two_copies_of_one_artifact_are_reported_not_lost(tmp_path, capsys):
     for folder in ("preds-ev-lb10-set1-seed1-v003", "preds-ev-lb10-set1-seed1:v003"):
         (tmp_path / folder).mkdir()
         (tmp_path / folder / "p.jsonl").write_text(rows)
-    assert run(["ece", str(tmp_path), "--json"]) == 0
+    assert run(["calibration", "ece", str(tmp_path), "--json"]) == 0
     records = json.loads(capsys.readouterr().out)
     evaluated = [r for r in records if not r["skipped"]]
     duplicates = [r for r in records if r["skipped"]]
@@ -380,12 +386,13 @@ def test_two_copies_of_one_artifact_are_reported_not_lost(tmp_path, capsys):
     assert len(duplicates) == 1 and duplicates[0]["reason"].startswith("duplicate of")
 
 
-@pytest.mark.parametrize(("out", "written"), [("figs", "figs/p-reliability.png"), ("rel", "rel.png")])
-def test_reliability_reports_the_file_it_wrote(tmp_path, capsys, out, written):
+@pytest.mark.parametrize(("option", "out", "written"),
+                         [("--report-dir", "figs", "figs/p-reliability.png"), ("--out", "rel", "rel.png")])
+def test_reliability_reports_the_file_it_wrote(tmp_path, capsys, option, out, written):
     path = tmp_path / "p.jsonl"
     path.write_text("".join(json.dumps({"label": i % 2, "pred": 0, "conf": 0.6}) + "\n" for i in range(20)))
     (tmp_path / "figs").mkdir()
-    assert run(["reliability", str(path), "--out", str(tmp_path / out)]) == 0
+    assert run(["calibration", "reliability", str(path), option, str(tmp_path / out)]) == 0
     assert f"wrote {tmp_path / written}:" in capsys.readouterr().out
     assert (tmp_path / written).is_file()
 

@@ -149,7 +149,7 @@ def test_an_evaluated_models_parameters_are_counted_from_its_module(stimulus_sub
 
     torch.manual_seed(0)
     net = torch.nn.Sequential(torch.nn.AdaptiveAvgPool2d(4), torch.nn.Flatten(), torch.nn.Linear(48, 1000))
-    options = EvaluationOptions(data_root=stimulus_subset(1), allow_modified_stimuli=True, output_cache=False)
+    options = EvaluationOptions(data_root=stimulus_subset(1), allow_modified_stimuli=True, cache=False)
     run = run_model(net, preprocess=PreprocessConfig(), options=options, model_options=ModelOptions(device="cpu"))
     found = observer_metadata({"net": {}}, {"net": {"cue-conflict": run}}, None)["net"]
     assert found.parameters == 48 * 1000 + 1000 and found.source == "parameters counted from the module"

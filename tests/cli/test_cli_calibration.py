@@ -33,14 +33,14 @@ def test_card_json_from_npz_and_pt(tmp_path, capsys):
     z, y = logits_and_labels()
     np.savez(tmp_path / "val.npz", logits=z, labels=y)
     torch.save({"logits": torch.from_numpy(z), "labels": torch.from_numpy(y)}, tmp_path / "val.pt")
-    assert main(["calibration", str(tmp_path / "val.npz"), "--json", "--bootstrap", "200"]) == 0
+    assert main(["calibration", "card", str(tmp_path / "val.npz"), "--json", "--bootstrap", "200"]) == 0
     card = strict(capsys.readouterr().out)
     assert all(key in card for key in REQUIRED)
     expected = calibration_card(y, logits=z, n_bootstrap=200)
     for key in ("ece", "brier", "nll", "smece", "debiased_l2", "ece_ci95"):
         assert card[key] == pytest.approx(expected[key])
     assert card["versions"]["numpy"] == np.__version__ and card["versions"]["relplot"]
-    assert main(["calibration", str(tmp_path / "val.pt"), "--json", "--bootstrap", "200"]) == 0
+    assert main(["calibration", "card", str(tmp_path / "val.pt"), "--json", "--bootstrap", "200"]) == 0
     assert strict(capsys.readouterr().out)["ece"] == pytest.approx(card["ece"])
 
 
@@ -48,7 +48,7 @@ def test_card_text_probs_and_auto_bins(tmp_path, capsys):
     z, y = logits_and_labels(n=1000)
     probs = np.exp(z) / np.exp(z).sum(1, keepdims=True)
     np.savez(tmp_path / "p.npz", probs=probs, labels=y)
-    assert main(["calibration", str(tmp_path / "p.npz"), "--bins", "auto"]) == 0
+    assert main(["calibration", "card", str(tmp_path / "p.npz"), "--bins", "auto"]) == 0
     text = capsys.readouterr().out
     assert "1000 predictions, 5 classes, from probs" in text
     assert "10 bins, (lo, hi] edges, auto: ceil(n^(1/3)) for n = 1000" in text
@@ -68,24 +68,24 @@ def test_card_text_probs_and_auto_bins(tmp_path, capsys):
 def test_bad_files_are_one_line_errors(tmp_path, capsys, content, message):
     path = tmp_path / "bad.npz"
     np.savez(path, **content)
-    assert main(["calibration", str(path)]) == 2
+    assert main(["calibration", "card", str(path)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("modelval: error: ") and message in err and "Traceback" not in err
 
 
 def test_missing_truncated_and_unknown_files(tmp_path, capsys):
-    assert main(["calibration", str(tmp_path / "nope.npz")]) == 2
+    assert main(["calibration", "card", str(tmp_path / "nope.npz")]) == 2
     assert "predictions file not found" in capsys.readouterr().err
     z, y = logits_and_labels(n=50)
     np.savez(tmp_path / "ok.npz", logits=z, labels=y)
     data = (tmp_path / "ok.npz").read_bytes()
     (tmp_path / "cut.npz").write_bytes(data[: len(data) // 2])
-    assert main(["calibration", str(tmp_path / "cut.npz")]) == 2
+    assert main(["calibration", "card", str(tmp_path / "cut.npz")]) == 2
     assert "could not read predictions" in capsys.readouterr().err
     (tmp_path / "x.csv").write_text("1,2\n")
-    assert main(["calibration", str(tmp_path / "x.csv")]) == 2
+    assert main(["calibration", "card", str(tmp_path / "x.csv")]) == 2
     assert "unsupported predictions file type '.csv'" in capsys.readouterr().err
-    assert main(["calibration", str(tmp_path / "ok.npz"), "--bins", "zero"]) == 2
+    assert main(["calibration", "card", str(tmp_path / "ok.npz"), "--bins", "zero"]) == 2
     assert "is not a whole number" in capsys.readouterr().err
 
 
@@ -94,7 +94,8 @@ def test_card_plots(tmp_path, capsys):
 
     z, y = logits_and_labels(n=500)
     np.savez(tmp_path / "v.npz", logits=z, labels=y)
-    assert main(["calibration", str(tmp_path / "v.npz"), "--report-dir", str(tmp_path / "plots"), "--json"]) == 0
+    argv = ["calibration", "card", str(tmp_path / "v.npz"), "--report-dir", str(tmp_path / "plots"), "--json"]
+    assert main(argv) == 0
     card = strict(capsys.readouterr().out)
     assert [p.rsplit("/", 1)[-1] for p in card["plots"]] == ["reliability.png", "smooth-reliability.png"]
     for path in card["plots"]:
@@ -121,13 +122,13 @@ def multilabel_scores(n: int = 600, labels: int = 4, seed: int = 2) -> tuple[np.
 def test_binary_file_json_and_text(tmp_path, capsys):
     p, y = binary_scores()
     np.savez(tmp_path / "bin.npz", probs=p, labels=y)
-    assert main(["calibration", str(tmp_path / "bin.npz"), "--json", "--bootstrap", "100"]) == 0
+    assert main(["calibration", "card", str(tmp_path / "bin.npz"), "--json", "--bootstrap", "100"]) == 0
     card = strict(capsys.readouterr().out)
     expected = calibration_card(y, probs=p, n_bootstrap=100)
     assert card["task"] == "binary" and card["task_detection"] == expected["task_detection"]
     for key in ("ece", "mce", "rms", "top_label_ece", "brier", "nll", "smece", "ece_ci95", "positive_rate_ci95"):
         assert card[key] == pytest.approx(expected[key])
-    assert main(["calibration", str(tmp_path / "bin.npz"), "--bootstrap", "0"]) == 0
+    assert main(["calibration", "card", str(tmp_path / "bin.npz"), "--bootstrap", "0"]) == 0
     text = capsys.readouterr().out
     assert "800 predictions" in text and "task            binary (detected: one probability per example" in text
     for label in ("positive rate", "top-label ECE", "not the positive-class ECE", "fraction of positives vs p"):
@@ -138,13 +139,13 @@ def test_multilabel_file_with_label_names(tmp_path, capsys):
     p, y = multilabel_scores()
     # Byte strings (an "S" array) are decoded: the table says cat, not b'cat'.
     np.savez(tmp_path / "ml.npz", probs=p, labels=y, label_names=np.array([b"cat", b"dog", b"car", b"bird"]))
-    assert main(["calibration", str(tmp_path / "ml.npz"), "--json", "--bootstrap", "50"]) == 0
+    assert main(["calibration", "card", str(tmp_path / "ml.npz"), "--json", "--bootstrap", "50"]) == 0
     card = strict(capsys.readouterr().out)
     assert card["task"] == "multilabel" and [row["label"] for row in card["labels"]] == ["cat", "dog", "car", "bird"]
     expected = calibration_card(y, probs=p, n_bootstrap=50, label_names=["cat", "dog", "car", "bird"])
     for average in ("macro", "micro", "weighted"):
         assert card[average]["ece"] == pytest.approx(expected[average]["ece"])
-    assert main(["calibration", str(tmp_path / "ml.npz")]) == 0
+    assert main(["calibration", "card", str(tmp_path / "ml.npz")]) == 0
     text = capsys.readouterr().out
     assert "4 labels" in text and "macro" in text and "weighted" in text and "ECE 95% CI" in text
     assert all(name in text for name in ("cat", "dog", "car", "bird"))
@@ -165,7 +166,7 @@ def test_multilabel_file_with_label_names(tmp_path, capsys):
 def test_ambiguous_and_bad_binary_files_are_one_line_errors(tmp_path, capsys, content, message):
     path = tmp_path / "bad.npz"
     np.savez(path, **content)
-    assert main(["calibration", str(path)]) == 2
+    assert main(["calibration", "card", str(path)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("modelval: error: ") and message in err and "Traceback" not in err
     assert err.count("\n") == 1
@@ -178,16 +179,16 @@ def test_task_option_forces_the_task(tmp_path, capsys):
     labels = np.eye(3, dtype=int)[np.arange(60) % 3]
     np.savez(tmp_path / "amb.npz", probs=probs, labels=labels)
     for task in ("multiclass", "multilabel"):
-        assert main(["calibration", str(tmp_path / "amb.npz"), "--task", task, "--json", "--bootstrap", "0"]) == 0
+        assert main(["calibration", "card", str(tmp_path / "amb.npz"), "--task", task, "--json", "--bootstrap", "0"]) == 0
         card = strict(capsys.readouterr().out)
         assert card["task"] == task and card["task_detection"].startswith(f"given: task='{task}'")
     p, y = binary_scores(200)
     np.savez(tmp_path / "two.npz", probs=np.stack([1 - p, p], 1), labels=y)
-    assert main(["calibration", str(tmp_path / "two.npz"), "--task", "binary", "--json", "--bootstrap", "0"]) == 0
+    assert main(["calibration", "card", str(tmp_path / "two.npz"), "--task", "binary", "--json", "--bootstrap", "0"]) == 0
     assert strict(capsys.readouterr().out)["ece"] == pytest.approx(calibration_card(y, probs=p, n_bootstrap=0)["ece"])
-    assert main(["calibration", str(tmp_path / "two.npz"), "--task", "ranking"]) == 2
+    assert main(["calibration", "card", str(tmp_path / "two.npz"), "--task", "ranking"]) == 2
     assert "invalid choice: 'ranking'" in capsys.readouterr().err
-    assert main(["calibration", str(tmp_path / "two.npz"), "--task", "multilabel"]) == 2
+    assert main(["calibration", "card", str(tmp_path / "two.npz"), "--task", "multilabel"]) == 2
     assert "0/1 label matrix" in capsys.readouterr().err
 
 
@@ -196,12 +197,12 @@ def test_binary_and_multilabel_plots(tmp_path, capsys):
 
     p, y = binary_scores(500)
     np.savez(tmp_path / "b.npz", logits=np.log(p) - np.log1p(-p), labels=y)
-    assert main(["calibration", str(tmp_path / "b.npz"), "--report-dir", str(tmp_path / "bp"), "--json"]) == 0
+    assert main(["calibration", "card", str(tmp_path / "b.npz"), "--report-dir", str(tmp_path / "bp"), "--json"]) == 0
     card = strict(capsys.readouterr().out)
     assert [path.rsplit("/", 1)[-1] for path in card["plots"]] == ["reliability.png", "smooth-reliability.png"]
     p, y = multilabel_scores(labels=6)
     np.savez(tmp_path / "m.npz", probs=p, labels=y)
-    assert main(["calibration", str(tmp_path / "m.npz"), "--report-dir", str(tmp_path / "mp"), "--json"]) == 0
+    assert main(["calibration", "card", str(tmp_path / "m.npz"), "--report-dir", str(tmp_path / "mp"), "--json"]) == 0
     card = strict(capsys.readouterr().out)
     assert [path.rsplit("/", 1)[-1] for path in card["plots"]] == ["reliability.png"]
     with Image.open(card["plots"][0]) as image:
@@ -209,7 +210,7 @@ def test_binary_and_multilabel_plots(tmp_path, capsys):
 
 
 def test_calibration_help_renders(capsys):
-    assert main(["calibration", "--help"]) == 0
+    assert main(["calibration", "card", "--help"]) == 0
     out = capsys.readouterr().out
     assert "--task {auto,binary,multiclass,multilabel}" in out and "multilabel" in out
 
@@ -221,7 +222,7 @@ def test_the_card_prints_why_an_estimate_lies_outside_its_interval(tmp_path, cap
     y = (rng.uniform(size=2000) < p).astype(np.int64)
     path = tmp_path / "binary.npz"
     np.savez(path, probs=p, labels=y)
-    assert main(["calibration", str(path), "--bins", "15"]) == 0
+    assert main(["calibration", "card", str(path), "--bins", "15"]) == 0
     text = capsys.readouterr().out
     card = calibration_card(y, probs=p)
     value, (low, high) = card["top_label_ece"], card["top_label_ece_ci95"]

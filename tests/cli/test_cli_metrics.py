@@ -42,7 +42,7 @@ def tree(tmp_path) -> Path:
 class TestEce:
     def test_json(self, tree, capsys):
         # 4 bins, as the seed artifacts used (the command's default is 15, as everywhere)
-        assert main(["ece", str(tree), "--json", "--bins", "4"]) == 0
+        assert main(["calibration", "ece", str(tree), "--json", "--bins", "4"]) == 0
         out = json.loads(capsys.readouterr().out)
         assert [(o["set"], o["version"], o["skipped"]) for o in out] == [
             (1, 2, False),
@@ -57,21 +57,21 @@ class TestEce:
         assert "superseded" in out[1]["reason"] and "no 'conf'" in out[2]["reason"]
 
     def test_torchmetrics_convention_and_bins(self, tree, capsys):
-        assert main(["ece", str(tree), "--json", "--convention", "torchmetrics", "--bins", "4"]) == 0
+        assert main(["calibration", "ece", str(tree), "--json", "--convention", "torchmetrics", "--bins", "4"]) == 0
         out = json.loads(capsys.readouterr().out)
         assert out[0]["ece"] == pytest.approx(0.22, abs=1e-6) and out[0]["convention"] == "torchmetrics"
-        assert main(["ece", str(tree), "--json", "--bins", "1"]) == 0
+        assert main(["calibration", "ece", str(tree), "--json", "--bins", "1"]) == 0
         assert json.loads(capsys.readouterr().out)[0]["ece"] == pytest.approx(abs(0.6 - np.mean(CONF)))
 
     def test_single_file_without_artifact_name(self, tmp_path, capsys):
         path = write_jsonl(tmp_path / "p.jsonl", good_rows())
-        assert main(["ece", str(path), "--json", "--adaptive", "--bins", "2"]) == 0
+        assert main(["calibration", "ece", str(path), "--json", "--adaptive", "--bins", "2"]) == 0
         (obj,) = json.loads(capsys.readouterr().out)
         assert "event" not in obj and obj["adaptive"] is True and obj["ece"] is not None
 
     def test_table_and_csv(self, tree, tmp_path, capsys):
         out_csv = tmp_path / "ece.csv"
-        assert main(["ece", str(tree), "--csv", str(out_csv), "--bins", "4"]) == 0
+        assert main(["calibration", "ece", str(tree), "--csv", str(out_csv), "--bins", "4"]) == 0
         text = capsys.readouterr().out
         assert "0.2600" in text and "skipped" in text and "1 file(s) evaluated, 2 skipped" in text
         rows = list(csv.DictReader(out_csv.open()))
@@ -79,43 +79,43 @@ class TestEce:
 
     def test_an_explicit_bin_count_is_not_called_the_default(self, tree, capsys):
         """Issue 32: ``--bins 4`` printed ``bins=4 (default)``: the "(default)" was the edge convention's name."""
-        assert main(["ece", str(tree), "--bins", "4", "--bootstrap", "0"]) == 0
+        assert main(["calibration", "ece", str(tree), "--bins", "4", "--bootstrap", "0"]) == 0
         text = capsys.readouterr().out
         assert "(default)" not in text and "4 bins, (lo, hi] edges" in text
-        assert main(["ece", str(tree), "--bins", "4", "--bootstrap", "0", "--convention", "torchmetrics"]) == 0
+        assert main(["calibration", "ece", str(tree), "--bins", "4", "--bootstrap", "0", "--convention", "torchmetrics"]) == 0
         assert "4 bins, torchmetrics' [lo, hi) edges" in capsys.readouterr().out
 
     def test_csv_of_one_plain_file_has_no_nan_mean_row(self, tmp_path, capsys):
         """Issue 32: one file not named preds-<event>-lb<k>-set<j>-... wrote ``mean,,nan``."""
         path = write_jsonl(tmp_path / "p.jsonl", good_rows())
         out_csv = tmp_path / "ece.csv"
-        assert main(["ece", str(path), "--csv", str(out_csv), "--bootstrap", "0"]) == 0
+        assert main(["calibration", "ece", str(path), "--csv", str(out_csv), "--bootstrap", "0"]) == 0
         assert out_csv.read_text().splitlines() == ["event,label_budget,ece_mean"]
         assert "nan" not in out_csv.read_text()
         assert "header only" in capsys.readouterr().err
 
     def test_strict_is_an_error_without_traceback(self, tree, capsys):
-        assert main(["ece", str(tree), "--strict"]) == 2
+        assert main(["calibration", "ece", str(tree), "--strict"]) == 2
         err = capsys.readouterr().err
         assert err.startswith("modelval: error: ") and "invalid JSON" in err and "Traceback" not in err
 
     def test_missing_path(self, tmp_path, capsys):
-        assert main(["ece", str(tmp_path / "nope")]) == 2
+        assert main(["calibration", "ece", str(tmp_path / "nope")]) == 2
         assert "no such file or directory" in capsys.readouterr().err
 
     def test_bad_bins(self, tree, capsys):
-        assert main(["ece", str(tree), "--bins", "0"]) == 2
+        assert main(["calibration", "ece", str(tree), "--bins", "0"]) == 2
         assert "the number of bins is 1 to 10000" in capsys.readouterr().err
 
 
 def test_reliability_png(tmp_path, capsys):
     path = write_jsonl(tmp_path / "p.jsonl", good_rows())
     out = tmp_path / "rel.png"
-    assert main(["reliability", str(path), "--out", str(out), "--bins", "4"]) == 0
+    assert main(["calibration", "reliability", str(path), "--out", str(out), "--bins", "4"]) == 0
     assert out.read_bytes()[:4] == b"\x89PNG"
     assert "ECE 0.2600" in capsys.readouterr().out
     no_conf = write_jsonl(tmp_path / "n.jsonl", [{"label": 1, "pred": 1}])
-    assert main(["reliability", str(no_conf), "--out", str(out)]) == 2
+    assert main(["calibration", "reliability", str(no_conf), "--out", str(out)]) == 2
     assert "cannot draw a reliability diagram" in capsys.readouterr().err
 
 
@@ -132,7 +132,7 @@ def test_temperature(tmp_path, capsys):
         z, y = overconfident(2000, seed)
         np.savez(tmp_path / f"{name}.npz", logits=z, labels=y)
     plot = tmp_path / "ece_t.png"
-    args = ["temperature", "--val", str(tmp_path / "val.npz"), "--test", str(tmp_path / "test.npz")]
+    args = ["calibration", "temperature", "--val", str(tmp_path / "val.npz"), "--test", str(tmp_path / "test.npz")]
     assert main([*args, "--json", "--out", str(plot)]) == 0
     out = json.loads(capsys.readouterr().out)
     assert 2.5 < out["temperature"] < 3.5
@@ -151,7 +151,7 @@ def test_temperature(tmp_path, capsys):
     text = capsys.readouterr().out
     assert "fitted T = " in text and "before: NLL" in text and "T = 1.5: NLL" in text
     np.savez(tmp_path / "bad.npz", logits=np.zeros((2, 3)), labels=np.array([0, 1]))
-    assert main(["temperature", "--val", str(tmp_path / "val.npz"), "--test", str(tmp_path / "bad.npz")]) == 2
+    assert main(["calibration", "temperature", "--val", str(tmp_path / "val.npz"), "--test", str(tmp_path / "bad.npz")]) == 2
     assert "5 classes but --test has 3" in capsys.readouterr().err
 
 
@@ -198,7 +198,7 @@ def test_temperature_nll_is_the_exact_log_softmax_not_floored_probabilities(tmp_
     for name in ("val", "test"):
         np.savez(tmp_path / f"{name}.npz", logits=z, labels=y)
     assert (
-        main(["temperature", "--val", str(tmp_path / "val.npz"), "--test", str(tmp_path / "test.npz"), "--json"]) == 0
+        main(["calibration", "temperature", "--val", str(tmp_path / "val.npz"), "--test", str(tmp_path / "test.npz"), "--json"]) == 0
     )
     before = json.loads(capsys.readouterr().out)["before"]["nll"]
     expected = torch.nn.functional.cross_entropy(torch.tensor(z), torch.tensor(y)).item()
@@ -212,16 +212,16 @@ def test_adaptive_ties_reported_in_ece_and_reliability_json(tmp_path, capsys):
         {"label": 1, "pred": i % 2, "conf": 0.3 + 0.005 * i} for i in range(40)
     ]
     path = write_jsonl(tmp_path / "p.jsonl", rows)
-    assert main(["ece", str(path), "--json", "--adaptive", "--bins", "10"]) == 0
+    assert main(["calibration", "ece", str(path), "--json", "--adaptive", "--bins", "10"]) == 0
     (record,) = json.loads(capsys.readouterr().out)
     assert (record["n_bins"], record["effective_bins"]) == (10, 5)
     assert record["min_bin_count"] == 10
     out = tmp_path / "rel.png"
-    assert main(["reliability", str(path), "--out", str(out), "--adaptive", "--bins", "10", "--json"]) == 0
+    assert main(["calibration", "reliability", str(path), "--out", str(out), "--adaptive", "--bins", "10", "--json"]) == 0
     rel = json.loads(capsys.readouterr().out)
     assert (rel["effective_bins"], rel["min_bin_count"], len(rel["bins"])) == (5, 10, 5)
     assert rel["ece"] == pytest.approx(record["ece"])
-    assert main(["reliability", str(path), "--out", str(out), "--adaptive", "--bins", "10"]) == 0
+    assert main(["calibration", "reliability", str(path), "--out", str(out), "--adaptive", "--bins", "10"]) == 0
     assert "5 of 10 bins non-empty" in capsys.readouterr().out
 
 
@@ -234,7 +234,7 @@ def test_temperature_nll_is_exact_log_softmax(tmp_path, capsys):
     z[:3, (y[:3] + 1) % 5] = 2000.0  # true-class probability exp(-2000): underflows to 0 in float64
     np.savez(tmp_path / "val.npz", logits=overconfident(500, 1)[0], labels=overconfident(500, 1)[1])
     np.savez(tmp_path / "test.npz", logits=z, labels=y)
-    args = ["temperature", "--val", str(tmp_path / "val.npz"), "--test", str(tmp_path / "test.npz"), "--json"]
+    args = ["calibration", "temperature", "--val", str(tmp_path / "val.npz"), "--test", str(tmp_path / "test.npz"), "--json"]
     for method in ("temperature", "vector"):
         assert main([*args, "--method", method, "--sweep"]) == 0
         out = json.loads(capsys.readouterr().out)
@@ -254,7 +254,7 @@ def test_temperature_cli_reports_converged(tmp_path, capsys):
 
     y = np.arange(30) % 3
     np.savez(tmp_path / "val.npz", logits=np.eye(3)[y] * 5.0, labels=y)
-    args = ["temperature", "--val", str(tmp_path / "val.npz"), "--test", str(tmp_path / "val.npz")]
+    args = ["calibration", "temperature", "--val", str(tmp_path / "val.npz"), "--test", str(tmp_path / "val.npz")]
     with pytest.warns(ScalingFitWarning):
         assert main([*args, "--json", "--sweep"]) == 0
     out = json.loads(capsys.readouterr().out)
@@ -265,7 +265,7 @@ def test_temperature_cli_odir(tmp_path, capsys):
     for name, seed in (("val", 0), ("test", 1)):
         z, y = overconfident(1000, seed)
         np.savez(tmp_path / f"{name}.npz", logits=z, labels=y)
-    args = ["temperature", "--val", str(tmp_path / "val.npz"), "--test", str(tmp_path / "test.npz"), "--json"]
+    args = ["calibration", "temperature", "--val", str(tmp_path / "val.npz"), "--test", str(tmp_path / "test.npz"), "--json"]
     assert main([*args, "--method", "matrix", "--odir", "0.5", "0.1"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["odir"] == [0.5, 0.1] and out["converged"] is True and out["temperature"] is None
@@ -287,7 +287,7 @@ def test_ece_intervals_and_seed_summary(tmp_path, capsys):
     # An older version of seed 3 is superseded, also in the per-seed summary.
     write_jsonl(root / "preds-flood-lb25-set1-seed3-v000" / "p.jsonl", good_rows())
     seeds_csv = tmp_path / "seeds.csv"
-    argv = ["ece", str(root), "--json", "--bootstrap", "200", "--seeds-csv", str(seeds_csv), "--bins", "4"]
+    argv = ["calibration", "ece", str(root), "--json", "--bootstrap", "200", "--seeds-csv", str(seeds_csv), "--bins", "4"]
     assert main(argv) == 0
     out = json.loads(capsys.readouterr().out)
     (used,) = [o for o in out if not o["skipped"]]
@@ -300,16 +300,16 @@ def test_ece_intervals_and_seed_summary(tmp_path, capsys):
     assert float(row["ece_mean"]) == pytest.approx(np.mean(values))
     assert float(row["ece_sd"]) == pytest.approx(np.std(values, ddof=1))
     assert [float(row[f"ece_seed{s}"]) for s in (1, 2, 3)] == pytest.approx(values)
-    assert main(["ece", str(root), "--bootstrap", "0", "--json"]) == 0
+    assert main(["calibration", "ece", str(root), "--bootstrap", "0", "--json"]) == 0
     assert "ece_ci95" not in json.loads(capsys.readouterr().out)[0]
-    assert main(["ece", str(root), "--bootstrap", "100"]) == 0
+    assert main(["calibration", "ece", str(root), "--bootstrap", "100"]) == 0
     assert "ECE 95% CI" in capsys.readouterr().out
 
 
 def test_reliability_has_wilson_bins_and_ece_interval(tmp_path, capsys):
     path = write_jsonl(tmp_path / "p.jsonl", good_rows())
     out = tmp_path / "rel.png"
-    assert main(["reliability", str(path), "--out", str(out), "--bins", "4", "--json", "--bootstrap", "100"]) == 0
+    assert main(["calibration", "reliability", str(path), "--out", str(out), "--bins", "4", "--json", "--bootstrap", "100"]) == 0
     result = json.loads(capsys.readouterr().out)
     assert result["ece_ci95"][0] <= result["ece"] <= result["ece_ci95"][1]
     first = result["bins"][0]  # conf 0.0 and 0.25: 1 right of 2 -> Wilson (0.0945, 0.9055)
@@ -335,7 +335,7 @@ def test_temperature_with_top_label_calibrators(tmp_path, capsys, method):
     for name, seed in (("val", 0), ("test", 1)):
         z, y = overconfident(3000, seed)
         np.savez(tmp_path / f"{name}.npz", logits=z, labels=y)
-    args = ["temperature", "--val", str(tmp_path / "val.npz"), "--test", str(tmp_path / "test.npz"), "--method", method]
+    args = ["calibration", "temperature", "--val", str(tmp_path / "val.npz"), "--test", str(tmp_path / "test.npz"), "--method", method]
     assert main([*args, "--json"]) == 0
     out = json.loads(capsys.readouterr().out, parse_constant=lambda c: pytest.fail(f"non-JSON constant {c}"))
     assert out["after"]["ece"] < out["before"]["ece"] / 3
@@ -381,11 +381,11 @@ def test_bins_auto_is_the_cube_root_rule_per_file(tmp_path, capsys):
     right = rng.uniform(size=1000) < conf
     rows = [{"label": 0, "pred": 0 if r else 1, "conf": float(c)} for c, r in zip(conf, right, strict=True)]
     path = write_jsonl(tmp_path / "p.jsonl", rows)
-    assert main(["ece", str(path), "--bins", "auto", "--bootstrap", "0", "--json"]) == 0
+    assert main(["calibration", "ece", str(path), "--bins", "auto", "--bootstrap", "0", "--json"]) == 0
     (record,) = json.loads(capsys.readouterr().out)
     assert record["n_bins"] == 10 and record["ece"] == pytest.approx(expected_calibration_error(conf, right, 10))
     out = tmp_path / "r.png"
-    assert main(["reliability", str(path), "--out", str(out), "--bins", "auto", "--bootstrap", "0", "--json"]) == 0
+    assert main(["calibration", "reliability", str(path), "--out", str(out), "--bins", "auto", "--bootstrap", "0", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["n_bins"] == 10
 
 
@@ -395,7 +395,7 @@ def test_the_text_tables_show_the_front_doors_numbers(tmp_path, capsys):
 
     path = write_jsonl(tmp_path / "p.jsonl", good_rows())
     figure = tmp_path / "rel.png"
-    assert main(["reliability", str(path), "--out", str(figure), "--bins", "4", "--bootstrap", "50"]) == 0
+    assert main(["calibration", "reliability", str(path), "--out", str(figure), "--bins", "4", "--bootstrap", "50"]) == 0
     text = capsys.readouterr().out
     report = reliability(path, n_bins=4, bootstrap=50)
     low, high = report.intervals["ece"].low, report.intervals["ece"].high

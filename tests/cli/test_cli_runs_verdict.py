@@ -80,7 +80,7 @@ def _record(store: RunStore, model: str, verdict: str, session: str, created: st
     provenance = {"created": created, "session": session, "device": {"type": "cuda", "capability": "9.0"},
                   "precision": "fp32"}  # fmt: skip
     return store.record("validate", model=model, dataset="cue-conflict", label=label,
-                        summary={"verdict": verdict}, provenance=provenance)  # fmt: skip
+                        summary={"verdict": verdict, "passed": verdict == "PASS"}, provenance=provenance)  # fmt: skip
 
 
 def test_a_failure_that_passes_its_rerun_is_flaky_and_the_session_bounds_the_nightly(runs_db, tmp_path, capsys):

@@ -151,15 +151,17 @@ WRITERS: dict[str, Callable[[dict[str, Path]], tuple[list[str], Path]]] = {
         w["out"] / "b.json",
     ),
     "calibration --report-dir": lambda w: (
-        ["calibration", str(w["root"] / "logits.npz"), "--bootstrap", "0", "--report-dir", str(w["out"])],
+        ["calibration", "card", str(w["root"] / "logits.npz"), "--bootstrap", "0", "--report-dir", str(w["out"])],
         w["out"] / "reliability.png",
     ),
     "reliability --out": lambda w: (
-        ["reliability", str(w["root"] / "preds.jsonl"), "--bootstrap", "0", "--out", str(w["out"] / "r.svg")],
+        ["calibration", "reliability", str(w["root"] / "preds.jsonl"), "--bootstrap", "0", "--out",
+         str(w["out"] / "r.svg")],
         w["out"] / "r.svg",
     ),
     "temperature --out": lambda w: (
         [
+            "calibration",
             "temperature",
             "--val",
             str(w["root"] / "logits.npz"),
@@ -171,7 +173,7 @@ WRITERS: dict[str, Callable[[dict[str, Path]], tuple[list[str], Path]]] = {
         w["out"] / "t.png",
     ),
     "ece --csv": lambda w: (
-        ["ece", str(w["root"] / "preds.jsonl"), "--bootstrap", "0", "--csv", str(w["out"] / "e.csv")],
+        ["calibration", "ece", str(w["root"] / "preds.jsonl"), "--bootstrap", "0", "--csv", str(w["out"] / "e.csv")],
         w["out"] / "e.csv",
     ),
     "validate --report-dir": lambda w: (
@@ -230,8 +232,8 @@ REPORT_DIR_COMMANDS = {
     "compare": lambda w: ["compare", str(w["resnet"]), str(w["resnet"])],
     "humans": lambda w: ["humans", "--decisions", str(w["resnet"])],
     "humans (several)": lambda w: ["humans", "--decisions", f"a={w['resnet']}", "--decisions", f"b={w['resnet']}"],
-    "calibration": lambda w: ["calibration", str(w["root"] / "logits.npz")],
-    "reliability": lambda w: ["reliability", str(w["root"] / "preds.jsonl")],
+    "calibration": lambda w: ["calibration", "card", str(w["root"] / "logits.npz")],
+    "reliability": lambda w: ["calibration", "reliability", str(w["root"] / "preds.jsonl")],
     "validate": lambda w: ["validate", "--models-file", str(w["root"] / "modelval.toml")],
 }
 

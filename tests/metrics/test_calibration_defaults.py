@@ -44,11 +44,14 @@ def test_every_function_defaults_to_15_bins():
     assert DEFAULT_N_BINS == 15
 
 
-@pytest.mark.parametrize("command", ["ece", "reliability", "calibration", "metrics", "temperature"])
+@pytest.mark.parametrize(
+    "command", [["calibration", "ece"], ["calibration", "reliability"], ["calibration", "card"], ["metrics"],
+                ["calibration", "temperature"]], ids=" ".join,
+)  # fmt: skip
 def test_every_command_defaults_to_the_same_bins(command):
     parser = build_parser()
-    argv = {"temperature": ["--val", "v.npz", "--test", "t.npz"]}.get(command, ["x"])
-    assert parser.parse_args([command, *argv]).bins == DEFAULT_N_BINS
+    argv = ["--val", "v.npz", "--test", "t.npz"] if command[-1] == "temperature" else ["x"]
+    assert parser.parse_args([*command, *argv]).bins == DEFAULT_N_BINS
 
 
 def test_the_docstring_states_the_default():

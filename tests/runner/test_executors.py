@@ -256,7 +256,7 @@ def test_a_preempted_job_is_requeued_and_resumes_from_the_output_cache(
     assert status.startswith("resumed: ") and status.endswith(" of 32 rows reused"), status
     assert "Requeued" in (job.stderr() or "") + (job.stdout() or "")
 
-    runner = ValidationRunner(stimuli=stimuli, device="cpu", batch_size=4, output_cache=False)
+    runner = ValidationRunner(stimuli=stimuli, device="cpu", batch_size=4, cache=False)
     runner.add_user_models(users)
     serial = runner.evaluate("slow", "model")
     assert [d.response for d in run.evaluation.decisions] == [d.response for d in serial.decisions]

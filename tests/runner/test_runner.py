@@ -63,14 +63,14 @@ def test_a_model_is_built_once_for_both_normalizations_and_decides_as_a_fresh_lo
     )
     folder = stimulus_subset(1)
     stimuli = StimulusSet.load(folder, allow_modified=True, progress=False)
-    runner = ValidationRunner(stimuli=stimuli, device="cpu", output_cache=False)
+    runner = ValidationRunner(stimuli=stimuli, device="cpu", cache=False)
     runner.add_user_models(read_models_file(tmp_path / "modelval.toml"))
     own, wrong = runner.model_run("mine", "model"), runner.model_run("mine", "wrong")
     assert (tmp_path / "calls.txt").read_text() == "built\n"
     assert wrong.loaded.model is own.loaded.model and wrong.loaded.config.normalization == "imagenet"
     fresh = modelval.shape_bias(
         f"{tmp_path / 'nets.py'}:lite0", checkpoint=tmp_path / "lite0.pt", normalization="imagenet",
-        data_root=folder, allow_modified_stimuli=True, device="cpu", bootstrap=0, output_cache=False,
+        data_root=folder, allow_modified_stimuli=True, device="cpu", bootstrap=0, cache=False,
     )  # fmt: skip
     assert [d.response for d in wrong.evaluation.decisions] == [d.response for d in fresh.decisions]
     assert wrong.loaded.config.preprocess == fresh.run.loaded.config.preprocess

@@ -53,8 +53,6 @@ class EvaluationOptions:
     batch_size: int = DEFAULT_BATCH_SIZE
     #: Decoding worker processes (0: decode in this process).
     workers: int = 0
-    #: Reuse the per-user decode cache of the stimuli.
-    decode_cache: bool = True
     #: torch CPU threads: a number or ``"auto"``. ``None`` (the library default) leaves torch's process-wide
     #: setting as it is; the command line passes ``"auto"`` and restores the old value afterwards.
     threads: int | str | None = None
@@ -72,9 +70,9 @@ class EvaluationOptions:
     resample: str | None = None
     #: Random sign-flip sets of the paired permutation tests (the sensitivity card's p-values).
     permutations: int = 10_000
-    #: Reuse and store the model's raw outputs in the output cache (:mod:`modelval.records.output_cache`); ``None``:
-    #: on unless ``$MODELVAL_NO_OUTPUT_CACHE`` is set.
-    output_cache: bool | None = None
+    #: Reuse and store what a run can reuse: the decoded stimuli, the model's raw outputs, a VLM's answers (the
+    #: caches of :mod:`modelval.records.store`); ``None``: on unless ``$MODELVAL_NO_CACHE`` is set.
+    cache: bool | None = None
 
     def __post_init__(self) -> None:
         # Before any model runs, with the command line's own limits and words (modelval.runtime): a bad value

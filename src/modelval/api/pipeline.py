@@ -125,13 +125,14 @@ def load_stimuli(options: EvaluationOptions, *, offline: bool | None = None) -> 
     """The decoded stimuli of ``options.dataset``, found (and fetched unless ``offline``) and verified."""
     from modelval.datasets.fetch import ensure_stimuli
     from modelval.datasets.stimulus_set import StimulusSet
+    from modelval.records.store import cache_on
 
     folder = ensure_stimuli(options.data_root, dataset=options.dataset, offline=offline, progress=options.progress)
     return StimulusSet.load(
         folder,
         workers=options.workers,
         progress=options.progress,
-        cache=options.decode_cache,
+        cache=cache_on(options.cache),
         dataset=options.dataset,
         allow_modified=options.allow_modified_stimuli,
     )
@@ -346,7 +347,7 @@ def run_model(
             channels_last=options.channels_last,
             label_map=label_map,
         )
-        settings["output_cache"] = open_output_cache(options.output_cache)
+        settings["output_cache"] = open_output_cache(options.cache)
         early = None
         if sanity_probe and options.dataset == "cue-conflict" and not _outputs_stored(loaded.model, config, stimuli,
                                                                                       options, settings):  # fmt: skip

@@ -272,7 +272,7 @@ def sensitivity(
             resample=options.resample,
             permutations=options.permutations,
             label_map=label_map,
-            output_cache=open_output_cache(options.output_cache),
+            output_cache=open_output_cache(options.cache),
         )
         card.provenance = {
             **environment(),

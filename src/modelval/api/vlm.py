@@ -137,7 +137,6 @@ def vlm_shape_bias(
     parse: str | None = None,
     options: EvaluationOptions | None = None,
     name: str | None = None,
-    answer_cache: bool | None = None,
     run_store: RunStore | None = None,
     **settings: Any,
 ) -> PromptSweepReport:
@@ -160,11 +159,10 @@ def vlm_shape_bias(
         named prompt's own (``caption-names`` for ``caption``, else ``vqa``).
     options
         The stimuli and statistics (``data_root``, ``allow_modified_stimuli``, ``bootstrap``, ``seed``,
-        ``resample``); the protocol fields of a classifier do not apply.
+        ``resample``) and the caches (``cache``: the answers are reused and stored, as a classifier's outputs are);
+        the protocol fields of a classifier do not apply.
     name
         The name of the VLM in the report (default: the spec, or the callable's name).
-    answer_cache
-        Reuse and store answers (``None``: on unless ``$MODELVAL_NO_CACHE`` is set).
     run_store
         Record each prompt's run there (``modelval runs``); ``None`` records nothing.
     **settings
@@ -192,7 +190,7 @@ def vlm_shape_bias(
     >>> def stub(image, prompt):
     ...     return "Sorry, I cannot tell." if "texture" in prompt else "B"
     >>> report = modelval.vlm_shape_bias(stub, ["vqa16", "texture16"], data_root=SUBSET,
-    ...                                  allow_modified_stimuli=True, bootstrap=0, answer_cache=False)
+    ...                                  allow_modified_stimuli=True, bootstrap=0, cache=False)
     >>> [(run.name, run.result.shape_hits, run.result.texture_hits, run.result.abstentions) for run in report.prompts]
     [('vqa16', 1, 10, 0), ('texture16', 0, 0, 30)]
     >>> round(report.differences[0].accuracy_difference, 4)  # texture16 - vqa16: every answer lost
@@ -223,7 +221,7 @@ def vlm_shape_bias(
     stimuli = load_stimuli(options)
     digests = stimuli.digests or {}
     unit = resolve_unit(options.resample, cue_conflict=True)
-    cache_on = caching(answer_cache)
+    cache_on = caching(options.cache)
     start = time.perf_counter()
     runs = []
     for prompt_name, text, default_parser in resolved:

@@ -204,13 +204,11 @@ def output_folder(text: str) -> Path:
     return path
 
 
-def add_figure_option(parser: argparse.ArgumentParser, what: str, *, old: str | None = "--plot") -> None:
-    """``--out FILE`` for a command's figure (and the old spelling, hidden, for one release)."""
+def add_figure_option(parser: argparse._ActionsContainer, what: str) -> None:
+    """``--out FILE`` for a command's figure."""
     parser.add_argument(
         "--out", type=figure_file, metavar="FILE", help=f"write {what}; the suffix picks the format (.png, .pdf, .svg)"
     )
-    if old:
-        add_deprecated_alias(parser, old, "--out", dest="out", type=figure_file)
 
 
 def add_report_dir_option(parser: argparse.ArgumentParser, what: str, *, required: bool = False) -> None:
@@ -222,32 +220,4 @@ def add_report_dir_option(parser: argparse.ArgumentParser, what: str, *, require
 def add_json_option(parser: argparse.ArgumentParser, what: str = "the result") -> None:
     parser.add_argument(
         "--json", action="store_true", help=f"print {what} as one JSON object on stdout instead of the table"
-    )
-
-
-class _DeprecatedAlias(argparse.Action):
-    """A hidden old spelling: stores into the new option's destination and says so on stderr."""
-
-    def __init__(self, option_strings: list[str], dest: str, *, new: str, **kwargs: Any) -> None:
-        self.new = new
-        super().__init__(option_strings, dest, **kwargs)
-
-    def __call__(
-        self,
-        parser: argparse.ArgumentParser,
-        namespace: argparse.Namespace,
-        values: Any,
-        option_string: str | None = None,
-    ) -> None:
-        print(
-            f"modelval: warning: {option_string} is deprecated and goes in the next release; use {self.new}",
-            file=sys.stderr,
-        )
-        setattr(namespace, self.dest, True if self.nargs == 0 else values)
-
-
-def add_deprecated_alias(parser: argparse.ArgumentParser, old: str, new: str, *, dest: str, **kwargs: Any) -> None:
-    """Accept ``old`` (hidden from ``--help``) as ``new`` for one release, with a note on stderr."""
-    parser.add_argument(
-        old, dest=dest, action=_DeprecatedAlias, new=new, help=argparse.SUPPRESS, default=argparse.SUPPRESS, **kwargs
     )

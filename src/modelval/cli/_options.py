@@ -182,9 +182,6 @@ def evaluation_options(args: argparse.Namespace, **protocol: Any) -> EvaluationO
         name: getattr(args, name) for name in _EVALUATION_FIELDS if getattr(args, name, None) is not None
     }
     values["dataset"] = getattr(args, "dataset", None) or "cue-conflict"
-    cache = getattr(args, "cache", None)
-    if cache is not None:
-        values.update(decode_cache=bool(cache), output_cache=bool(cache))
     values["progress"] = bool(getattr(args, "progress", False)) and sys.stderr.isatty()
     values.update(protocol)
     return EvaluationOptions(**values)

@@ -9,6 +9,7 @@ commands write their result with :func:`out` / :func:`out_json`, which go to the
 from __future__ import annotations
 
 import contextlib
+import math
 import sys
 from collections.abc import Iterator
 from typing import Any, TextIO
@@ -44,3 +45,21 @@ def out_json(payload: Any) -> None:
 def warn(message: str) -> None:
     """A one-line note on stderr that does not change the exit status."""
     print(f"modelval: warning: {message}", file=sys.stderr)
+
+
+def fmt(x: float | None, digits: int = 4) -> str:
+    """A number with ``digits`` decimals, ``-`` for none or NaN (the calibration and metrics tables)."""
+    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
+
+
+def fmt_interval(interval: Any, digits: int = 4) -> str:
+    """``[low, high]`` of an interval object or pair, ``-`` for none."""
+    if interval is None:
+        return "-"
+    low, high = (interval.low, interval.high) if hasattr(interval, "low") else interval
+    return f"[{fmt(low, digits)}, {fmt(high, digits)}]"
+
+
+def fmt_ci_list(interval: list[float] | None) -> str:
+    """``  95% CI [low, high]``, or nothing where there is no interval."""
+    return f"  95% CI {fmt_interval(interval)}" if interval else ""

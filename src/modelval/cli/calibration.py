@@ -1,4 +1,4 @@
-"""``modelval calibration FILE``: the calibration card of saved logits or probabilities.
+"""``modelval calibration card|ece|reliability|temperature``: the calibration of saved predictions.
 
 The card decides the task (binary, multiclass, multilabel) from the arrays' shapes and ranges, or takes
 ``--task``; it prints which it used and how it decided, and refuses an ambiguous file with the reason.
@@ -8,29 +8,46 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from modelval import jsonio
+from modelval.api.calibration import METHODS
 from modelval.atomic import write_text
 from modelval.cli._args import (
     CONVENTION_HELP,
     add_bins_option,
     add_bootstrap_options,
-    add_deprecated_alias,
+    add_figure_option,
     add_json_option,
     add_report_dir_option,
     bins_text,
-    output_folder,
+    bounded_float,
+    figure_file,
+    output_file,
 )
-from modelval.cli._output import out, out_json
+from modelval.cli._card import format_card, plots
+from modelval.cli._output import fmt, fmt_interval, out, out_json, warn
 from modelval.metrics.calibration import CONVENTIONS
 
+if TYPE_CHECKING:
+    from modelval.api.calibration import RecalibrationReport
+
+ADAPTIVE_HELP = "equal-mass (quantile) bins instead of uniform ones"
+STRICT_HELP = "a malformed row is an error instead of being dropped (and counted)"
 TASK_CHOICES = ("auto", "binary", "multiclass", "multilabel")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    card = subparsers.add_parser(
+    group = subparsers.add_parser(
         "calibration",
+        help="calibration: the card of saved logits, ECE of prediction files, reliability diagrams, temperature "
+        "scaling",
+        description="Calibration of saved predictions (docs/metrics.md): the card of logits or probabilities, the "
+        "top-1 ECE of prediction JSONL files, a reliability diagram, and recalibration (temperature scaling).",
+    )
+    actions = group.add_subparsers(dest="action", required=True, metavar="ACTION")
+    card = actions.add_parser(
+        "card",
         help="calibration card (ECE with interval, MCE, RMS, Brier, NLL, debiased L2, smooth ECE): binary, "
         "multiclass or multilabel",
         description=(
@@ -59,9 +76,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "calibration.json, reliability.png (bins with Wilson intervals; multilabel: one panel per label) and, "
         "for binary and multiclass, smooth-reliability.png",
     )
-    add_deprecated_alias(card, "--plot", "--report-dir", dest="report_dir", type=output_folder)
     add_json_option(card, "the card")
     card.set_defaults(handler=_run_calibration)
+    _register_files(actions)
 
 
 def _read(path: Path) -> tuple[Any, dict[str, Any], Any]:
@@ -97,7 +114,7 @@ def _run_calibration(args: argparse.Namespace) -> int:
         card = {"path": str(args.path), **card}
         card["provenance"] = {**card["provenance"], "input": {"path": str(args.path), "sha256": file_digest(args.path)}}
         if args.report_dir is not None:
-            card["plots"] = _plots(args, labels, scores, card)
+            card["plots"] = plots(args, labels, scores, card)
     except InputValidationError as error:
         raise DataError(f"{args.path}: {error}") from error
     if args.report_dir is not None:
@@ -106,195 +123,214 @@ def _run_calibration(args: argparse.Namespace) -> int:
     if args.json:
         out_json(card)
         return 0
-    out(_format(card))
+    out(format_card(card))
     return 0
 
 
-def _plots(args: argparse.Namespace, labels: Any, scores: dict[str, Any], card: dict[str, Any]) -> list[str]:
-    """The diagrams of the task the card used, from the same arrays, bins and convention."""
-    from modelval.metrics.tasks import detect_task
-
-    folder = args.report_dir
-    chosen = detect_task(labels, **scores, task=card["task"])
-    if chosen.task == "binary":
-        return _binary_plots(args, chosen, card, folder)
-    if chosen.task == "multilabel":
-        return _multilabel_plots(args, chosen, card, folder)
-    return _multiclass_plots(args, chosen, card, folder)
-
-
-def _multiclass_plots(args: argparse.Namespace, chosen: Any, card: dict[str, Any], folder: Path) -> list[str]:
-    import numpy as np
-
-    from modelval.figures.calibration import DPI, plot_reliability, plot_smooth_reliability
-    from modelval.figures.style import save
-    from modelval.metrics.calibration import reliability_bins, top1_confidences
-    from modelval.metrics.estimators import smooth_reliability_curve
-    from modelval.metrics.temperature import softmax
-
-    probs = softmax(np.asarray(chosen.scores, dtype=np.float64)) if chosen.from_logits else np.asarray(chosen.scores)
-    conf, correct = top1_confidences(probs, np.asarray(chosen.labels))
-    bins = reliability_bins(conf, correct, card["n_bins"], convention=card["convention"])
-    figure = plot_reliability(bins, title=f"Reliability: {args.path.name}", ece_interval=card.get("ece_ci95"))
-    written = save(figure, folder / "reliability.png", dpi=DPI)
-    curve = smooth_reliability_curve(conf, correct)
-    figure = plot_smooth_reliability(curve, title=f"Smooth reliability: {args.path.name}")
-    written += save(figure, folder / "smooth-reliability.png", dpi=DPI)
-    return [str(p) for p in written]
-
-
-def _binary_plots(args: argparse.Namespace, chosen: Any, card: dict[str, Any], folder: Path) -> list[str]:
-    from modelval.figures.calibration import DPI, plot_reliability, plot_smooth_reliability
-    from modelval.figures.style import save
-    from modelval.metrics.binary import FRACTION_OF_POSITIVES, binary_reliability_bins, binary_smooth_reliability_curve
-
-    bins = binary_reliability_bins(
-        chosen.scores, chosen.labels, card["n_bins"], logits=chosen.from_logits, convention=card["convention"]
+def _register_files(actions: argparse._SubParsersAction) -> None:
+    """``ece``, ``reliability`` and ``temperature``: the calibration of prediction files and saved logits."""
+    ece = actions.add_parser(
+        "ece",
+        help="top-1 ECE/MCE of prediction JSONL files or artifact trees",
+        description=(
+            "Top-1 expected and maximum calibration error from JSONL rows {label, pred, conf}. PATH is a "
+            "file or a directory searched for *.jsonl; folders preds-<event>-lb<k>-set<j>-seed<s>-vNNN are "
+            "de-duplicated to the newest version per (event, label budget, set). Bins are (lo, hi] with "
+            "conf 0 in the first bin, unless --convention torchmetrics."
+        ),
     )
-    figure = plot_reliability(
-        bins, title=f"Positive-class reliability: {args.path.name}", ece_interval=card.get("ece_ci95")
+    ece.add_argument("paths", nargs="+", metavar="PATH", type=Path)
+    add_bins_option(ece)
+    ece.add_argument("--convention", choices=CONVENTIONS, default="default", help=CONVENTION_HELP)
+    ece.add_argument("--adaptive", action="store_true", help=ADAPTIVE_HELP)
+    ece.add_argument("--strict", action="store_true", help=STRICT_HELP)
+    ece.add_argument(
+        "--csv", type=output_file, metavar="FILE", help="write the (event, label budget) x set table as CSV"
     )
-    written = save(figure, folder / "reliability.png", dpi=DPI)
-    figure = plot_smooth_reliability(
-        binary_smooth_reliability_curve(chosen.scores, chosen.labels, logits=chosen.from_logits),
-        title=f"Smooth positive-class reliability: {args.path.name}",
-        target=FRACTION_OF_POSITIVES,
+    ece.add_argument(
+        "--seeds-csv",
+        type=output_file,
+        metavar="FILE",
+        help="write ECE mean and sd over seeds per (event, label budget, set), with each seed's value, as CSV",
     )
-    written += save(figure, folder / "smooth-reliability.png", dpi=DPI)
-    return [str(p) for p in written]
+    add_bootstrap_options(ece)
+    add_json_option(ece, "a list, one object per file,")
+    ece.set_defaults(handler=_run_ece)
 
-
-def _multilabel_plots(args: argparse.Namespace, chosen: Any, card: dict[str, Any], folder: Path) -> list[str]:
-    from modelval.figures.calibration import DPI, plot_multilabel_reliability
-    from modelval.figures.style import save
-    from modelval.metrics.binary import binary_reliability_bins
-    from modelval.metrics.multilabel import validate_multilabel
-
-    probs, labels = validate_multilabel(chosen.scores, chosen.labels, logits=chosen.from_logits)
-    bins = [
-        binary_reliability_bins(probs[:, k], labels[:, k], card["n_bins"], convention=card["convention"])
-        for k in range(probs.shape[1])
-    ]
-    summary = {f"{average} ECE": card[average]["ece"] for average in ("macro", "micro", "weighted")}
-    figure = plot_multilabel_reliability(
-        bins,
-        [row["label"] for row in card["labels"]],
-        title=f"Per-label reliability: {args.path.name}",
-        summary={name: value for name, value in summary.items() if isinstance(value, float)},
+    rel = actions.add_parser("reliability", help="reliability diagram PNG of one prediction JSONL file")
+    rel.add_argument("path", metavar="PRED.jsonl", type=Path)
+    rel.add_argument(
+        "--out",
+        type=figure_file,
+        metavar="FILE",
+        help="write the diagram; the suffix picks the format (.png, .pdf, .svg)",
     )
-    return [str(path) for path in save(figure, folder / "reliability.png", dpi=DPI)]
+    add_report_dir_option(rel, "<name>-reliability.png and reliability.json")
+    add_bins_option(rel)
+    rel.add_argument("--convention", choices=CONVENTIONS, default="default", help=CONVENTION_HELP)
+    rel.add_argument("--adaptive", action="store_true", help=ADAPTIVE_HELP)
+    rel.add_argument("--strict", action="store_true", help=STRICT_HELP)
+    add_bootstrap_options(rel, stratify=True)
+    add_json_option(rel, "ECE/MCE, effective_bins and the bins")
+    rel.set_defaults(_parser=rel)
+    rel.set_defaults(handler=_run_reliability)
 
-
-def _ci(card: dict[str, Any], key: str) -> str:
-    interval = card.get(f"{key}_ci95")
-    return f"  [{interval[0]:.4f}, {interval[1]:.4f}]" if interval else ""
-
-
-def _head(card: dict[str, Any], what: str) -> str:
-    first = f"{card['path']}: {card['n']} predictions, {what}, from {card['input']}"
-    return f"{first}\n  task            {card['task']} ({card['task_detection']})"
-
-
-def _bins_text(card: dict[str, Any]) -> str:
-    bins = bins_text(card["n_bins"], card["convention"])
-    if "n_bins_rule" in card:
-        bins += f", {card['n_bins_rule']}"
-    return bins
-
-
-def _tail(card: dict[str, Any]) -> list[str]:
-    lines = []
-    if "plots" in card:
-        lines.append(f"  plots: {', '.join(card['plots'])}")
-    if "bootstrap" in card:
-        b = card["bootstrap"]
-        how = "stratified by class, " if b["stratified"] else ""
-        scope = ", per label" if card["task"] == "multilabel" else ""
-        lines.append(f"  intervals: percentile bootstrap{scope}, {how}{b['n_resamples']} resamples, seed {b['seed']}")
-    lines += [f"  note: {note}" for note in card.get("interval_notes", {}).values()]
-    return lines
-
-
-def _format(card: dict[str, Any]) -> str:
-    if card["task"] == "binary":
-        return _format_binary(card)
-    if card["task"] == "multilabel":
-        return _format_multilabel(card)
-    lines = [
-        _head(card, f"{card['num_classes']} classes"),
-        f"  accuracy        {card['accuracy']:.4f}{_ci(card, 'accuracy')}",
-        f"  ECE             {card['ece']:.4f}{_ci(card, 'ece')}   {_bins_text(card)}",
-        f"  MCE             {card['mce']:.4f}",
-        f"  RMS             {card['rms']:.4f}",
-        f"  Brier           {card['brier']:.4f}   (multiclass, sum over classes)",
-        f"  NLL             {card['nll']:.4f}",
-        f"  classwise ECE   {card['classwise_ece']:.4f}",
-        f"  debiased L2     {card['debiased_l2']:.4f}   (Kumar et al. 2019, equal-mass bins)",
-        f"  smooth ECE      {card['smece']:.4f}   (Blasiok & Nakkiran 2023)",
-        f"  ECE sweep       {card['ece_sweep']['ece']:.4f}   ({card['ece_sweep']['n_bins']} equal-mass bins)",
-        "  ECE by bins     " + ", ".join(f"{k}: {v:.4f}" for k, v in card["ece_by_bins"].items()),
-        f"  bins            {card['effective_bins']} non-empty of {card['n_bins']}; "
-        f"smallest {card['min_bin_count']} examples",
-    ]
-    return "\n".join(lines + _tail(card))
-
-
-def _format_binary(card: dict[str, Any]) -> str:
-    lines = [
-        _head(card, f"{card['n_positive']} positive"),
-        f"  positive rate   {card['positive_rate']:.4f}{_ci(card, 'positive_rate')}",
-        f"  accuracy        {card['accuracy']:.4f}{_ci(card, 'accuracy')}   (predicted positive iff p > 0.5)",
-        f"  ECE             {card['ece']:.4f}{_ci(card, 'ece')}   positive class: fraction of positives vs p; "
-        f"{_bins_text(card)}",
-        f"  MCE             {card['mce']:.4f}{_ci(card, 'mce')}",
-        f"  RMS             {card['rms']:.4f}{_ci(card, 'rms')}",
-        f"  top-label ECE   {card['top_label_ece']:.4f}{_ci(card, 'top_label_ece')}   (confidence max(p, 1 - p); "
-        "not the positive-class ECE)",
-        f"  Brier           {card['brier']:.4f}   (binary, mean (p - y)^2)",
-        f"  NLL             {card['nll']:.4f}   (binary cross-entropy)",
-        f"  debiased L2     {card['debiased_l2']:.4f}   (Kumar et al. 2019, equal-mass bins, positive class)",
-        f"  smooth ECE      {card['smece']:.4f}   (Blasiok & Nakkiran 2023, positive class)",
-        f"  ECE sweep       {card['ece_sweep']['ece']:.4f}   ({card['ece_sweep']['n_bins']} equal-mass bins)",
-        "  ECE by bins     " + ", ".join(f"{k}: {v:.4f}" for k, v in card["ece_by_bins"].items()),
-        f"  bins            {card['effective_bins']} non-empty of {card['n_bins']}; "
-        f"smallest {card['min_bin_count']} examples",
-    ]
-    return "\n".join(lines + _tail(card))
-
-
-def _number(value: Any) -> str:
-    return f"{value:.4f}" if isinstance(value, float) else "  n/a "
-
-
-def _format_multilabel(card: dict[str, Any]) -> str:
-    lines = [
-        _head(card, f"{card['num_labels']} labels, {card['n_positive']} positive label entries"),
-        f"  bins            {_bins_text(card)}, per label (positive class: fraction of positives vs p)",
-        f"  {'':<14}  {'macro':>7} {'micro':>7} {'weighted':>8}",
-    ]
-    for metric, name in (
-        ("ece", "ECE"),
-        ("mce", "MCE"),
-        ("rms", "RMS"),
-        ("brier", "Brier"),
-        ("nll", "NLL"),
-        ("debiased_l2", "debiased L2"),
-        ("smece", "smooth ECE"),
-    ):
-        row = [_number(card[average][metric]) for average in ("macro", "micro", "weighted")]
-        lines.append(f"  {name:<14}  {row[0]:>7} {row[1]:>7} {row[2]:>8}")
-    width = max(5, *(len(str(row["label"])) for row in card["labels"]))
-    ci_head = f" {'ECE 95% CI':>17}" if any("ece_ci95" in row for row in card["labels"]) else ""
-    lines.append(
-        f"  {'label':<{width}} {'pos.':>6} {'prev.':>6} {'ECE':>7}{ci_head} {'MCE':>7} {'Brier':>7} {'NLL':>7}"
+    temp = actions.add_parser(
+        "temperature",
+        help="fit temperature scaling on validation logits, report NLL/ECE on test logits",
+        description=(
+            "Logits files are .npz with arrays 'logits' (N, C) and 'labels' (N,), or .pt with a dict "
+            "{'logits': Tensor, 'labels': Tensor}."
+        ),
     )
-    for row in card["labels"]:
-        interval = ""
-        if "ece_ci95" in row:
-            low, high = row["ece_ci95"]
-            interval = f" {f'[{low:.4f}, {high:.4f}]':>17}"
-        lines.append(
-            f"  {row['label']!s:<{width}} {row['n_positive']:>6} {row['prevalence']:>6.3f} {row['ece']:>7.4f}"
-            f"{interval} {row['mce']:>7.4f} {row['brier']:>7.4f} {row['nll']:>7.4f}"
-        )
-    return "\n".join(lines + _tail(card))
+    temp.add_argument("--val", type=Path, required=True, help="held-out logits used to fit T")
+    temp.add_argument("--test", type=Path, required=True, help="logits on which NLL/ECE are reported")
+    add_bins_option(temp, auto=False)
+    temp.add_argument(
+        "--method",
+        choices=METHODS,
+        default="temperature",
+        help="a logit scaling (temperature, vector, matrix) or a top-label calibrator of the top-1 confidence "
+        "(histogram binning with --bins bins, isotonic regression); the latter give no NLL",
+    )
+    temp.add_argument(
+        "--odir",
+        type=bounded_float(0, 1e6, "ODIR weights are 0 or more"),
+        nargs=2,
+        metavar=("LAMBDA", "MU"),
+        help="ODIR regularisation (Kull et al. 2019) of vector/matrix scaling: off-diagonal and intercept weights",
+    )
+    temp.add_argument(
+        "--sweep",
+        type=bounded_float(0, 1e6, "a temperature is more than 0", low_open=True),
+        nargs="*",
+        default=[0.5, 1.0, 1.5, 2.0],
+        metavar="T",
+        help="fixed temperatures to report on the test set (default 0.5 1 1.5 2)",
+    )
+    add_figure_option(temp, "the ECE-vs-temperature figure of the --sweep temperatures")
+    add_json_option(temp)
+    temp.set_defaults(handler=_run_temperature)
+
+
+def _run_ece(args: argparse.Namespace) -> int:
+    from modelval.api.calibration import ece_of_artifacts
+    from modelval.metrics.artifacts import write_seed_summary_csv, write_summary_csv
+
+    options: dict[str, Any] = dict(
+        n_bins=args.bins, convention=args.convention, adaptive=args.adaptive, strict=args.strict
+    )
+    report = ece_of_artifacts(args.paths, bootstrap=args.bootstrap, seed=args.seed, **options)
+    if args.csv is not None:
+        write_summary_csv(report.summary, args.csv)
+        if not report.summary.rows:
+            warn(f"{args.csv}: header only; the (event, label budget) x set table needs files named "
+                 "preds-<event>-lb<k>-set<j>-seed<s>-vNNN (--json gives each file's ECE)")  # fmt: skip
+    if args.seeds_csv is not None:
+        # Every seed's newest version, not only the winning seed of each set (no intervals needed here).
+        seeds = ece_of_artifacts(args.paths, bootstrap=0, per_seed=True, **options)
+        write_seed_summary_csv(seeds.seed_summary, args.seeds_csv)
+    if args.json:
+        out_json(report.to_json())
+        return 0
+    ci = bool(args.bootstrap)
+    ci_head = f" {'ECE 95% CI':>17}" if ci else ""
+    key_head = f"{'event':<24} {'lb':>4} {'set':>3} {'ver':>4}"
+    out(f"{key_head} {'ECE':>7}{ci_head} {'MCE':>7} {'used':>6} {'drop':>5}  path")
+    for r in report.records:
+        k = r.key
+        event, lb, st, ver = (k.event, k.label_budget, k.set, k.version) if k else ("-", "-", "-", "-")
+        cells = f"{event:<24} {lb!s:>4} {st!s:>3} {ver!s:>4}"
+        if r.skipped:
+            blank = f" {'':>17}" if ci else ""
+            out(f"{cells} {'skipped':>7}{blank} {'':>7} {r.rows_used:>6} {r.rows_dropped:>5}  {r.path}  ({r.reason})")
+        else:
+            interval = f" {fmt_interval(r.intervals.get('ece')):>17}" if ci else ""
+            out(f"{cells} {fmt(r.ece):>7}{interval} {fmt(r.mce):>7} {r.rows_used:>6} {r.rows_dropped:>5}  {r.path}")
+    summary = report.summary
+    if summary.rows:
+        means = ", ".join(f"set{s} {summary.set_means[s]:.4f}" for s in summary.sets)
+        out(f"mean ECE per set: {means}; mean of sets {summary.mean_of_sets:.4f}")
+    evaluated = len(report.evaluated)
+    out(
+        f"{evaluated} file(s) evaluated, {len(report.records) - evaluated} skipped; "
+        f"{bins_text(args.bins, args.convention, adaptive=args.adaptive)}"
+        + (f"; 95% intervals: percentile bootstrap, {args.bootstrap} resamples, seed {args.seed}" if ci else "")
+    )
+    if args.seeds_csv is not None:
+        out(f"wrote the per-seed summary (mean, sd over seeds) to {args.seeds_csv}")
+    fewer = report.fewer_bins
+    if fewer:
+        least = min(r.effective_bins or 0 for r in fewer)
+        out(f"{len(fewer)} file(s) have fewer non-empty bins than requested (as few as {least}; see --json)")
+    return 0
+
+
+def _run_reliability(args: argparse.Namespace) -> int:
+    from modelval.api.calibration import reliability
+
+    if args.out is None and args.report_dir is None:
+        args._parser.error("give --out FILE (the diagram) or --report-dir DIR (the diagram and reliability.json)")
+    report = reliability(
+        args.path, n_bins=args.bins, convention=args.convention, adaptive=args.adaptive, strict=args.strict,
+        bootstrap=args.bootstrap, seed=args.seed, stratify=args.stratify, figure=args.out, report_dir=args.report_dir,
+    )  # fmt: skip
+    if args.json:
+        out_json(report.to_dict())
+        return 0
+    bins, intervals = report.bins, report.intervals
+    ece_ci = f" {fmt_interval(intervals['ece'])}" if intervals else ""
+    out(
+        f"wrote {report.figure}: ECE {bins.ece:.4f}{ece_ci}, MCE {bins.mce:.4f}, {report.rows_used} rows used, "
+        f"{report.rows_dropped} dropped"
+    )
+    out(
+        f"{bins.effective_bins} of {bins.n_bins} bins non-empty"
+        f"{' (ties are kept in one bin, empty bins dropped)' if args.adaptive else ''}; "
+        f"smallest bin {bins.min_bin_count} examples; error bars: Wilson 95% intervals of each bin's accuracy"
+    )
+    if intervals:
+        out(f"ECE interval: percentile bootstrap, {args.bootstrap} resamples, seed {args.seed}")
+    for path in report.written[1:]:
+        out(f"wrote {path}")
+    return 0
+
+
+def _run_temperature(args: argparse.Namespace) -> int:
+    from modelval.api.calibration import recalibrate
+
+    report = recalibrate(
+        args.val, args.test, method=args.method, n_bins=args.bins, odir=tuple(args.odir) if args.odir else None,
+        sweep=args.sweep, figure=args.out,
+    )  # fmt: skip
+    if args.json:
+        out_json(report.to_dict())
+        return 0
+    if report.top_label:
+        _print_top_label(args, report)
+        return 0
+    before, after = report.before, report.after
+    if report.temperature is not None:
+        out(f"fitted T = {report.temperature:.4f} on {args.val} ({report.val_examples} examples)")
+    else:
+        out(f"fitted {args.method} scaling on {args.val} ({report.val_examples} examples)")
+    if not report.converged:
+        warn("the fit did not converge (see the warning above); treat the scaled numbers with care")
+    out(f"test ({report.test_examples} examples, {args.bins} bins):")
+    out(f"  before: NLL {before['nll']:.4f}  ECE {before['ece']:.4f}  accuracy {before['accuracy']:.4f}")
+    out(f"  after:  NLL {after['nll']:.4f}  ECE {after['ece']:.4f}  accuracy {after['accuracy']:.4f}")
+    for p in report.sweep:
+        out(f"  T = {p.temperature:g}: NLL {p.nll:.4f}  ECE {p.ece:.4f}")
+    if report.written:
+        out(f"wrote {args.out}")
+    return 0
+
+
+def _print_top_label(args: argparse.Namespace, report: RecalibrationReport) -> None:
+    """``temperature --method histogram|isotonic``: the calibrator fitted on --val, ECE before/after on --test."""
+    before, after = report.before, report.after
+    what = f"histogram binning ({args.bins} bins)" if args.method == "histogram" else "isotonic regression"
+    out(f"fitted top-label {what} on {args.val} ({report.val_examples} examples)")
+    out(f"test ({report.test_examples} examples, {args.bins} bins):")
+    out(f"  before: NLL {before['nll']:.4f}  ECE {before['ece']:.4f}  accuracy {before['accuracy']:.4f}")
+    out(f"  after:  NLL -       ECE {after['ece']:.4f}  accuracy {after['accuracy']:.4f}  (top-1 confidence only)")

@@ -53,7 +53,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--dataset", choices=DATASETS, help="experiment (default: read from the image names)")
     # Two models take no loading flags (one checkpoint or label map for both makes no sense).
     add_settings(parser, *MANY_MODELS, *STATISTICS, "permutations", quiet=UNFLAGGED)
-    add_figure_option(parser, "the per-category figure of A and B", old=None)
+    add_figure_option(parser, "the per-category figure of A and B")
     add_report_dir_option(parser, "compare.json and the figure (PNG and PDF)")
     add_json_option(parser)
     parser.set_defaults(handler=run, _parser=parser)

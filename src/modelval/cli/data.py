@@ -6,7 +6,6 @@ import argparse
 import sys
 from pathlib import Path
 
-from modelval.cli._args import bounded_float, bounded_int
 from modelval.cli._options import add_settings
 from modelval.cli._output import out
 from modelval.datasets.fetch import SOURCES, download_raw_data, download_stimuli
@@ -46,21 +45,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "NAME of one of model-vs-human's further sets",
     )
     fetch.add_argument("--source", choices=SOURCES, default=None, help="default: the release archive when one exists")
-    fetch.add_argument("--url", help="override the archive URL (or the texture-vs-shape base URL)")
     fetch.add_argument("--force", action="store_true", help="download again even if the folder exists")
-    fetch.add_argument(
-        "--timeout",
-        type=bounded_float(0, 3600, "the timeout is more than 0 and at most 3600 seconds", low_open=True),
-        default=60.0,
-        help="seconds to wait for the server (default 60)",
-    )
-    fetch.add_argument(
-        "--retries",
-        type=bounded_int(1, 20, "downloads are tried 1 to 20 times"),
-        default=3,
-        help="times a download is tried (default 3)",
-    )
-    add_settings(fetch, "data_home", "data_root", "offline", help={
+    add_settings(fetch, "data_home", "data_root", "offline", quiet=("download_timeout", "download_retries"), help={
         "data_root": "the folder to fill (default: <data home>/<set>). With --humans: the raw-data folder "
         "(default: <data home>/reference/raw-data, or reference/model-vs-human/raw-data with --dataset NAME)",
         "offline": "download nothing: verify what is there",
@@ -82,14 +68,14 @@ def run_download(args: argparse.Namespace) -> int:
         from modelval.datasets.human_data import download_model_vs_human_raw_data
 
         root = download_model_vs_human_raw_data(
-            args.dataset, args.data_root, force=args.force, progress=progress, timeout=args.timeout
+            args.dataset, args.data_root, force=args.force, progress=progress, timeout=args.download_timeout
         )
         out(f"{args.dataset} human raw data ready and verified at {root / args.dataset} (found there by default)")
         return 0
     if args.humans:
         root = download_raw_data(
-            args.data_root, force=args.force, progress=progress, timeout=args.timeout, retries=args.retries,
-            offline=args.offline,
+            args.data_root, force=args.force, progress=progress, timeout=args.download_timeout,
+            retries=args.download_retries, offline=args.offline,
         )  # fmt: skip
         out(f"human raw data ready and verified at {root} (pass it as --reference-dir, or it is found there)")
         return 0
@@ -97,11 +83,10 @@ def run_download(args: argparse.Namespace) -> int:
         resolve_data_root(args.data_root, args.dataset),
         dataset=args.dataset,
         source=args.source,
-        url=args.url,
         force=args.force,
         progress=progress,
-        timeout=args.timeout,
-        retries=args.retries,
+        timeout=args.download_timeout,
+        retries=args.download_retries,
         offline=args.offline,
     )
     if get_dataset(args.dataset).manifest is None:

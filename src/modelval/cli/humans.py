@@ -61,7 +61,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="several observers' figures: the humans' shape bias and accuracy over all their trials pooled "
         "(default, as model-vs-human) or as the mean over observers",
     )
-    add_figure_option(parser, "one observer's error-consistency figure", old=None)
+    add_figure_option(parser, "one observer's error-consistency figure")
     add_report_dir_option(
         parser, "humans.json and the figures (PNG and PDF; with several observers figures.json and all of "
         "model-vs-human's figures)"

@@ -32,7 +32,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_model_argument(parser, required=True)
     # No protocol settings: the card varies each of them itself.
     add_settings(parser, *LOADING, *RUNNING, *STATISTICS, "permutations", quiet=UNFLAGGED)
-    add_figure_option(parser, "the card as a figure", old=None)
+    add_figure_option(parser, "the card as a figure")
     add_json_option(parser, "the card")
     parser.set_defaults(handler=run)
 

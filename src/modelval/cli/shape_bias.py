@@ -83,7 +83,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="DIR",
         help="write the model's raw outputs with their provenance, for `modelval shape-bias --outputs DIR`",
     )
-    add_figure_option(results, "the per-category shape-bias figure", old=None)
+    add_figure_option(results, "the per-category shape-bias figure")
     add_report_dir_option(results, "shape_bias.json, decisions.csv and the per-category figure (PNG and PDF)")
     add_json_option(results)
     results.add_argument(
@@ -211,7 +211,6 @@ def run_vlm(args: argparse.Namespace) -> int:
         args.prompt or ["vqa16"],
         parse=args.parse,
         options=evaluation_options(args),
-        answer_cache=bool(args.cache),
         run_store=default_run_store(),
     )
     if args.decisions_out is not None:

@@ -23,16 +23,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_report_dir_option(parser, "the JSON/CSV/Markdown reports, per-image decisions and plots")
     add_settings(
         parser, "models_file", "data_root", "allow_modified_stimuli", "device", "batch_size", "cache", "executor",
-        "slurm", "ray_address", quiet=("checkpoint_dir", "data_home"),
+        "slurm", quiet=("checkpoint_dir", "data_home", "ray_address"),
     )  # fmt: skip
     parser.set_defaults(handler=run)
 
 
-def _check_ray_address(text: str | None) -> None:
-    """``--ray-address``: auto, local, HOST:PORT or ray://HOST:PORT (checked before anything loads)."""
+def _check_ray_address(args: argparse.Namespace) -> None:
+    """``$RAY_ADDRESS`` (or ``ray_address`` of the config file): auto, local, HOST:PORT or ray://HOST:PORT, checked
+    before anything loads when ``--executor ray`` will use it (the variable may serve other tools)."""
     from modelval.runner.executors import check_ray_address
 
-    check_ray_address(text)
+    if args.executor == "ray":
+        check_ray_address(args.ray_address)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -47,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
     from modelval.runner.reports import format_notes, write_validation_reports
 
     path = args.models_file or find_models_file()
-    _check_ray_address(args.ray_address)
+    _check_ray_address(args)
     if path is None:
         raise ModelvalError(
             f"no models file: write modelval.toml (or [tool.modelval] in pyproject.toml) in {Path.cwd()}, "
@@ -74,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
         checkpoint_dir=Path(args.checkpoint_dir) if args.checkpoint_dir else None,
         batch_size=args.batch_size,
         run_store=default_run_store(),
-        output_cache=bool(args.cache),
+        cache=bool(args.cache),
     )
     runner.add_user_models(models)
     cases = build_user_cases(models)

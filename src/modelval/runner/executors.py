@@ -127,7 +127,7 @@ def check_ray_address(address: str | None) -> str | None:
     """``address`` when :func:`ray_address_problem` finds nothing; else an InputValidationError (exit status 2)."""
     problem = ray_address_problem(address)
     if problem is not None:
-        raise InputValidationError(f"--ray-address {problem}")
+        raise InputValidationError(f"$RAY_ADDRESS {problem}")
     return address
 
 
@@ -228,7 +228,7 @@ def _evaluate_on_ray(
             "checkpoint_dir": runner.checkpoint_dir,
             "reference_csv": runner.reference_csv,
             "batch_size": runner.batch_size,
-            "output_cache": runner.output_cache,
+            "cache": runner.cache,
         }
         users = list(runner.user_models.values())
         futures = [task.remote(stimuli, settings, users, model, list(normalizations)) for model, normalizations in work]
@@ -297,7 +297,7 @@ def _evaluate_with_submitit(
         "checkpoint_dir": runner.checkpoint_dir,
         "reference_csv": runner.reference_csv,
         "batch_size": runner.batch_size,
-        "output_cache": runner.output_cache,
+        "cache": runner.cache,
     }
     users = list(runner.user_models.values())
     models = [model for model, _ in work]

@@ -66,7 +66,7 @@ class ValidationRunner:
 
     ``device`` is resolved once per run by the front door (``"auto"``: CUDA when available). ``run_store``
     is where each case is recorded (``modelval runs``); ``None`` records nothing (the shells pass the
-    per-user store). ``output_cache``: reuse stored outputs (``None``: on unless ``$MODELVAL_NO_CACHE``).
+    per-user store). ``cache``: reuse stored outputs and decoded stimuli (``None``: on unless ``$MODELVAL_NO_CACHE``).
     """
 
     stimuli: StimulusSet
@@ -80,7 +80,7 @@ class ValidationRunner:
     user_models: dict[str, UserModel] = field(default_factory=dict)
     label_maps: dict[str, LabelMap] = field(default_factory=dict)
     run_store: RunStore | None = None
-    output_cache: bool | None = None
+    cache: bool | None = None
     #: (model, normalization) -> the one-line reason it could not be loaded or run (tried once).
     failures: dict[tuple[str, str], str] = field(default_factory=dict)
     #: Decide the sanity gate from a random sample first (a model certain to fail is run on the sample only);
@@ -129,7 +129,7 @@ class ValidationRunner:
 
     def _run_model(self, model: str, normalization: str) -> ModelRun:
         options = EvaluationOptions(
-            normalization=normalization, batch_size=self.batch_size, output_cache=self.output_cache, progress=False
+            normalization=normalization, batch_size=self.batch_size, cache=self.cache, progress=False
         )
         user = self.user_models.get(model)
         spec: Any
