@@ -179,12 +179,16 @@ def test_task_option_forces_the_task(tmp_path, capsys):
     labels = np.eye(3, dtype=int)[np.arange(60) % 3]
     np.savez(tmp_path / "amb.npz", probs=probs, labels=labels)
     for task in ("multiclass", "multilabel"):
-        assert main(["calibration", "card", str(tmp_path / "amb.npz"), "--task", task, "--json", "--bootstrap", "0"]) == 0
+        assert (
+            main(["calibration", "card", str(tmp_path / "amb.npz"), "--task", task, "--json", "--bootstrap", "0"]) == 0
+        )
         card = strict(capsys.readouterr().out)
         assert card["task"] == task and card["task_detection"].startswith(f"given: task='{task}'")
     p, y = binary_scores(200)
     np.savez(tmp_path / "two.npz", probs=np.stack([1 - p, p], 1), labels=y)
-    assert main(["calibration", "card", str(tmp_path / "two.npz"), "--task", "binary", "--json", "--bootstrap", "0"]) == 0
+    assert (
+        main(["calibration", "card", str(tmp_path / "two.npz"), "--task", "binary", "--json", "--bootstrap", "0"]) == 0
+    )
     assert strict(capsys.readouterr().out)["ece"] == pytest.approx(calibration_card(y, probs=p, n_bootstrap=0)["ece"])
     assert main(["calibration", "card", str(tmp_path / "two.npz"), "--task", "ranking"]) == 2
     assert "invalid choice: 'ranking'" in capsys.readouterr().err

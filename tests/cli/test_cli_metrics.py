@@ -82,7 +82,10 @@ class TestEce:
         assert main(["calibration", "ece", str(tree), "--bins", "4", "--bootstrap", "0"]) == 0
         text = capsys.readouterr().out
         assert "(default)" not in text and "4 bins, (lo, hi] edges" in text
-        assert main(["calibration", "ece", str(tree), "--bins", "4", "--bootstrap", "0", "--convention", "torchmetrics"]) == 0
+        assert (
+            main(["calibration", "ece", str(tree), "--bins", "4", "--bootstrap", "0", "--convention", "torchmetrics"])
+            == 0
+        )
         assert "4 bins, torchmetrics' [lo, hi) edges" in capsys.readouterr().out
 
     def test_csv_of_one_plain_file_has_no_nan_mean_row(self, tmp_path, capsys):
@@ -151,7 +154,10 @@ def test_temperature(tmp_path, capsys):
     text = capsys.readouterr().out
     assert "fitted T = " in text and "before: NLL" in text and "T = 1.5: NLL" in text
     np.savez(tmp_path / "bad.npz", logits=np.zeros((2, 3)), labels=np.array([0, 1]))
-    assert main(["calibration", "temperature", "--val", str(tmp_path / "val.npz"), "--test", str(tmp_path / "bad.npz")]) == 2
+    assert (
+        main(["calibration", "temperature", "--val", str(tmp_path / "val.npz"), "--test", str(tmp_path / "bad.npz")])
+        == 2
+    )
     assert "5 classes but --test has 3" in capsys.readouterr().err
 
 
@@ -198,7 +204,18 @@ def test_temperature_nll_is_the_exact_log_softmax_not_floored_probabilities(tmp_
     for name in ("val", "test"):
         np.savez(tmp_path / f"{name}.npz", logits=z, labels=y)
     assert (
-        main(["calibration", "temperature", "--val", str(tmp_path / "val.npz"), "--test", str(tmp_path / "test.npz"), "--json"]) == 0
+        main(
+            [
+                "calibration",
+                "temperature",
+                "--val",
+                str(tmp_path / "val.npz"),
+                "--test",
+                str(tmp_path / "test.npz"),
+                "--json",
+            ]
+        )
+        == 0
     )
     before = json.loads(capsys.readouterr().out)["before"]["nll"]
     expected = torch.nn.functional.cross_entropy(torch.tensor(z), torch.tensor(y)).item()
@@ -217,7 +234,9 @@ def test_adaptive_ties_reported_in_ece_and_reliability_json(tmp_path, capsys):
     assert (record["n_bins"], record["effective_bins"]) == (10, 5)
     assert record["min_bin_count"] == 10
     out = tmp_path / "rel.png"
-    assert main(["calibration", "reliability", str(path), "--out", str(out), "--adaptive", "--bins", "10", "--json"]) == 0
+    assert (
+        main(["calibration", "reliability", str(path), "--out", str(out), "--adaptive", "--bins", "10", "--json"]) == 0
+    )
     rel = json.loads(capsys.readouterr().out)
     assert (rel["effective_bins"], rel["min_bin_count"], len(rel["bins"])) == (5, 10, 5)
     assert rel["ece"] == pytest.approx(record["ece"])
@@ -234,7 +253,15 @@ def test_temperature_nll_is_exact_log_softmax(tmp_path, capsys):
     z[:3, (y[:3] + 1) % 5] = 2000.0  # true-class probability exp(-2000): underflows to 0 in float64
     np.savez(tmp_path / "val.npz", logits=overconfident(500, 1)[0], labels=overconfident(500, 1)[1])
     np.savez(tmp_path / "test.npz", logits=z, labels=y)
-    args = ["calibration", "temperature", "--val", str(tmp_path / "val.npz"), "--test", str(tmp_path / "test.npz"), "--json"]
+    args = [
+        "calibration",
+        "temperature",
+        "--val",
+        str(tmp_path / "val.npz"),
+        "--test",
+        str(tmp_path / "test.npz"),
+        "--json",
+    ]
     for method in ("temperature", "vector"):
         assert main([*args, "--method", method, "--sweep"]) == 0
         out = json.loads(capsys.readouterr().out)
@@ -265,7 +292,15 @@ def test_temperature_cli_odir(tmp_path, capsys):
     for name, seed in (("val", 0), ("test", 1)):
         z, y = overconfident(1000, seed)
         np.savez(tmp_path / f"{name}.npz", logits=z, labels=y)
-    args = ["calibration", "temperature", "--val", str(tmp_path / "val.npz"), "--test", str(tmp_path / "test.npz"), "--json"]
+    args = [
+        "calibration",
+        "temperature",
+        "--val",
+        str(tmp_path / "val.npz"),
+        "--test",
+        str(tmp_path / "test.npz"),
+        "--json",
+    ]
     assert main([*args, "--method", "matrix", "--odir", "0.5", "0.1"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["odir"] == [0.5, 0.1] and out["converged"] is True and out["temperature"] is None
@@ -287,7 +322,18 @@ def test_ece_intervals_and_seed_summary(tmp_path, capsys):
     # An older version of seed 3 is superseded, also in the per-seed summary.
     write_jsonl(root / "preds-flood-lb25-set1-seed3-v000" / "p.jsonl", good_rows())
     seeds_csv = tmp_path / "seeds.csv"
-    argv = ["calibration", "ece", str(root), "--json", "--bootstrap", "200", "--seeds-csv", str(seeds_csv), "--bins", "4"]
+    argv = [
+        "calibration",
+        "ece",
+        str(root),
+        "--json",
+        "--bootstrap",
+        "200",
+        "--seeds-csv",
+        str(seeds_csv),
+        "--bins",
+        "4",
+    ]
     assert main(argv) == 0
     out = json.loads(capsys.readouterr().out)
     (used,) = [o for o in out if not o["skipped"]]
@@ -309,7 +355,12 @@ def test_ece_intervals_and_seed_summary(tmp_path, capsys):
 def test_reliability_has_wilson_bins_and_ece_interval(tmp_path, capsys):
     path = write_jsonl(tmp_path / "p.jsonl", good_rows())
     out = tmp_path / "rel.png"
-    assert main(["calibration", "reliability", str(path), "--out", str(out), "--bins", "4", "--json", "--bootstrap", "100"]) == 0
+    assert (
+        main(
+            ["calibration", "reliability", str(path), "--out", str(out), "--bins", "4", "--json", "--bootstrap", "100"]
+        )
+        == 0
+    )
     result = json.loads(capsys.readouterr().out)
     assert result["ece_ci95"][0] <= result["ece"] <= result["ece_ci95"][1]
     first = result["bins"][0]  # conf 0.0 and 0.25: 1 right of 2 -> Wilson (0.0945, 0.9055)
@@ -335,7 +386,16 @@ def test_temperature_with_top_label_calibrators(tmp_path, capsys, method):
     for name, seed in (("val", 0), ("test", 1)):
         z, y = overconfident(3000, seed)
         np.savez(tmp_path / f"{name}.npz", logits=z, labels=y)
-    args = ["calibration", "temperature", "--val", str(tmp_path / "val.npz"), "--test", str(tmp_path / "test.npz"), "--method", method]
+    args = [
+        "calibration",
+        "temperature",
+        "--val",
+        str(tmp_path / "val.npz"),
+        "--test",
+        str(tmp_path / "test.npz"),
+        "--method",
+        method,
+    ]
     assert main([*args, "--json"]) == 0
     out = json.loads(capsys.readouterr().out, parse_constant=lambda c: pytest.fail(f"non-JSON constant {c}"))
     assert out["after"]["ece"] < out["before"]["ece"] / 3
@@ -385,7 +445,12 @@ def test_bins_auto_is_the_cube_root_rule_per_file(tmp_path, capsys):
     (record,) = json.loads(capsys.readouterr().out)
     assert record["n_bins"] == 10 and record["ece"] == pytest.approx(expected_calibration_error(conf, right, 10))
     out = tmp_path / "r.png"
-    assert main(["calibration", "reliability", str(path), "--out", str(out), "--bins", "auto", "--bootstrap", "0", "--json"]) == 0
+    assert (
+        main(
+            ["calibration", "reliability", str(path), "--out", str(out), "--bins", "auto", "--bootstrap", "0", "--json"]
+        )
+        == 0
+    )
     assert json.loads(capsys.readouterr().out)["n_bins"] == 10
 
 
@@ -395,7 +460,9 @@ def test_the_text_tables_show_the_front_doors_numbers(tmp_path, capsys):
 
     path = write_jsonl(tmp_path / "p.jsonl", good_rows())
     figure = tmp_path / "rel.png"
-    assert main(["calibration", "reliability", str(path), "--out", str(figure), "--bins", "4", "--bootstrap", "50"]) == 0
+    assert (
+        main(["calibration", "reliability", str(path), "--out", str(figure), "--bins", "4", "--bootstrap", "50"]) == 0
+    )
     text = capsys.readouterr().out
     report = reliability(path, n_bins=4, bootstrap=50)
     low, high = report.intervals["ece"].low, report.intervals["ece"].high
