@@ -38,37 +38,35 @@ TEST_CACHE_ENV = "MODELVAL_TEST_SESSION_CACHE"
 def pytest_configure(config: pytest.Config) -> None:
     """Find the data, then move every modelval cache to a temporary folder for the session.
 
-    The data: what the environment names (CI sets MODELVAL_DATA_ROOT and MODELVAL_REFERENCE_DIR; each wins for
-    its folder); the data home is ``$MODELVAL_DATA_HOME``, else ``../shared`` beside the checkout, else the
-    per-user cache as it is (``make stimuli`` fetches the stimuli there), its folders named for reading. Then
+    The data: the data home is ``$MODELVAL_DATA_HOME`` (CI sets it), else ``../shared`` beside the checkout, else
+    a data home of the session whose folders link to what the per-user cache holds (``make stimuli`` fetches the
+    stimuli there; ``modelval data download --humans`` the human data). Then
     MODELVAL_CACHE_DIR points at a temporary folder: no test writes to (or fetches into) the user's caches,
     weights included (``MODELVAL_CHECKPOINT_DIR`` set by the caller, as the nightly job sets it, is kept).
     """
     import shutil
     import tempfile
 
-    from modelval.datasets.fetch import REFERENCE_DIR_ENV
-    from modelval.datasets.human_data import MODEL_VS_HUMAN_DIR_ENV
-    from modelval.datasets.stimuli import DATA_HOME_ENV
+    from modelval.datasets.stimuli import DATA_HOME_ENV, MODEL_VS_HUMAN_SUBDIR, REFERENCE_SUBDIR
     from modelval.paths import user_cache_dir
 
     if os.environ.get(TEST_CACHE_ENV):  # an xdist worker: its controller did all this
         one_thread_per_worker()
         return
+    session_cache = tempfile.mkdtemp(prefix="modelval-test-cache-")
     if os.environ.get(DATA_HOME_ENV):
-        pass  # the caller's data home (MODELVAL_DATA_ROOT and the others still win for their folder)
+        pass  # the caller's data home
     elif (SHARED / "cue-conflict").is_dir():
         os.environ[DATA_HOME_ENV] = str(SHARED)
-    else:
-        cache = user_cache_dir()
-        for env, folder in (
-            (DATA_HOME_ENV, cache),  # cue-conflict/, edges/, ... as download-data puts them there
-            (REFERENCE_DIR_ENV, cache / "raw-data"),
-            (MODEL_VS_HUMAN_DIR_ENV, cache / "model-vs-human-raw-data"),
-        ):
-            if folder.is_dir() and not os.environ.get(env):
-                os.environ[env] = str(folder)
-    session_cache = tempfile.mkdtemp(prefix="modelval-test-cache-")
+    else:  # the per-user cache's folders, in a data home's layout (the session's, removed with it)
+        cache, home = user_cache_dir(), Path(session_cache) / "data-home"
+        links = {name: cache / name for name in ("cue-conflict", "edges", "filled-silhouettes")}
+        links.update({REFERENCE_SUBDIR: cache / "raw-data", MODEL_VS_HUMAN_SUBDIR: cache / "model-vs-human-raw-data"})
+        for name, folder in links.items():
+            if folder.is_dir():
+                (home / name).parent.mkdir(parents=True, exist_ok=True)
+                (home / name).symlink_to(folder)
+        os.environ[DATA_HOME_ENV] = str(home)
     config.add_cleanup(lambda: shutil.rmtree(session_cache, ignore_errors=True))
     os.environ[TEST_CACHE_ENV] = session_cache
     os.environ["MODELVAL_CACHE_DIR"] = session_cache

@@ -224,14 +224,13 @@ def temporary_entry():
 
 @pytest.fixture(scope="session")
 def model_vs_human_raw_data(pytestconfig: pytest.Config) -> Path:
-    """model-vs-human's ``raw-data/`` (one sub-folder per dataset, the human observers of all 17 datasets):
-    ``$MODELVAL_MODEL_VS_HUMAN_DIR``, else ``../shared/reference/model-vs-human/raw-data`` beside the checkout."""
-    import os
-
+    """model-vs-human's ``raw-data/`` (one sub-folder per dataset, the human observers of all 17 datasets): the data
+    home's ``reference/model-vs-human/raw-data``, as ``../shared`` beside the checkout holds it."""
+    from modelval.datasets.stimuli import MODEL_VS_HUMAN_SUBDIR, data_home
     from modelval.pytest_plugin.settings import missing_resource
 
-    shared = Path(__file__).resolve().parents[2] / "shared" / "reference" / "model-vs-human" / "raw-data"
-    path = Path(os.environ.get("MODELVAL_MODEL_VS_HUMAN_DIR") or shared)
+    home = data_home() or Path(__file__).resolve().parents[2] / "shared"
+    path = home / MODEL_VS_HUMAN_SUBDIR
     if not (path / "colour").is_dir():
         missing_resource(pytestconfig, f"model-vs-human's raw-data/ not found at {path}")
     return path

@@ -251,8 +251,6 @@ def test_python_blocks_run_as_written(document, modelval_data_root, monkeypatch,
         pytest.skip(f"{document.name} evaluates the edges set, which is not beside the stimuli ({home})")
     if not (home / "reference" / "raw-data").is_dir() or Path(modelval_data_root).name != "cue-conflict":
         pytest.skip(f"the stimuli {modelval_data_root} are not in a data home laid out as docs/data.md shows")
-    monkeypatch.delenv("MODELVAL_DATA_ROOT", raising=False)
-    monkeypatch.delenv("MODELVAL_REFERENCE_DIR", raising=False)
     monkeypatch.setenv("MODELVAL_DATA_HOME", str(home))
     # the session's output and decode caches (never the user's): the pages evaluate the bundled model seven times, as
     # the docstring examples and the front door's tests do (session_caches)

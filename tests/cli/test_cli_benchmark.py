@@ -39,8 +39,6 @@ CONDITION_KEYS = {
 @pytest.fixture
 def human_data(model_vs_human_raw_data, modelval_reference_dir, monkeypatch):
     """Both publications found without --reference-dir, as a user's settings would find them."""
-    monkeypatch.setenv("MODELVAL_REFERENCE_DIR", str(modelval_reference_dir))
-    monkeypatch.setenv("MODELVAL_MODEL_VS_HUMAN_DIR", str(model_vs_human_raw_data))
     return model_vs_human_raw_data
 
 

@@ -61,20 +61,20 @@ def test_humans_json_on_published_vgg16(modelval_reference_dir, dataset, capsys)
     assert ("texture_despite_humans" in payload) == (dataset == "cue-conflict")
 
 
-def test_reference_dir_from_the_environment(modelval_reference_dir, monkeypatch, capsys):
-    monkeypatch.setenv("MODELVAL_REFERENCE_DIR", str(modelval_reference_dir))
+def test_reference_dir_from_the_data_home(modelval_reference_dir, monkeypatch, capsys):
+    monkeypatch.setenv("MODELVAL_DATA_HOME", str(modelval_reference_dir.parents[1]))  # <home>/reference/raw-data
     argv = ["humans", "--decisions", str(modelval_reference_dir / FILES["edges"]), "--json", "--bootstrap", "0"]
     payload = _json(argv, capsys)
     assert payload["reference_dir"] == str(modelval_reference_dir)
 
 
 def test_missing_reference_data_says_how_to_get_it(modelval_reference_dir, tmp_path, monkeypatch, capsys):
-    for name in ("MODELVAL_REFERENCE_DIR", "MODELVAL_DATA_HOME", "MODELVAL_CACHE_DIR"):  # CI's, the session's
+    for name in ("MODELVAL_DATA_HOME", "MODELVAL_CACHE_DIR"):  # CI's, the session's
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     assert main(["humans", "--decisions", str(modelval_reference_dir / FILES["edges"])]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("modelval: error:") and "download-data --humans" in err
+    assert err.startswith("modelval: error:") and "data download --humans" in err
     assert str(tmp_path / "cache" / "modelval" / "raw-data") in err
     assert "MODELVAL_DATA_HOME=DIR" in err and "--reference-dir" not in err  # the one setting, said once
 

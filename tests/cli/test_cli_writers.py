@@ -262,8 +262,6 @@ def test_benchmark_report_dir_on_a_full_disk_leaves_no_empty_file(
     """Before: ``benchmark --report-dir`` wrote with ``Path.write_text``: a full disk left a 0-byte benchmark.md."""
     from modelval.behaviour.experiments import experiment
 
-    monkeypatch.setenv("MODELVAL_REFERENCE_DIR", str(modelval_reference_dir))
-    monkeypatch.setenv("MODELVAL_MODEL_VS_HUMAN_DIR", str(model_vs_human_raw_data))
     upstream = experiment("stylized").upstream
     session = model_vs_human_raw_data / upstream / f"{upstream}_subject-04_session_1.csv"
     folder = tmp_path / "report"

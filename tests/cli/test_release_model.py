@@ -33,10 +33,12 @@ def sketch_from_real_images(tmp_path, monkeypatch, local_server, model_vs_human_
     local_server.add("/sketch.tar.gz", archive.read_bytes())
     monkeypatch.setenv("MODELVAL_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("MODELVAL_MIRROR", local_server.url)
-    monkeypatch.setenv("MODELVAL_DATA_ROOT", str(modelval_data_root))
-    monkeypatch.setenv("MODELVAL_MODEL_VS_HUMAN_DIR", str(model_vs_human_raw_data))
-    for name in ("MODELVAL_DATA_HOME", "MODELVAL_OFFLINE"):
-        monkeypatch.delenv(name, raising=False)
+    home = tmp_path / "home"  # a data home: the published cue-conflict stimuli, model-vs-human's human data
+    (home / "reference" / "model-vs-human").mkdir(parents=True)
+    (home / "cue-conflict").symlink_to(modelval_data_root)
+    (home / "reference" / "model-vs-human" / "raw-data").symlink_to(model_vs_human_raw_data)
+    monkeypatch.setenv("MODELVAL_DATA_HOME", str(home))
+    monkeypatch.delenv("MODELVAL_OFFLINE", raising=False)
     return names
 
 

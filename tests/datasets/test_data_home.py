@@ -1,6 +1,7 @@
-"""One data home: ``MODELVAL_DATA_HOME`` (``--data-home DIR``) names the folder that holds every stimulus set and
-the human reference data, laid out as this project's ``../shared``; the narrower settings win for their folder;
-every "not found" names where it looked and the one setting that fixes it."""
+"""One data home: ``MODELVAL_DATA_HOME`` (the data commands' ``--data-home DIR``, the config file's ``data_home``)
+names the folder that holds every stimulus set and the human reference data, laid out as this project's
+``../shared``; a folder given (``--data-root``, ``--reference-dir``) wins for its one folder; every "not found"
+names where it looked and the one setting that fixes it."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ needs_shared = pytest.mark.skipif(
     not (SHARED / "cue-conflict").is_dir() or not (SHARED / "reference" / "raw-data").is_dir(),
     reason="the data home ../shared (cue-conflict/, reference/raw-data/) is not beside the checkout",
 )
-DATA_ENVS = ("MODELVAL_DATA_ROOT", "MODELVAL_DATA_HOME", "MODELVAL_REFERENCE_DIR", "MODELVAL_MODEL_VS_HUMAN_DIR")
+DATA_ENVS = ("MODELVAL_DATA_HOME",)
 
 
 @pytest.fixture
@@ -43,13 +44,10 @@ def test_the_data_home_names_every_folder(no_data_settings, monkeypatch, tmp_pat
     assert resolve_data_root() == home / "cue-conflict"
     assert resolve_data_root(dataset="filled-silhouettes") == home / "filled-silhouettes"
     assert resolve_reference_dir() == home / "reference" / "raw-data"
-    # the narrower settings still win, each for its one folder
-    monkeypatch.setenv("MODELVAL_DATA_ROOT", str(tmp_path / "mine"))
-    monkeypatch.setenv("MODELVAL_REFERENCE_DIR", str(tmp_path))
-    assert resolve_data_root() == tmp_path / "mine"
-    assert resolve_data_root(dataset="edges") == home / "edges"
-    assert resolve_reference_dir() == tmp_path
+    # a folder given still wins, for its one folder
     assert resolve_data_root(tmp_path / "given") == tmp_path / "given"
+    assert resolve_data_root(dataset="edges") == home / "edges"
+    assert resolve_reference_dir(tmp_path) == tmp_path
 
 
 @needs_shared
@@ -90,7 +88,7 @@ def test_the_data_home_given_as_the_data_root_says_what_to_do(no_data_settings, 
         discover_stimuli(SHARED)
     message = str(error.value)
     assert "unknown category folder" not in message
-    assert f"--data-home {SHARED}" in message and str(SHARED / "cue-conflict") in message
+    assert f"MODELVAL_DATA_HOME={SHARED}" in message and str(SHARED / "cue-conflict") in message
     code = main(["data", "verify", "--data-root", str(SHARED)])
     err = capsys.readouterr().err
     assert code == 2 and "it is a data home" in err and err.count("\n") == 1
@@ -104,18 +102,35 @@ def test_data_home_option_holds_for_one_command(no_data_settings, capsys):
     assert main(["data", "verify", "--data-home", str(SHARED), "--dataset", "edges"]) == 0
     assert main(["data", "verify"]) == 2  # without it: the empty per-user cache
     err = capsys.readouterr().err
-    assert str(no_data_settings / "cue-conflict") in err and "--data-home DIR" in err
+    assert str(no_data_settings / "cue-conflict") in err and "MODELVAL_DATA_HOME=DIR" in err
 
 
 @needs_shared
-def test_humans_reads_the_reference_data_of_the_data_home(no_data_settings, capsys):
+def test_the_config_files_data_home_holds_for_every_command(no_data_settings, tmp_path, monkeypatch, capsys):
+    """The data home of a project's modelval.toml ([settings] data_home): the one precedence (flag, variable,
+    config file, default) for every setting."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "modelval.toml").write_text(f'[settings]\ndata_home = "{SHARED}"\n')
+    decisions = SHARED / "reference" / "raw-data" / "edge-experiment_vgg_session_1.csv"
+    assert main(["humans", "--decisions", str(decisions), "--bootstrap", "0", "--json"]) == 0
+    assert str(SHARED / "reference" / "raw-data") in capsys.readouterr().out
+    assert "MODELVAL_DATA_HOME" not in os.environ  # restored after the command
+    monkeypatch.setenv("MODELVAL_DATA_HOME", str(tmp_path / "elsewhere"))  # the variable wins over the file
+    assert main(["data", "verify"]) == 2
+    assert str(tmp_path / "elsewhere" / "cue-conflict") in capsys.readouterr().err
+
+
+@needs_shared
+def test_humans_reads_the_reference_data_of_the_data_home(no_data_settings, monkeypatch, capsys):
     decisions = SHARED / "reference" / "raw-data" / "edge-experiment_vgg_session_1.csv"
     argv = ["humans", "--decisions", str(decisions), "--bootstrap", "0", "--json"]
-    assert main([*argv, "--data-home", str(SHARED)]) == 0
+    monkeypatch.setenv("MODELVAL_DATA_HOME", str(SHARED))
+    assert main(argv) == 0
     assert str(SHARED / "reference" / "raw-data") in capsys.readouterr().out
+    monkeypatch.delenv("MODELVAL_DATA_HOME")
     assert main(argv) == 2
     err = capsys.readouterr().err
-    assert "not found" in err and "MODELVAL_DATA_HOME=DIR" in err and "--data-home DIR" in err
+    assert "not found" in err and "MODELVAL_DATA_HOME=DIR" in err
 
 
 def test_runs_list_names_the_run_store_and_how_to_move_it(monkeypatch, tmp_path, capsys):

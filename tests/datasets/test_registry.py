@@ -67,12 +67,10 @@ def test_real_sets_have_16_categories_of_10(shape_only_root):
 
 
 def test_data_home_locates_every_set(monkeypatch, tmp_path):
-    monkeypatch.delenv("MODELVAL_DATA_ROOT", raising=False)
     monkeypatch.setenv("MODELVAL_DATA_HOME", str(tmp_path))
     assert resolve_data_root(dataset="edges") == tmp_path / "edges"
     assert resolve_data_root(dataset="cue-conflict") == tmp_path / "cue-conflict"
-    monkeypatch.setenv("MODELVAL_DATA_ROOT", str(tmp_path / "mine"))
-    assert resolve_data_root(dataset="cue-conflict") == tmp_path / "mine"  # the older, narrower variable wins
+    assert resolve_data_root(tmp_path / "mine", dataset="cue-conflict") == tmp_path / "mine"  # a data root given wins
 
 
 def test_download_through_the_mirror_is_verified_and_atomic(shape_only_root, tmp_path, local_server, monkeypatch):
@@ -126,7 +124,7 @@ def test_download_data_cli_for_a_dataset(shape_only_root, tmp_path, local_server
 
 
 def test_a_missing_set_says_how_to_get_it(tmp_path):
-    with pytest.raises(DataError, match=r"edges folder not found.*download-data --dataset edges"):
+    with pytest.raises(DataError, match=r"edges folder not found.*data download --dataset edges"):
         discover_stimuli(tmp_path / "nowhere", dataset="edges")
 
 

@@ -29,7 +29,7 @@ def mirror(tmp_path, monkeypatch, local_server):
     """An empty user cache and a data mirror on 127.0.0.1; returns the server."""
     monkeypatch.setenv("MODELVAL_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("MODELVAL_MIRROR", local_server.url)
-    for name in ("MODELVAL_DATA_HOME", "MODELVAL_OFFLINE", "HF_HUB_OFFLINE", "MODELVAL_MODEL_VS_HUMAN_DIR"):
+    for name in ("MODELVAL_DATA_HOME", "MODELVAL_OFFLINE", "HF_HUB_OFFLINE"):
         monkeypatch.delenv(name, raising=False)
     return local_server
 
@@ -223,9 +223,8 @@ def test_model_vs_human_human_data_through_the_mirror(mirror, model_vs_human_raw
 
 
 def test_missing_human_data_names_where_it_looked_and_how_to_fetch(mirror, monkeypatch, tmp_path):
-    monkeypatch.delenv("MODELVAL_REFERENCE_DIR", raising=False)
     with pytest.raises(
-        DataError, match=r"human raw data of uniform-noise not found .*download-data --humans --dataset uniform-noise"
+        DataError, match=r"human raw data of uniform-noise not found .*data download --humans --dataset uniform-noise"
     ):
         human_data_dir("uniform-noise")
     with pytest.raises(DataError, match=r"not found \(looked in .*\): run `modelval data download --humans`, or"):

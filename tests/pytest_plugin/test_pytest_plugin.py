@@ -300,7 +300,6 @@ def test_the_data_home_setting_finds_the_stimuli_under_it(pytester, stimulus_sub
     pytester.makepyfile(test_zoo=USER_TEST)
     # Was: CI's MODELVAL_DATA_ROOT reached the subprocess and won over the data home (as it should), so the test
     # evaluated the 1280 published stimuli and passed whatever the data home did.
-    monkeypatch.delenv("MODELVAL_DATA_ROOT", raising=False)
     reports = tmp_path_factory.mktemp("reports")
     result = pytester.runpytest_subprocess(
         "-p", "no:cacheprovider", f"--modelval-data-home={home}", "--modelval-allow-modified-stimuli",
@@ -321,7 +320,6 @@ def test_a_test_asking_for_cases_without_a_models_file_fails(pytester):
 
 def test_models_file_settings_come_from_the_ini_file(pytester, stimulus_subset, monkeypatch):
     """ini keys work like the options; a path in the ini file is relative to that file."""
-    monkeypatch.delenv("MODELVAL_DATA_ROOT", raising=False)  # the environment would win over the ini file
     subset = stimulus_subset(1, pytester.path / "data" / "stimuli")
     (pytester.path / "zoo").mkdir()
     (pytester.path / "zoo" / "models.toml").write_text(

@@ -426,7 +426,7 @@ def audit_preprocessing(
     measure
         Also evaluate the model (each entry of the group whose weights are present) under each normalization.
     data_root
-        The cue-conflict folder (default: ``$MODELVAL_DATA_ROOT``, else the per-user cache).
+        The cue-conflict folder (default: the data home's, else the per-user cache).
     checkpoint_dir
         Where downloaded weights are (default: ``$MODELVAL_CHECKPOINT_DIR``, else the per-user cache).
     offline

@@ -98,7 +98,7 @@ def benchmark(
     dataset, read from its image names or its file name (model-vs-human's ``edge_...``/``silhouette_...``),
     or given as ``(file, dataset)``. ``models``: evaluated on each of ``datasets`` (default: the 17, in
     model-vs-human's order; ``options.data_root`` only with one dataset). ``reference_dir``: where the human
-    decisions are (default: ``$MODELVAL_REFERENCE_DIR``, ``$MODELVAL_MODEL_VS_HUMAN_DIR``, the user cache);
+    decisions are (default: the data home's ``reference/``, else the user cache);
     every dataset's human files are checked against the published manifest before anything is evaluated,
     and a folder that differs is refused unless ``allow_modified_reference`` (the report's
     ``reference_data`` then says what differs). ``all_conditions`` keeps the conditions model-vs-human's

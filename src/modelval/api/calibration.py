@@ -1,7 +1,8 @@
 """The calibration door: the calibration card of predictions or of a model (``modelval calibration``), and the
 questions about a file of predictions: how calibrated it is (``ece_of_artifacts``, ``reliability``), what a
 post-hoc calibrator fitted on held-out logits does to it (``recalibrate``) and how accurate it is, class by class
-(``prediction_metrics``), as ``modelval ece``, ``reliability``, ``temperature`` and ``metrics`` compute them.
+(``prediction_metrics``), as ``modelval calibration ece``, ``reliability``, ``temperature`` and ``metrics``
+compute them.
 
 Every function runs exactly what its command runs, so a notebook and ``modelval <command> --json`` give the
 same numbers. Results have ``.to_json()``, the strict JSON text the command's ``--json`` prints, and
@@ -194,7 +195,7 @@ def reliability(
     figure: PathLike | None = None,
     report_dir: PathLike | None = None,
 ) -> ReliabilityReport:
-    """The reliability diagram of one prediction JSONL file and its calibration error (``modelval reliability``).
+    """The reliability diagram of one prediction JSONL file and its calibration error (``calibration reliability``).
 
     Computes, per confidence bin, the number of predictions, their accuracy (with its Wilson 95% interval)
     and mean top-1 confidence, and from those the binned top-1 ECE of Guo et al. (2017, eq. 3), MCE and
@@ -298,7 +299,7 @@ def recalibrate(
 ) -> RecalibrationReport:
     """Fit a post-hoc calibrator on validation logits and score the test logits before and after it.
 
-    As ``modelval temperature``: ``method`` is a logit scaling fitted by minimising the validation NLL
+    As ``modelval calibration temperature``: ``method`` is a logit scaling fitted by minimising the validation NLL
     (:func:`modelval.metrics.temperature.fit_scaling`: ``softmax(z / T)``, ``softmax(w * z + b)`` or
     ``softmax(W z + b)``), or a top-label calibrator of the top-1 confidence (:mod:`modelval.metrics.calibrators`),
     which gives no distribution over the classes and so no NLL or Brier score after it. On the test logits it

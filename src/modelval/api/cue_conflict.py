@@ -162,7 +162,7 @@ def shape_bias(
     Examples
     --------
     The bundled EfficientNet-Lite0 on the published 1280 stimuli (``STIMULI`` is the cue-conflict folder; leave
-    ``data_root`` out to use ``$MODELVAL_DATA_ROOT`` or the per-user cache, filled on first use):
+    ``data_root`` out to use the data home (``$MODELVAL_DATA_HOME``) or the per-user cache, filled on first use):
 
     >>> import modelval
     >>> report = modelval.shape_bias("efficientnet_lite0", data_root=STIMULI)

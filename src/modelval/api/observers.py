@@ -332,7 +332,7 @@ def compare_with_humans(
         The experiment (default: read from a decision file, else ``options.dataset``).
     reference_dir
         The published raw data (texture-vs-shape's ``raw-data/``, or model-vs-human's for its 14 further
-        datasets; default ``$MODELVAL_REFERENCE_DIR``, ``$MODELVAL_MODEL_VS_HUMAN_DIR``, else the per-user cache
+        datasets; default the data home's ``reference/``, else the per-user cache
         filled by ``modelval data download --humans [--dataset NAME]``).
     preprocess
         The preprocessing of an ``nn.Module`` (see :func:`shape_bias`).
@@ -510,7 +510,7 @@ def human_figures(
     models
         Models (registry names or specs) evaluated on cue-conflict through the shape-bias pipeline.
     reference_dir
-        The published human raw data (default: ``$MODELVAL_REFERENCE_DIR``, else the per-user cache).
+        The published human raw data (default: the data home's ``reference/``, else the per-user cache).
     humans_mode
         ``"pooled"`` (the humans' trials pooled, as model-vs-human) or ``"mean"`` (the mean over observers).
     resample_observers

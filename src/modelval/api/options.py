@@ -48,7 +48,8 @@ class EvaluationOptions:
     resize: str = "none"
     #: ``mean`` (model-vs-human), ``sum`` or ``max`` over each category's ImageNet classes.
     aggregation: str = "mean"
-    #: The stimulus folder; ``None``: ``$MODELVAL_DATA_ROOT``, else the per-user cache (fetched on first use).
+    #: The stimulus folder; ``None``: the data home's (``$MODELVAL_DATA_HOME``), else the per-user cache (fetched on
+    #: first use).
     data_root: PathLike | None = None
     batch_size: int = DEFAULT_BATCH_SIZE
     #: Decoding worker processes (0: decode in this process).

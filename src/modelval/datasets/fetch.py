@@ -291,7 +291,7 @@ def ensure_stimuli(
     root = resolve_data_root(data_root, dataset)
     if root.is_dir():
         return root
-    command = "modelval download-data" + ("" if dataset == "cue-conflict" else f" --dataset {dataset}")
+    command = "modelval data download" + ("" if dataset == "cue-conflict" else f" --dataset {dataset}")
     how = f"{data_home_hint(get_dataset(dataset).folder + '/')}, or run `{command}`"
     if root != default_data_root(dataset):
         raise DataError(f"{dataset} folder not found: {root} (from {data_root_origin(data_root, dataset)}); {how}")
@@ -299,7 +299,7 @@ def ensure_stimuli(
     if entry.fetch_on_request:
         raise DataError(
             f"{dataset} folder not found: {root}; its images ({entry.license}) are not redistributed with modelval "
-            f"and are never fetched behind your back: run `modelval download-data --dataset {dataset}` (it shows "
+            f"and are never fetched behind your back: run `modelval data download --dataset {dataset}` (it shows "
             f"the licence first), or {data_home_hint(entry.folder + '/')}"
         )
     if resolve_offline(offline):
@@ -345,20 +345,15 @@ def published_path(path: str | os.PathLike[str]) -> str | None:
     return None
 
 
-#: The published human raw data (texture-vs-shape's ``raw-data/``) when not in the per-user cache.
-REFERENCE_DIR_ENV = "MODELVAL_REFERENCE_DIR"
-
-
 def default_raw_data_dir() -> Path:
-    """Where ``download-data --humans`` puts the published decisions: ``<data home>/reference/raw-data`` when
+    """Where ``data download --humans`` puts the published decisions: ``<data home>/reference/raw-data`` when
     ``$MODELVAL_DATA_HOME`` is set, else ``<user cache>/raw-data``."""
     home = data_home()
     return home / REFERENCE_SUBDIR if home is not None else user_cache_dir() / "raw-data"
 
 
 def resolve_reference_dir(reference_dir: str | os.PathLike[str] | None = None) -> Path:
-    """``reference_dir``, else ``$MODELVAL_REFERENCE_DIR``, else ``<data home>/reference/raw-data``, else the
-    per-user cache; it must exist.
+    """``reference_dir``, else ``<data home>/reference/raw-data``, else the per-user cache; it must exist.
 
     Parameters
     ----------
@@ -367,15 +362,13 @@ def resolve_reference_dir(reference_dir: str | os.PathLike[str] | None = None) -
     """
     if reference_dir:
         path, origin = Path(reference_dir).expanduser(), "the reference folder given"
-    elif os.environ.get(REFERENCE_DIR_ENV):
-        path, origin = Path(os.environ[REFERENCE_DIR_ENV]).expanduser(), REFERENCE_DIR_ENV
     else:
         path = default_raw_data_dir()
         origin = "the data home" if data_home() is not None else "the per-user cache"
     if not path.is_dir():
         holding = f"{REFERENCE_SUBDIR}/ (a copy of texture-vs-shape's raw-data/)"
         raise DataError(
-            f"published human raw data not found at {path} (from {origin}): run `modelval download-data --humans`, "
+            f"published human raw data not found at {path} (from {origin}): run `modelval data download --humans`, "
             f"or {data_home_hint(holding)}"
         )
     return path

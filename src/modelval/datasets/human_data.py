@@ -3,16 +3,15 @@
 Two publications hold them:
 
 - texture-vs-shape's ``raw-data/`` (cue-conflict, edges, filled silhouettes; 10 observers each), fetched
-  by ``modelval download-data --humans`` into ``<user cache>/raw-data`` (:mod:`modelval.datasets.fetch`);
+  by ``modelval data download --humans`` into ``<user cache>/raw-data`` (:mod:`modelval.datasets.fetch`);
 - model-vs-human's ``raw-data/<dataset>/`` (the 14 further datasets; 4 observers, sketch 7, stylized 5),
-  fetched by ``modelval download-data --humans --dataset NAME`` into
+  fetched by ``modelval data download --humans --dataset NAME`` into
   ``<user cache>/model-vs-human-raw-data/<dataset>/``, every file checked against
   ``modelval/data/model_vs_human_raw_data_manifest.json`` (SHA-256 at model-vs-human's commit 79ed7cd).
 
-:func:`human_data_dir` finds a dataset's observers: in ``--reference-dir`` when given, else in
-``$MODELVAL_REFERENCE_DIR``, ``$MODELVAL_MODEL_VS_HUMAN_DIR`` (a copy of model-vs-human's ``raw-data/``), the
-data home's ``reference/raw-data`` and ``reference/model-vs-human/raw-data`` (``$MODELVAL_DATA_HOME``) and
-the two cache folders, in that order. A folder may be texture-vs-shape's flat ``raw-data/`` or
+:func:`human_data_dir` finds a dataset's observers: in ``--reference-dir`` when given, else in the data home's
+``reference/raw-data`` and ``reference/model-vs-human/raw-data`` (``$MODELVAL_DATA_HOME``) and the two cache
+folders, in that order. A folder may be texture-vs-shape's flat ``raw-data/`` or
 model-vs-human's, with one sub-folder per dataset.
 """
 
@@ -24,19 +23,17 @@ from pathlib import Path
 
 from modelval.behaviour.experiments import MODEL_VS_HUMAN, experiment
 from modelval.behaviour.humans import human_files
-from modelval.datasets.fetch import REFERENCE_DIR_ENV, default_raw_data_dir, fetch_files
+from modelval.datasets.fetch import default_raw_data_dir, fetch_files
 from modelval.datasets.stimuli import MODEL_VS_HUMAN_SUBDIR, REFERENCE_SUBDIR, data_home, data_home_hint
 from modelval.download import mirrored
 from modelval.errors import DataError
 from modelval.paths import package_data, user_cache_dir
 
-#: A copy of model-vs-human's ``raw-data/`` folder (one sub-folder per dataset).
-MODEL_VS_HUMAN_DIR_ENV = "MODELVAL_MODEL_VS_HUMAN_DIR"
 MODEL_VS_HUMAN_MANIFEST = "model_vs_human_raw_data_manifest.json"
 
 
 def _default_model_vs_human_dir() -> Path:
-    """Where ``download-data --humans --dataset NAME`` puts model-vs-human's files, one sub-folder per dataset.
+    """Where ``data download --humans --dataset NAME`` puts model-vs-human's files, one sub-folder per dataset.
 
     ``<data home>/reference/model-vs-human/raw-data`` when ``$MODELVAL_DATA_HOME`` is set, else
     ``<user cache>/model-vs-human-raw-data``.
@@ -48,12 +45,9 @@ def _default_model_vs_human_dir() -> Path:
 def _candidates(reference_dir: str | os.PathLike[str] | None) -> list[Path]:
     if reference_dir:
         return [Path(reference_dir).expanduser()]
-    found = [
-        Path(os.environ[env]).expanduser() for env in (REFERENCE_DIR_ENV, MODEL_VS_HUMAN_DIR_ENV) if os.environ.get(env)
-    ]
     caches = [user_cache_dir() / "raw-data", user_cache_dir() / "model-vs-human-raw-data"]
     homes = [default_raw_data_dir(), _default_model_vs_human_dir()]
-    return list(dict.fromkeys([*found, *homes, *caches]))  # the data home's first, then the cache's
+    return list(dict.fromkeys([*homes, *caches]))  # the data home's first, then the cache's
 
 
 def human_data_dir(dataset: str, reference_dir: str | os.PathLike[str] | None = None) -> Path:
@@ -71,7 +65,7 @@ def human_data_dir(dataset: str, reference_dir: str | os.PathLike[str] | None = 
         if folder.is_dir() and len(human_files(folder, dataset)) >= 2:
             return folder
     source = experiment(dataset).humans
-    fetch = "modelval download-data --humans" + (f" --dataset {dataset}" if source == MODEL_VS_HUMAN else "")
+    fetch = "modelval data download --humans" + (f" --dataset {dataset}" if source == MODEL_VS_HUMAN else "")
     where = (
         "model-vs-human's raw-data/ (with a sub-folder per dataset)"
         if source == MODEL_VS_HUMAN
@@ -130,7 +124,7 @@ def download_model_vs_human_raw_data(
         Further attempts of a failed request.
     """
     if experiment(dataset).humans != MODEL_VS_HUMAN:
-        raise DataError(f"{dataset}'s human data is texture-vs-shape's: run `modelval download-data --humans`")
+        raise DataError(f"{dataset}'s human data is texture-vs-shape's: run `modelval data download --humans`")
     files = {
         name: str(digest)
         for name, digest in dict(_manifest()["files"]).items()  # type: ignore[call-overload]

@@ -2,7 +2,7 @@
 
 The stimuli of colour, contrast, the Eidolons, false-colour, high-pass, low-pass, phase-scrambling,
 power-equalisation, rotation, uniform-noise and stylized are ImageNet-derived (ImageNet terms of access);
-sketch is ImageNet-Sketch (MIT). modelval does not pass them on: ``modelval download-data --dataset NAME``
+sketch is ImageNet-Sketch (MIT). modelval does not pass them on: ``modelval data download --dataset NAME``
 fetches ``<dataset>.tar.gz`` from model-vs-human's release v0.1 (``modelvshuman/utils.py``; on a mirror,
 ``$MODELVAL_MIRROR/<dataset>.tar.gz``) when the user asks, and shows the licence the first time.
 Nothing fetches them on first use.
@@ -87,7 +87,7 @@ def read_record(dataset: str) -> dict[str, Any] | None:
     if problem:
         raise DataError(
             f"{path}: not a record of the first {dataset} fetch ({problem}); delete it and run "
-            f"`modelval download-data --dataset {dataset} --force` to fetch and record it anew"
+            f"`modelval data download --dataset {dataset} --force` to fetch and record it anew"
         )
     return dict(record)
 
@@ -393,7 +393,7 @@ def release_status(
     if not allow_modified:
         raise DataError(
             f"{root} differs from the {dataset} set first fetched ({record['fetched']}): {shown}. Restore it "
-            f"(`modelval download-data --dataset {dataset} --force`) or pass --allow-modified-stimuli"
+            f"(`modelval data download --dataset {dataset} --force`) or pass --allow-modified-stimuli"
         )
     return f"modified: {len(problems)} file(s) differ from the first fetch ({shown})"
 

@@ -1,4 +1,5 @@
-"""The top-1 ECE of every prediction JSONL file under some paths, and of W&B-style artifact folders (``modelval ece``).
+"""The top-1 ECE of every prediction JSONL file under some paths, and of W&B-style artifact folders
+(``modelval calibration ece``).
 
 Each file is read by :func:`modelval.metrics.io.read_predictions` (its rules are there). Folders named
 ``preds-<event>-lb<k>-set<j>-seed<s>-v<NNN>`` (W&B's ``name:vNNN`` download folders, ``:`` also accepted) give
@@ -58,7 +59,7 @@ def parse_artifact_dir(name: str) -> ArtifactKey | None:
 
 @dataclass
 class EceRecord:
-    """One evaluated (or skipped) file; ``to_json()`` is one element of ``modelval ece --json``."""
+    """One evaluated (or skipped) file; ``to_json()`` is one element of ``modelval calibration ece --json``."""
 
     path: Path
     key: ArtifactKey | None = None
@@ -414,7 +415,7 @@ class ECEReport(JSONReport):
         }
 
     def to_json(self, indent: int | None = 2) -> str:
-        """Strict JSON text of :meth:`to_list`: exactly what ``modelval ece --json`` prints.
+        """Strict JSON text of :meth:`to_list`: exactly what ``modelval calibration ece --json`` prints.
 
         Parameters
         ----------
@@ -435,7 +436,7 @@ def ece_of_artifacts(
     seed: int = 0,
     per_seed: bool = False,
 ) -> ECEReport:
-    """Top-1 expected and maximum calibration error of prediction JSONL files (``modelval ece``).
+    """Top-1 expected and maximum calibration error of prediction JSONL files (``modelval calibration ece``).
 
     Each file's rows ``{label, pred, conf}`` give the top-1 confidence and whether the prediction was right. The
     estimand is the binned top-1 ECE of Guo et al. (2017, eq. 3), with MCE, RMS and the accuracy beside it, over

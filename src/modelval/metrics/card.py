@@ -1,7 +1,7 @@
 """The calibration card: every calibration number of one set of predictions, and how each was computed.
 
 ``calibration_card(labels, logits=...)`` (or ``probs=...``) returns one JSON-ready dict, the output of
-``modelval calibration FILE --json``: the task and how it was decided (:func:`modelval.metrics.tasks.detect_task`),
+``modelval calibration card FILE --json``: the task and how it was decided (:func:`modelval.metrics.tasks.detect_task`),
 the task's numbers (multiclass: top-label; binary: positive-class, with the top-label ECE beside them; multilabel:
 per label and macro / micro / weighted), their bootstrap intervals, and how they were computed: ``convention``,
 ``n_bins`` (``n_bins_rule`` for ``auto``), ``input``, ``bootstrap``, ``definitions`` (what each number is and

@@ -1,5 +1,5 @@
-"""The calibration and the imbalance-aware metrics of one prediction JSONL file (``modelval reliability`` and
-``modelval metrics``).
+"""The calibration and the imbalance-aware metrics of one prediction JSONL file (``modelval calibration
+reliability`` and ``modelval metrics``).
 
 Prediction files are JSONL rows ``{"label": int, "pred": int, "conf": float}``, read by
 :func:`modelval.metrics.io.read_predictions` (whose rules decide which rows are dropped). The results have
@@ -84,7 +84,7 @@ def file_calibration(
 @dataclass
 class ReliabilityReport(JSONReport):
     """The reliability bins of one prediction file, its ECE/MCE/RMS and the figures written
-    (``modelval reliability``)."""
+    (``modelval calibration reliability``)."""
 
     path: Path
     bins: ReliabilityBins

@@ -1,5 +1,5 @@
 """A post-hoc calibrator fitted on validation logits, scored on test logits before and after it
-(``modelval temperature``; :func:`modelval.api.recalibrate` adds the figure).
+(``modelval calibration temperature``; :func:`modelval.api.recalibrate` adds the figure).
 
 Logits files are ``.npz`` with arrays ``logits`` (N, C) and ``labels`` (N,), or ``.pt`` with a dict of those
 tensors (:func:`~modelval.metrics.temperature.load_logits_file`).
@@ -34,7 +34,7 @@ LogitsSource = str | os.PathLike[str] | tuple[Any, Any]
 @dataclass
 class RecalibrationReport(JSONReport):
     """A post-hoc calibrator fitted on validation logits and its NLL/Brier/ECE before and after on test logits
-    (``modelval temperature``)."""
+    (``modelval calibration temperature``)."""
 
     method: str
     n_bins: int

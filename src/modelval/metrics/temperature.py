@@ -397,7 +397,7 @@ def read_array_file(path: str | Path, what: str = "logits") -> dict[str, Any]:
 
 
 def load_logits_file(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
-    """Read held-out logits and labels for ``modelval temperature``.
+    """Read held-out logits and labels for ``modelval calibration temperature``.
 
     Accepted formats:
 

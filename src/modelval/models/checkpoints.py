@@ -225,7 +225,7 @@ def fetch_checkpoint(
 ) -> Path:
     """Make sure ``checkpoint_dir/<file>`` exists and verifies; download it (atomically) otherwise.
 
-    A cached file that fails verification is replaced, so ``modelval fetch`` is also the repair command.
+    A cached file that fails verification is replaced, so ``modelval models fetch`` is also the repair command.
     Raises :class:`DownloadError` / :class:`ChecksumError`; after a failure no file is left behind.
 
     Parameters

@@ -188,7 +188,9 @@ def in_plugin_words(message: str) -> str:
 
     for cli, plugin in _PLUGIN_WORDS:
         message = re.sub(rf"(?<![\w-]){re.escape(cli)}(?![\w-])", plugin, message)
-    return message
+    # the data home's one setting, as the plugin takes it too
+    plugin_home = "pass --modelval-data-home DIR (or set MODELVAL_DATA_HOME=DIR)"
+    return message.replace("set MODELVAL_DATA_HOME=DIR", plugin_home)
 
 
 def allow_missing_data(config: pytest.Config) -> bool:
