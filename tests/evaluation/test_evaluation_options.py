@@ -165,9 +165,7 @@ def test_cli_speed_settings_parse(tmp_path, monkeypatch):
     resolve_settings(args)
     assert (args.amp, args.channels_last, args.cache, args.threads) == ("bf16", True, False, "1")
     options = evaluation_options(args)
-    assert (options.amp, options.channels_last, options.decode_cache, options.output_cache) == (
-        "bf16", True, False, False
-    )
+    assert (options.amp, options.channels_last, options.cache) == ("bf16", True, False)
     monkeypatch.delenv("MODELVAL_THREADS")
     monkeypatch.delenv("MODELVAL_NO_CACHE", raising=False)  # the test session turns the caches off
     (tmp_path / "modelval.toml").unlink()

@@ -331,9 +331,10 @@ def test_a_damaged_weights_file_in_the_hf_cache_says_how_to_refetch(tmp_path, mo
     from modelval.cli import main
 
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    monkeypatch.setenv("MODELVAL_OFFLINE", "1")
     repo = "timm/resnet18.a1_in1k" if spec.startswith("timm:") else spec.removeprefix("hf:")
     path = _hf_cache_entry(tmp_path / "hf" / "hub", repo, weights)
-    assert main(["shape-bias", "--model", spec, "--offline", "--no-cache"]) == 2
+    assert main(["shape-bias", "--model", spec, "--no-cache"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"cached weights of model '{spec}' are damaged: {path} {why}" in err
     assert f"Re-fetch them with: modelval models fetch {spec} --force" in err and "weights_only=False" not in err
@@ -344,8 +345,9 @@ def test_pickled_objects_in_timms_cached_weights_never_suggest_running_them(tmp_
     from modelval.cli import main
 
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    monkeypatch.setenv("MODELVAL_OFFLINE", "1")
     path = _hf_cache_entry(tmp_path / "hf" / "hub", "timm/resnet18.a1_in1k", _pickled_object())
-    assert main(["shape-bias", "--model", "timm:resnet18.a1_in1k", "--offline", "--no-cache"]) == 2
+    assert main(["shape-bias", "--model", "timm:resnet18.a1_in1k", "--no-cache"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"{path}: refused to load, it holds objects other than tensors" in err
     assert "modelval models fetch timm:resnet18.a1_in1k --force" in err and "weights_only=False" not in err

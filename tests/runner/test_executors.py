@@ -69,10 +69,12 @@ def test_an_unknown_executor_and_a_missing_ray_say_what_to_do(monkeypatch):
 # --- bounded waits and one-line errors for Ray (issue 31: 9 and 10) -------------------------------------------
 
 
-def test_a_bogus_ray_address_is_one_line_before_anything_loads(capsys, tmp_path):
-    """Before: ``unexpected error: ValueError: Invalid address format: bogus``, exit 3, after the stimuli loaded."""
+def test_a_bogus_ray_address_is_one_line_before_anything_loads(capsys, tmp_path, monkeypatch):
+    """Before: ``unexpected error: ValueError: Invalid address format: bogus``, exit 3, after the stimuli loaded.
+    The address is Ray's own variable (or the config file's ray_address)."""
     (tmp_path / "modelval.toml").write_text(MODELS)
-    argv = ["validate", "--models-file", str(tmp_path / "modelval.toml"), "--executor", "ray", "--ray-address", "bogus"]
+    monkeypatch.setenv("RAY_ADDRESS", "bogus")
+    argv = ["validate", "--models-file", str(tmp_path / "modelval.toml"), "--executor", "ray"]
     try:
         code = main(argv)
     except SystemExit as exit_:
@@ -95,14 +97,15 @@ def _closed_port() -> int:
 
 
 @pytest.mark.parametrize("scheme", ["", "ray://"])
-def test_a_closed_port_fails_within_the_bound(capsys, tmp_path, stimulus_subset, scheme):
-    """Before: ``--ray-address`` to a closed port was still connecting after 180 s (GCS) or 30 s (Ray Client)."""
+def test_a_closed_port_fails_within_the_bound(capsys, tmp_path, stimulus_subset, scheme, monkeypatch):
+    """Before: a Ray address on a closed port was still connecting after 180 s (GCS) or 30 s (Ray Client)."""
     (tmp_path / "modelval.toml").write_text(MODELS)
     address = f"{scheme}127.0.0.1:{_closed_port()}"
+    monkeypatch.setenv("RAY_ADDRESS", address)
     start = time.perf_counter()
     code = main([
         "validate", "--models-file", str(tmp_path / "modelval.toml"), "--data-root", str(stimulus_subset(1)),
-        "--allow-modified-stimuli", "--executor", "ray", "--ray-address", address,
+        "--allow-modified-stimuli", "--executor", "ray",
     ])  # fmt: skip
     elapsed = time.perf_counter() - start
     err = capsys.readouterr().err

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from modelval.behaviour.decisions import Decision
     from modelval.judgement.diagnosis import Check
-    from modelval.judgement.rows import ReportRow
 
 #: What a verdict can be. ``pass``/``fail``: against a published value, an expectation or a baseline;
 #: ``finding``: nothing to hold it against (passes); ``detected``/``not-detected``: a wrong normalization's change;
@@ -143,8 +142,9 @@ class Verdict:
     #: Why the number is withheld although this verdict is not the gate's own (a wrong normalization that breaks a
     #: working model is detected, and its number is still no result); empty when it is shown.
     withholds: str = ""
-    #: The report row of the case (the validation runner's; ``None`` elsewhere).
-    row: ReportRow | None = field(default=None, repr=False, compare=False)
+    #: The report row of the case (a :class:`~modelval.judgement.rows.ReportRow`: the validation runner's; ``None``
+    #: elsewhere). Typed loosely: the row holds its verdict, so this module cannot import the row's.
+    row: Any = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
