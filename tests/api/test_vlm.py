@@ -51,6 +51,13 @@ def test_a_file_vlm_runs_a_prompt_sweep(stub, stimulus_subset, tmp_path, monkeyp
     cats = rows["caption"]
     assert cats["shape_hits"] + cats["texture_hits"] + cats["other"] == 30 and cats["abstentions"] == 0
     assert rows["vqa16"]["shape_hits"] + rows["vqa16"]["texture_hits"] + rows["vqa16"]["other"] == 30
+    for row in rows.values():  # one judge for every observer: below 30% cue-conflict accuracy, no shape bias
+        withheld = row["cue_accuracy"] < 0.3
+        assert row["status"] == ("withheld" if withheld else "finding") and row["passed"] is not withheld
+        if withheld:
+            assert row["shape_bias"] is None and row["reason"].startswith("NOT A WORKING CLASSIFIER")
+    assert any(row["status"] == "withheld" for row in rows.values())
+    assert payload["provenance"]["modelval"] and payload["provenance"]["vlm"]["callable"] == "answer"  # the environment
     assert [d["a"] for d in payload["differences"]] == ["texture16", "caption", "mine"]
     texture = payload["differences"][0]
     assert texture["cue_accuracy_difference"] == pytest.approx(-rows["vqa16"]["cue_accuracy"])

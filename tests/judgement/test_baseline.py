@@ -70,6 +70,10 @@ def test_cli_save_then_compare_with_a_changed_normalization(stimulus_subset, tmp
     wrong = {d.imagename: d.response for d in bundled_evaluations("imagenet").decisions}
     assert report["flipped"] == sum(library[r["name"]] != wrong[r["name"]] for r in saved["images"]) > 0
     assert any("flipped decisions > --max-flips 0" in f for f in report["failures"])
+    # the verdict as data: its status and reason, the flips counted by transition (shape -> texture, ...)
+    assert report["status"] == "fail" and "flipped decisions > --max-flips 0" in report["reason"]
+    flips = report["flips"]
+    assert isinstance(flips, dict) and sum(flips["by_transition"].values()) == flips["count"] == report["flipped"]
 
 
 def test_bad_baseline_files_are_clear_errors(tmp_path, capsys):

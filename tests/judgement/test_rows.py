@@ -66,6 +66,7 @@ def test_validation_report_directory(bundled_evaluations, tmp_path):
         "shape_bias.csv",
         "shape_bias.json",
         "shape_bias.md",
+        "written.json",
     ]
     decisions = read_decisions(tmp_path / "decisions" / "efficientnet_lite0__model.csv")
     assert [d.response for d in decisions] == [
@@ -106,6 +107,33 @@ def test_the_report_writer_refuses_a_model_id_that_is_a_path(model, tmp_path):
         write_validation_reports([row], {(model, "model"): evaluation}, reports)
     assert not (tmp_path / "reports").exists() or not any((tmp_path / "reports").rglob("*.*"))
     assert not any(p.name.startswith("escaped") for p in tmp_path.rglob("*"))
+
+
+def test_a_second_run_into_the_same_folder_leaves_only_its_own_files(tmp_path):
+    """Was: the first run's decision files and plots stayed beside a summary that no longer listed them. Files
+    modelval did not write are never touched."""
+    from modelval.behaviour.decisions import Decision
+    from modelval.evaluation import Evaluation
+    from modelval.preprocessing import PreprocessConfig
+
+    decisions = [Decision(f"cat{i}-bear{i}.png", "cat", "bear", "cat") for i in range(4)]
+    result = compute_shape_bias(decisions, n_bootstrap=0)
+
+    def run(models):
+        rows = [ReportRow(m, m, "test", "model", result) for m in models]
+        evaluations = {(m, "model"): Evaluation(m, PreprocessConfig(), "mean", [], None, decisions, result)
+                       for m in models}  # type: ignore[arg-type]  # fmt: skip
+        return write_validation_reports(rows, evaluations, tmp_path)
+
+    run(["a", "b"])
+    (tmp_path / "mine.txt").write_text("the user's\n")
+    written = run(["a"])
+    files = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.is_file())
+    assert files == sorted([*(str(p.relative_to(tmp_path)) for p in written), "mine.txt"])
+    assert not (tmp_path / "decisions" / "b__model.csv").exists() and not (tmp_path / "plots" / "b.png").exists()
+    assert json.loads((tmp_path / "written.json").read_text())["files"] == sorted(
+        str(p.relative_to(tmp_path)) for p in written if p.name != "written.json"
+    )
 
 
 # --- issue 32, point 5: an n/a Expected value says why, and the committed baseline stands in where it applies ---

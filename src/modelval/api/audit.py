@@ -352,8 +352,8 @@ def measure_normalizations(
     from modelval.judgement.sanity import VERDICT, sanity_check
     from modelval.runtime import resolve_device
 
-    target = resolve_device(device)  # once, for every normalization
-    model_options = ModelOptions(device=str(target), checkpoint_dir=checkpoint_dir, offline=offline)
+    target = resolve_device(device)  # a device resolved at the door passes through as it is
+    model_options = ModelOptions(device=target, checkpoint_dir=checkpoint_dir, offline=offline)
     measured: list[NormalizationMeasurement] = []
     seen: set[tuple[tuple[float, ...], tuple[float, ...]]] = set()
     own: PreprocessConfig | None = None
@@ -472,6 +472,9 @@ def audit_preprocessing(
     pictures = [to_pil_image(load_image(root / s.relpath)) for s in stimuli[::step][:images]]
     reports = [audit_group(group, pictures) for group in groups]
     if measure:
+        from modelval.runtime import resolve_device
+
+        target = resolve_device(device)  # at the door, once for every model and normalization measured
         full = StimulusSet.load(root, progress=progress)
         for report in reports:
             # A registry entry measures that entry; a model group measures each source that is present.
@@ -484,7 +487,7 @@ def audit_preprocessing(
                     report.measurement_notes.append(f"not measured: {status.message}")
                     continue
                 report.measurements += measure_normalizations(
-                    name, full, checkpoint_dir=checkpoint_dir, offline=offline, device=device, batch_size=batch_size,
+                    name, full, checkpoint_dir=checkpoint_dir, offline=offline, device=target, batch_size=batch_size,
                     progress=progress,
                 )  # fmt: skip
     return reports

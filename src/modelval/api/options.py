@@ -24,6 +24,8 @@ from modelval.runtime import (
 )
 
 if TYPE_CHECKING:
+    import torch
+
     from modelval.behaviour.label_map import LabelMap
     from modelval.models.zero_shot import ZeroShotSettings
     from modelval.preprocessing import PreprocessOverrides
@@ -106,8 +108,9 @@ class ModelOptions:
     input_size: int | None = None
     #: Allow ``hub:`` specs to run the repository's code in this process.
     trust_repo: bool = False
-    #: ``auto`` (CUDA when available), ``cpu``, ``cuda``, ``cuda:N`` or ``mps``.
-    device: str = "auto"
+    #: ``auto`` (CUDA when available), ``cpu``, ``cuda``, ``cuda:N`` or ``mps``; a ``torch.device`` resolved at a
+    #: door passes through as it is.
+    device: str | torch.device = "auto"
     checkpoint_dir: PathLike | None = None
     #: Never download (``None``: ``$MODELVAL_OFFLINE``).
     offline: bool | None = None

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     import torch
     from torch import nn
 
+    from modelval.behaviour.label_map import LabelMap
     from modelval.datasets.stimulus_set import StimulusSet
     from modelval.evaluation import Evaluation
     from modelval.judgement.sanity import EarlyDecision
@@ -252,6 +253,51 @@ def check_model(model: Any, preprocess: PreprocessConfig | None) -> None:
         )
 
 
+@contextlib.contextmanager
+def prepared(
+    model: Any,
+    preprocess: PreprocessConfig | None,
+    options: EvaluationOptions,
+    model_options: ModelOptions,
+    *,
+    name: str | None = None,
+    stimuli: StimulusSet | None = None,
+) -> Iterator[tuple[LoadedModel, str, StimulusSet, torch.device, LabelMap | None, int | None]]:
+    """The one prologue of every model run (:func:`run_model`, the sensitivity card), in its order: an unknown
+    name or a module without its preprocessing fails first, then a bad label map; the device is resolved once;
+    the stimuli are found and verified before any weights load (a missing data folder never costs a download);
+    then the model loads onto the device. Yields ``(loaded, name, stimuli, device, label map, threads)`` with
+    torch's thread setting held for the block.
+
+    Parameters
+    ----------
+    model, preprocess
+        As :func:`run_model` takes them.
+    options, model_options
+        The run's options.
+    name
+        The name the model goes by in reports.
+    stimuli
+        Stimuli already decoded (``None``: found and loaded here).
+    """
+    from modelval.runtime import resolve_device
+
+    check_model(model, preprocess)  # an unknown name or a module without preprocessing fails first
+    label_map = model_options.read_label_map()  # a bad map fails before anything is loaded
+    if stimuli is not None and stimuli.dataset != options.dataset:
+        raise ModelvalError(f"the stimuli given are the {stimuli.dataset} set, but options.dataset is "
+                            f"{options.dataset}")  # fmt: skip
+    device = resolve_device(model_options.device)  # the one place "auto" becomes a device
+    with torch_threads(options.threads) as threads:
+        if stimuli is None:  # stimuli before weights: a broken data folder fails before any download starts
+            stimuli = load_stimuli(options, offline=model_options.offline)
+        loaded, label = load(
+            model, preprocess=preprocess, normalization=options.normalization, model_options=model_options,
+            progress=options.progress, name=name, device=device,
+        )  # fmt: skip
+        yield loaded, label, stimuli, device, label_map, threads
+
+
 def run_model(
     model: Any,
     *,
@@ -311,29 +357,11 @@ def run_model(
     True
     """
     from modelval.evaluation import decision_flips, evaluate
-    from modelval.runtime import resolve_device
 
     options = options or EvaluationOptions()
     model_options = model_options or ModelOptions()
-    check_model(model, preprocess)  # an unknown name or a module without preprocessing fails first
-    label_map = model_options.read_label_map()  # a bad map fails before anything is loaded
-    if stimuli is not None and stimuli.dataset != options.dataset:
-        raise ModelvalError(f"the stimuli given are the {stimuli.dataset} set, but options.dataset is "
-                            f"{options.dataset}")  # fmt: skip
-    device = resolve_device(model_options.device)  # the one place "auto" becomes a device
-    with torch_threads(options.threads) as threads:
-        # Stimuli before weights: a missing or broken data folder fails before any download starts.
-        if stimuli is None:
-            stimuli = load_stimuli(options, offline=model_options.offline)
-        loaded, label = load(
-            model,
-            preprocess=preprocess,
-            normalization=options.normalization,
-            model_options=model_options,
-            progress=options.progress,
-            name=name,
-            device=device,
-        )
+    with prepared(model, preprocess, options, model_options, name=name, stimuli=stimuli) as ready:
+        loaded, label, stimuli, device, label_map, threads = ready
         config = loaded.config.preprocess.for_stimuli(options.resize)
         settings: dict[str, Any] = dict(
             model_name=label,

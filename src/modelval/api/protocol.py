@@ -8,6 +8,7 @@ softmax of their input, and the front door's :func:`sensitivity` loads the model
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -246,19 +247,14 @@ def sensitivity(
     >>> round(card.reference.result.shape_bias, 4)
     0.1667
     """
-    from modelval.api.pipeline import check_model, load, load_stimuli, open_output_cache, torch_threads
+    from modelval.api.pipeline import open_output_cache, prepared
     from modelval.records.provenance import device_record, environment, state_dict_digest
-    from modelval.runtime import resolve_device
 
     options, model_options = resolve_options(options, model_options, settings)
-    check_model(model, preprocess)
-    label_map = model_options.read_label_map()
-    device = resolve_device(model_options.device)  # the one place "auto" becomes a device
-    with torch_threads(options.threads) as threads:
-        stimuli = load_stimuli(options, offline=model_options.offline)
-        loaded, label = load(
-            model, preprocess=preprocess, model_options=model_options, progress=options.progress, device=device
-        )
+    # The card varies the protocol itself: the model loads under its own normalization, through the one prologue.
+    options = dataclasses.replace(options, normalization="model")
+    with prepared(model, preprocess, options, model_options) as ready:
+        loaded, label, stimuli, device, label_map, threads = ready
         card = sensitivity_card(
             loaded.model,
             loaded.config.preprocess,

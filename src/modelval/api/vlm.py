@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from modelval import jsonio
 from modelval.api.options import EvaluationOptions, resolve_options
 from modelval.api.recording import JSONResult
 from modelval.errors import DataError, ModelvalError, user_code
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     from modelval.behaviour.answers import PromptDifference, PromptSearchRow
     from modelval.behaviour.decisions import Decision
     from modelval.behaviour.shape_bias import ShapeBiasResult
+    from modelval.judgement.verdict import Verdict
     from modelval.records.run_store import RunStore
 
 VLM = Callable[[Any, str], str]
@@ -38,7 +40,8 @@ ABSTENTION_RULE = (
 
 @dataclass
 class PromptRun:
-    """One prompt's answers, decisions and scores."""
+    """One prompt's answers, decisions, scores and verdict (the sanity gate of every observer: below 30%
+    cue-conflict accuracy, abstentions included, no shape bias is a result)."""
 
     name: str
     text: str
@@ -46,15 +49,17 @@ class PromptRun:
     answers: list[str]
     decisions: list[Decision]
     result: ShapeBiasResult
+    verdict: Verdict
     cached: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         r = self.result
+        withheld = jsonio.Undefined(f"withheld: {self.verdict.reason}") if self.verdict.withheld else None
         return {
             "prompt": self.name,
             "parser": self.parser,
-            "shape_bias": r.shape_bias,
-            "ci95": [r.ci_low, r.ci_high],
+            "shape_bias": withheld or r.shape_bias,
+            "ci95": [withheld, withheld] if withheld else [r.ci_low, r.ci_high],
             "ci95_resampling": r.ci_resampling,
             "cue_accuracy": r.cue_accuracy,
             "abstentions": r.abstentions,
@@ -64,6 +69,7 @@ class PromptRun:
             "conflict_images": r.conflict_images,
             "answers_from_cache": self.cached,
             "text": self.text,
+            **self.verdict.to_dict(),
         }
 
 
@@ -95,11 +101,13 @@ class PromptSweepReport(JSONResult):
         lines = [f"{'prompt':<14} {'shape bias':>11} {'95% CI':>19} {'cue acc.':>9} {'abstentions':>11}  parser"]
         for run in self.prompts:
             r = run.result
-            interval = f"[{pct(r.ci_low)}, {pct(r.ci_high)}]"
+            withheld = run.verdict.withheld
+            bias = "withheld" if withheld else pct(r.shape_bias)
+            interval = "" if withheld else f"[{pct(r.ci_low)}, {pct(r.ci_high)}]"
             lines.append(
-                f"{run.name:<14} {pct(r.shape_bias):>11} {interval:>19} {pct(r.cue_accuracy):>9} "
-                f"{r.abstentions:>11}  {run.parser}"
+                f"{run.name:<14} {bias:>11} {interval:>19} {pct(r.cue_accuracy):>9} {r.abstentions:>11}  {run.parser}"
             )
+        lines += [f"{run.name}: {run.verdict.reason}; no shape bias" for run in self.prompts if run.verdict.withheld]
         for d in self.differences:
             lines.append(
                 f"{d.a} - {d.b}: shape bias {signed_pp(d.shape_bias_difference)} "
@@ -201,7 +209,10 @@ def vlm_shape_bias(
     from modelval.behaviour.decisions import NO_RESPONSE, Decision
     from modelval.behaviour.resampling import resolve_unit
     from modelval.behaviour.shape_bias import compute_shape_bias
+    from modelval.judgement.sanity import sanity_check
+    from modelval.judgement.verdicts import Case, judge
     from modelval.records.answer_cache import AnswerCache
+    from modelval.records.provenance import environment
     from modelval.records.run_store import record_run
     from modelval.records.store import cache_on as caching
 
@@ -220,6 +231,7 @@ def vlm_shape_bias(
         raise DataError(f"the prompts {', '.join(names)} repeat a name; each prompt once")
     stimuli = load_stimuli(options)
     digests = stimuli.digests or {}
+    provenance = {**environment(), "vlm": identity, "stimuli": stimuli.provenance()}
     unit = resolve_unit(options.resample, cue_conflict=True)
     cache_on = caching(options.cache)
     start = time.perf_counter()
@@ -244,15 +256,16 @@ def vlm_shape_bias(
         ]
         result = compute_shape_bias(decisions, n_bootstrap=options.bootstrap, seed=options.seed, resample=unit)
         assert result.abstentions == abstentions_of(decisions)
-        runs.append(PromptRun(prompt_name, text, parser, answers, decisions, result, cache.hits if cache else 0))
-        summary = {
-            "shape_bias": result.shape_bias, "cue_accuracy": result.cue_accuracy, "abstentions": result.abstentions,
-            "shape_hits": result.shape_hits, "texture_hits": result.texture_hits, "other": result.other,
-        }  # fmt: skip
+        # One judge for every observer: the sanity gate (abstentions count against the accuracy), as a model's.
+        verdict = judge(Case(f"{label} ({prompt_name})", result, decisions, sanity=sanity_check(result)))
+        run = PromptRun(prompt_name, text, parser, answers, decisions, result, verdict, cache.hits if cache else 0)
+        runs.append(run)
+        summary = {key: value for key, value in run.to_dict().items() if key not in ("text", "prompt", "parser")}
         record_run(
-            run_store, "shape-bias", model=label, dataset=options.dataset, summary=summary,
-            provenance={"vlm": identity, "prompt": text, "parser": parser},
-            decisions={d.imagename: [d.shape, d.response] for d in decisions}, label=f"vlm prompt={prompt_name}",
+            run_store, "shape-bias", model=label, dataset=options.dataset, summary=jsonio.strict(summary),
+            provenance={**provenance, "prompt": text, "parser": parser},
+            decisions=None if verdict.withheld else {d.imagename: [d.shape, d.response] for d in decisions},
+            label=f"vlm prompt={prompt_name}",
         )  # fmt: skip
     differences = [
         prompt_difference(
@@ -270,7 +283,7 @@ def vlm_shape_bias(
         "stimuli": stimuli.verification,
         "answer_cache": "on" if cache_on else "off",
         "seconds": round(time.perf_counter() - start, 2),
-        "provenance": {"vlm": identity},
+        "provenance": provenance,
     }
     return PromptSweepReport(label, runs, differences, details)
 

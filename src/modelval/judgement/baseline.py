@@ -28,6 +28,7 @@ from modelval.atomic import write_text
 from modelval.behaviour.categories import CATEGORIES
 from modelval.errors import DataError
 from modelval.evaluation import Evaluation
+from modelval.judgement.verdict import Flips, Verdict, answer_kind
 from modelval.records.run_store import RunDiff, RunStore
 
 FORMAT = "modelval-baseline/1"
@@ -173,6 +174,8 @@ class Flip:
     name: str
     before: str
     after: str
+    #: ``shape -> texture``: what kind of answer the baseline's was, and what kind it is now.
+    transition: str = ""
 
 
 @dataclass(frozen=True)
@@ -196,6 +199,8 @@ class BaselineComparison:
     shape_bias_after: float
     largest_shifts: list[ProbabilityShift]
     failures: list[str] = field(default_factory=list)
+    #: The flips allowed (``--max-flips``).
+    max_flips: int | None = None
     #: This comparison's id in the run store, and what differs from the previous comparison of the model
     #: (a nightly's "since last night"); ``None`` when not recorded or the first.
     run_id: int | None = None
@@ -213,18 +218,32 @@ class BaselineComparison:
     def passed(self) -> bool:
         return not self.failures
 
+    @property
+    def verdict(self) -> Verdict:
+        """The comparison's verdict as data: passed, its status and reason, the flips counted by transition."""
+        from collections import Counter
+
+        counts = Counter(flip.transition for flip in self.flips)
+        flips = Flips(len(self.flips), self.images, self.max_flips,
+                      dict(sorted(counts.items(), key=lambda item: (-item[1], item[0]))),
+                      tuple(f"{f.name}: {f.before} -> {f.after}" for f in self.flips))  # fmt: skip
+        if self.passed:
+            return Verdict("pass", True, "PASS", flips=flips)
+        reason = "; ".join(self.failures)
+        return Verdict("fail", False, "FAIL", reason=reason, message=reason, flips=flips)
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "model": self.model,
             "images": self.images,
+            **self.verdict.to_dict(),
             "flipped": len(self.flips),
-            "flips": [vars(f) for f in self.flips],
+            "flipped_images": [vars(f) for f in self.flips],
             "shape_bias_before": self.shape_bias_before,
             "shape_bias_after": self.shape_bias_after,
             "shape_bias_delta": self.shape_bias_delta,
             "max_probability_shift": self.max_shift,
             "largest_shifts": [{**vars(s), "delta": s.delta} for s in self.largest_shifts],
-            "passed": self.passed,
             "failures": self.failures,
             "run_id": self.run_id,
             "since_last_run": None if self.since_last_run is None else self.since_last_run.to_dict(),
@@ -236,11 +255,10 @@ class BaselineComparison:
             f"shape bias {self.shape_bias_before:.4f} -> {self.shape_bias_after:.4f} "
             f"({self.shape_bias_delta * 100:+.2f} pp); largest probability shift {self.max_shift:.4f}",
         ]
-        if self.flips:
-            lines.append("Flipped decisions (image: baseline -> now):")
-            lines += [f"  {f.name}: {f.before} -> {f.after}" for f in self.flips[:limit]]
-            if len(self.flips) > limit:
-                lines.append(f"  ... and {len(self.flips) - limit} more")
+        flips = self.verdict.flips
+        if self.flips and flips is not None:
+            counted, *listed = flips.lines(limit)
+            lines += [f"Flipped decisions (image: baseline -> now), counted {counted}", *listed]
         if self.largest_shifts:
             lines.append("Largest probability shifts (image, category: baseline -> now):")
             lines += [
@@ -281,7 +299,9 @@ def compare_to_baseline(
         index = current[name]
         now = evaluation.decisions[index].response
         if now != record["decision"]:
-            flips.append(Flip(name, record["decision"], now))
+            shape, texture = evaluation.stimuli[index].shape, evaluation.stimuli[index].texture
+            kinds = (answer_kind(shape, texture, record["decision"]), answer_kind(shape, texture, now))
+            flips.append(Flip(name, record["decision"], now, f"{kinds[0]} -> {kinds[1]}"))
         for category, before in record["top5"]:
             after = float(evaluation.category_probabilities[index, CATEGORIES.index(category)])
             shifts.append(ProbabilityShift(name, category, float(before), after))
@@ -294,6 +314,7 @@ def compare_to_baseline(
         shape_bias_before=before,
         shape_bias_after=evaluation.result.shape_bias,
         largest_shifts=shifts[:show_shifts],
+        max_flips=max_flips,
     )
     if len(flips) > max_flips:
         comparison.failures.append(f"{len(flips)} flipped decisions > --max-flips {max_flips}")
@@ -321,7 +342,9 @@ def record_comparison(
     from modelval.records.run_store import record_run, since_last_run
 
     result = evaluation.result
-    summary = {"flipped": len(comparison.flips), "shape_bias": result.shape_bias, "passed": comparison.passed}
+    verdict = comparison.verdict.to_dict()
+    summary = {"flipped": len(comparison.flips), "shape_bias": result.shape_bias,
+               **{key: verdict[key] for key in ("passed", "status", "reason", "verdict")}}  # fmt: skip
     decisions = {d.imagename: [d.shape, d.response] for d in evaluation.decisions}
     comparison.run_id = record_run(
         run_store, "baseline", model=comparison.model, dataset="cue-conflict", summary=summary, provenance=provenance,

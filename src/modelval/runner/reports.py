@@ -98,7 +98,36 @@ def write_validation_reports(
     for model in sorted({model for model, _ in plotted}):
         results = {f"{model} ({n})": e.result for (m, n), e in plotted.items() if m == model}
         written += save(plot_per_category(results, title=f"Shape bias: {model}"), plots[model], dpi=DPI)
-    return written
+    return [*written, retire_stale(directory, written)]
+
+
+#: The files the last validation run wrote into a report folder (relative paths), so the next run into the same
+#: folder removes those it does not write again: the folder holds only the current run's files.
+WRITTEN = "written.json"
+
+
+def retire_stale(directory: Path, written: Sequence[Path]) -> Path:
+    """Remove the files an earlier run listed in ``written.json`` that this run did not write again (only those:
+    a file modelval did not list is never touched), then list this run's files there.
+
+    Parameters
+    ----------
+    directory
+        The report folder.
+    written
+        This run's files.
+    """
+    listing = directory / WRITTEN
+    now = sorted(str(path.relative_to(directory)) for path in written)
+    try:
+        before = json.loads(listing.read_text())["files"]
+    except (OSError, ValueError, KeyError, TypeError):
+        before = []
+    for relative in set(before if isinstance(before, list) else []) - set(now):
+        stale = directory / str(relative)
+        if stale.resolve().is_relative_to(directory.resolve()) and stale.is_file() and not stale.is_symlink():
+            stale.unlink()
+    return write_text(listing, jsonio.dumps({"files": now}, indent=2) + "\n")
 
 
 def write_since_last_run(rows: Sequence[ReportRow], directory: Path, run_store: RunStore | None) -> list[Path]:
