@@ -86,7 +86,15 @@ def build_parser() -> argparse.ArgumentParser:
 def walk_commands(
     parser: argparse.ArgumentParser, path: tuple[str, ...] = ()
 ) -> Iterator[tuple[tuple[str, ...], argparse.ArgumentParser]]:
-    """Every parser of the command tree with its path (``()``, ``("baseline",)``, ``("baseline", "save")``, ...)."""
+    """Every parser of the command tree with its path (``()``, ``("baseline",)``, ``("baseline", "save")``, ...).
+
+    Parameters
+    ----------
+    parser
+        The parser to walk from (``build_parser()``).
+    path
+        Its path in the tree.
+    """
     yield path, parser
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
@@ -98,6 +106,13 @@ def walk_commands(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one ``modelval`` command: its exit status (0 success, 1 a failed check, 2 bad input, 3 a defect of ours).
+
+    Parameters
+    ----------
+    argv
+        The arguments after ``modelval`` (``None``: the process's own).
+    """
     try:
         parser = build_parser()
     except Exception as error:  # a defect of ours (a help text argparse cannot format, ...): still one line

@@ -27,6 +27,13 @@ CODE_OF = {dataset: code for code, dataset in NAME_CODES.items()}
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add ``modelval accuracy`` to the command line.
+
+    Parameters
+    ----------
+    subparsers
+        The command line's commands.
+    """
     parser = subparsers.add_parser(
         "accuracy",
         help="16-class accuracy on any of the 17 datasets (cue-conflict, edges, ..., uniform-noise), overall, per "
@@ -46,10 +53,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--decisions-out", type=output_file, metavar="FILE", help="write the model's decisions (raw-data CSV format)"
     )
     add_json_option(parser)
-    parser.set_defaults(handler=run, _parser=parser)
+    parser.set_defaults(handler=_run, _parser=parser)
 
 
-def run(args: argparse.Namespace) -> int:
+def _run(args: argparse.Namespace) -> int:
     from modelval import api
 
     if args.decisions is not None and args.decisions_out is not None:
@@ -79,6 +86,17 @@ def run(args: argparse.Namespace) -> int:
 
 
 def format_accuracy(result: AccuracyResult, label: str, conditions: Sequence[ConditionAccuracy] = ()) -> str:
+    """The accuracy table: overall, per category and (datasets with distortion levels) per condition.
+
+    Parameters
+    ----------
+    result
+        The observer's accuracy.
+    label
+        The observer's name.
+    conditions
+        The accuracy per condition.
+    """
     lines = [
         f"{label} on {result.dataset}: accuracy {result.accuracy:.2%} ({result.correct} / {result.images})",
         "",

@@ -23,6 +23,13 @@ from modelval.settings import SETTINGS
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add ``modelval baseline`` to the command line.
+
+    Parameters
+    ----------
+    subparsers
+        The command line's commands.
+    """
     parser = subparsers.add_parser(
         "baseline",
         help="save per-image decisions as a baseline, or compare a fresh run with one",
@@ -34,7 +41,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_model_argument(save, required=True)
     save.add_argument("--out", type=output_file, required=True, metavar="FILE.json", help="the baseline file to write")
     add_settings(save, *LOADING, *ZERO_SHOT, *PROTOCOL, *RUNNING, "amp", quiet=UNFLAGGED)
-    save.set_defaults(handler=run_save)
+    save.set_defaults(handler=_run_save)
 
     compare = actions.add_parser(
         "compare",
@@ -72,10 +79,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_settings(compare, *LOADING, *PROTOCOL, *RUNNING, "amp", quiet=UNFLAGGED, help={
         name: overriding + SETTINGS[name].help for name in ("normalization", "resize", "aggregation")
     })  # fmt: skip
-    compare.set_defaults(handler=run_compare)
+    compare.set_defaults(handler=_run_compare)
 
 
-def run_save(args: argparse.Namespace) -> int:
+def _run_save(args: argparse.Namespace) -> int:
     from modelval.judgement.baseline import baseline_from_evaluation, save_baseline
 
     evaluation = run_model(args.model, options=evaluation_options(args), model_options=model_options(args)).evaluation
@@ -89,7 +96,7 @@ def run_save(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_compare(args: argparse.Namespace) -> int:
+def _run_compare(args: argparse.Namespace) -> int:
     from modelval.judgement.baseline import baseline_model, compare_to_baseline, load_baseline, record_comparison
     from modelval.records.run_store import default_run_store
 

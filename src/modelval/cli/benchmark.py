@@ -33,7 +33,7 @@ from modelval.errors import DataError
 BENCHMARK_PERMUTATIONS = 2000
 
 
-def dataset_list(text: str) -> list[str]:
+def _dataset_list(text: str) -> list[str]:
     """``colour,contrast`` -> the datasets (model-vs-human's names ``edge``/``silhouette`` accepted)."""
     names = [part.strip() for part in text.split(",") if part.strip()]
     if not names:
@@ -45,6 +45,13 @@ def dataset_list(text: str) -> list[str]:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add ``modelval benchmark`` to the command line.
+
+    Parameters
+    ----------
+    subparsers
+        The command line's commands.
+    """
     parser = subparsers.add_parser(
         "benchmark",
         # no abbreviations: ``--dataset`` must not silently become ``--datasets`` (which only a --model reads)
@@ -66,7 +73,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_model_argument(parser, many=True)
     parser.add_argument(
         "--datasets",
-        type=dataset_list,
+        type=_dataset_list,
         default=None,
         metavar="NAME[,NAME...]",
         help=f"the datasets a --model is evaluated on (default: all {len(BENCHMARK_DATASETS)})",
@@ -118,11 +125,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         parser, "reference_dir", "allow_modified_reference", *MANY_MODELS, "bootstrap", "seed", "permutations",
         quiet=UNFLAGGED, help={"permutations": permutations}, permutations=BENCHMARK_PERMUTATIONS,
     )  # fmt: skip
-    parser.set_defaults(handler=run, _parser=parser)
-    register_plan_trials(subparsers)
+    parser.set_defaults(handler=_run, _parser=parser)
+    _register_plan_trials(subparsers)
 
 
-def register_plan_trials(subparsers: argparse._SubParsersAction) -> None:
+def _register_plan_trials(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "plan-trials",
         help="trials a stimulus set needs to tell a difference in error consistency (Klein et al. 2025)",
@@ -143,10 +150,10 @@ def register_plan_trials(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--alpha", type=float, default=0.05, help="two-sided level of the test (default 0.05)")
     parser.add_argument("--design", choices=("two-sample", "one-sample"), default="two-sample")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
-    parser.set_defaults(handler=run_plan_trials, _parser=parser)
+    parser.set_defaults(handler=_run_plan_trials, _parser=parser)
 
 
-def run_plan_trials(args: argparse.Namespace) -> int:
+def _run_plan_trials(args: argparse.Namespace) -> int:
     from modelval.api.benchmark import plan_trials
 
     plan = plan_trials(
@@ -167,7 +174,7 @@ def run_plan_trials(args: argparse.Namespace) -> int:
     return 0
 
 
-def run(args: argparse.Namespace) -> int:
+def _run(args: argparse.Namespace) -> int:
     from modelval.api.benchmark import benchmark
 
     if not args.decisions and not args.model:
@@ -192,7 +199,7 @@ def run(args: argparse.Namespace) -> int:
     )
     payload = report.to_dict()
     if args.report_dir:
-        written = write_report(report, args.report_dir)
+        written = _write_report(report, args.report_dir)
         payload["files"] = [str(path) for path in written]
         write_text(args.report_dir / "benchmark.json", jsonio.dumps(payload, indent=2) + "\n")
     if args.json:
@@ -206,7 +213,7 @@ def run(args: argparse.Namespace) -> int:
     return 1 if report.failed_gate else 0
 
 
-def write_report(report, folder: Path) -> list[Path]:
+def _write_report(report, folder: Path) -> list[Path]:
     """benchmark.md, benchmark.csv, the ranks with their intervals, the measures against scale (when some
     observer's metadata gives it) and, per parametric dataset, the accuracy and kappa line plots."""
     from modelval.figures.conditions import write_condition_figures, write_scale_figure

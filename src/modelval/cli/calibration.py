@@ -38,6 +38,13 @@ TASK_CHOICES = ("auto", "binary", "multiclass", "multilabel")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add ``modelval calibration`` to the command line.
+
+    Parameters
+    ----------
+    subparsers
+        The command line's commands.
+    """
     group = subparsers.add_parser(
         "calibration",
         help="calibration: the card of saved logits, ECE of prediction files, reliability diagrams, temperature "

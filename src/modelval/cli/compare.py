@@ -29,6 +29,13 @@ from modelval.cli._output import out, out_json
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add ``modelval compare`` to the command line.
+
+    Parameters
+    ----------
+    subparsers
+        The command line's commands.
+    """
     parser = subparsers.add_parser(
         "compare",
         help="paired comparison of two models or decision CSVs on the same images (bootstrap CI, permutation test)",
@@ -45,21 +52,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "a",
         metavar="[LABEL=]A",
-        type=labelled_observer,
+        type=_labelled_observer,
         help="decision CSV or registered model name; LABEL= names it in the output (default: the CSV's subj "
         "column, or the model's label)",
     )
-    parser.add_argument("b", metavar="[LABEL=]B", type=labelled_observer, help="the second observer, as A")
+    parser.add_argument("b", metavar="[LABEL=]B", type=_labelled_observer, help="the second observer, as A")
     parser.add_argument("--dataset", choices=DATASETS, help="experiment (default: read from the image names)")
     # Two models take no loading flags (one checkpoint or label map for both makes no sense).
     add_settings(parser, *MANY_MODELS, *STATISTICS, "permutations", quiet=UNFLAGGED)
     add_figure_option(parser, "the per-category figure of A and B")
     add_report_dir_option(parser, "compare.json and the figure (PNG and PDF)")
     add_json_option(parser)
-    parser.set_defaults(handler=run, _parser=parser)
+    parser.set_defaults(handler=_run, _parser=parser)
 
 
-def run(args: argparse.Namespace) -> int:
+def _run(args: argparse.Namespace) -> int:
     from modelval import api
 
     (label_a, a), (label_b, b) = args.a, args.b
@@ -77,13 +84,13 @@ def run(args: argparse.Namespace) -> int:
     else:
         out(format_summary(report.result))
         if len(report.conditions) > 1:
-            out(format_conditions(report.conditions))
+            out(_format_conditions(report.conditions))
         for path in written:
             out(f"wrote {path}")
     return 0
 
 
-def labelled_observer(text: str) -> tuple[str | None, str]:
+def _labelled_observer(text: str) -> tuple[str | None, str]:
     """``[LABEL=]A`` -> ``(label or None, A)``, as ``--decisions LABEL=FILE`` elsewhere; an existing file whose
     name holds ``=`` is taken whole."""
     label, sep, source = text.partition("=")
@@ -94,7 +101,7 @@ def labelled_observer(text: str) -> tuple[str | None, str]:
     return label.strip(), source
 
 
-def format_conditions(rows: list[ConditionPair]) -> str:
+def _format_conditions(rows: list[ConditionPair]) -> str:
     """The per-condition table of ``compare`` (datasets with distortion levels)."""
     lines = [
         "  per condition (accuracy; exact McNemar p; kappa between A and B; * left out of model-vs-human's benchmark):",
@@ -125,6 +132,13 @@ def _figures(args: argparse.Namespace, result: PairedComparison) -> list[Path]:
 
 
 def format_summary(result: PairedComparison) -> str:
+    """The comparison in words: the difference with its interval and test, McNemar's test, per category.
+
+    Parameters
+    ----------
+    result
+        The paired comparison.
+    """
     name = "shape bias" if result.statistic == "shape_bias" else "accuracy"
     a, b = result.names
     low, high = result.ci95
@@ -176,7 +190,15 @@ RESAMPLED = {
 
 def disagreement_note(result: PairedComparison, level: float = 0.05) -> str | None:
     """One line when the interval and the permutation p seem to disagree (the interval holds 0 and p < 0.05, or
-    the other way round): they answer two questions over two units, so both can be right."""
+    the other way round): they answer two questions over two units, so both can be right.
+
+    Parameters
+    ----------
+    result
+        The paired comparison.
+    level
+        The test's level.
+    """
     low, high = result.ci95
     p = result.test.p
     if any(math.isnan(v) for v in (low, high, p)) or result.n_bootstrap == 0:

@@ -20,6 +20,13 @@ def _add_dataset_option(parser: argparse.ArgumentParser) -> None:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add ``modelval data`` to the command line.
+
+    Parameters
+    ----------
+    subparsers
+        The command line's commands.
+    """
     group = subparsers.add_parser(
         "data",
         help="download, verify and list the stimulus sets and the human raw data",
@@ -51,18 +58,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "(default: <data home>/reference/raw-data, or reference/model-vs-human/raw-data with --dataset NAME)",
         "offline": "download nothing: verify what is there",
     })  # fmt: skip
-    fetch.set_defaults(handler=run_download)
+    fetch.set_defaults(handler=_run_download)
 
     verify = actions.add_parser("verify", help="check a stimulus set against its SHA-256 manifest")
     _add_dataset_option(verify)
     add_settings(verify, "data_home", "data_root")
-    verify.set_defaults(handler=run_verify)
+    verify.set_defaults(handler=_run_verify)
 
     listing = actions.add_parser("list", help="list the registered stimulus sets")
-    listing.set_defaults(handler=run_list)
+    listing.set_defaults(handler=_run_list)
 
 
-def run_download(args: argparse.Namespace) -> int:
+def _run_download(args: argparse.Namespace) -> int:
     progress = sys.stderr.isatty()
     if args.humans and get_dataset(args.dataset).source == "model-vs-human":
         from modelval.datasets.human_data import download_model_vs_human_raw_data
@@ -105,7 +112,7 @@ def _release_status(root: Path, dataset: str) -> str:
     return release_status(root, dataset, hash_stimuli(root, [s.relpath for s in stimuli]))
 
 
-def run_verify(args: argparse.Namespace) -> int:
+def _run_verify(args: argparse.Namespace) -> int:
     root = resolve_data_root(args.data_root, args.dataset)
     if get_dataset(args.dataset).manifest is None:
         out(f"{root}: {_release_status(root, args.dataset)}")
@@ -120,7 +127,7 @@ def run_verify(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_list(args: argparse.Namespace) -> int:
+def _run_list(args: argparse.Namespace) -> int:
     for entry in list_datasets():
         terms = f"  [{entry.license.split(' (')[0]}; fetched on request]" if entry.fetch_on_request else ""
         out(f"{entry.name:<20} {entry.images:>5} images  {entry.description}{terms}")

@@ -35,6 +35,13 @@ from modelval.records.run_store import default_run_store
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add ``modelval humans`` to the command line.
+
+    Parameters
+    ----------
+    subparsers
+        The command line's commands.
+    """
     parser = subparsers.add_parser(
         "humans",
         help="accuracy and error consistency with the published human observers; figures of several observers",
@@ -68,15 +75,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )  # fmt: skip
     add_json_option(parser)
     add_settings(parser, "reference_dir", "allow_modified_reference", *ONE_MODEL, *STATISTICS, quiet=UNFLAGGED)
-    parser.set_defaults(handler=run, _parser=parser)
+    parser.set_defaults(handler=_run, _parser=parser)
 
 
-def run(args: argparse.Namespace) -> int:
+def _run(args: argparse.Namespace) -> int:
     observers = len(args.decisions) + len(args.model)
     if observers == 0:
         args._parser.error("give a --model or a --decisions file (repeat them for several observers' figures)")
     if observers > 1:
-        return run_figures(args)
+        return _run_figures(args)
     if args.decisions:
         _, dataset, source = args.decisions[0]  # LABEL= names an observer among several (its figures)
         dataset = dataset or args.dataset
@@ -110,13 +117,13 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         out_json(payload)
     else:
-        out(format_summary(report.comparison, report.observer, payload))
+        out(_format_summary(report.comparison, report.observer, payload))
         for path in written:
             out(f"wrote {path}")
     return 0
 
 
-def run_figures(args: argparse.Namespace) -> int:
+def _run_figures(args: argparse.Namespace) -> int:
     """Several observers: model-vs-human's figures of them against the humans, into ``--report-dir``."""
     if not args.report_dir:
         args._parser.error("several observers are drawn into a folder: give --report-dir")
@@ -160,7 +167,7 @@ def _figures(args: argparse.Namespace, result: HumanComparison, trials: list[Tri
     return written
 
 
-def format_summary(result: HumanComparison, label: str, payload: dict[str, object]) -> str:
+def _format_summary(result: HumanComparison, label: str, payload: dict[str, object]) -> str:
     low, high = result.ci95
     observers = "observers resampled" if result.resample_observers else "the published observers held fixed"
     agreement = result.agreement

@@ -21,6 +21,13 @@ STRICT_HELP = "a malformed row is an error instead of being dropped (and counted
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add ``modelval metrics`` to the command line.
+
+    Parameters
+    ----------
+    subparsers
+        The command line's commands.
+    """
     met = subparsers.add_parser(
         "metrics", help="accuracy, balanced/reweighted accuracy, precision/recall/F1 of a prediction JSONL"
     )

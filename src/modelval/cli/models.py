@@ -12,6 +12,13 @@ from modelval.errors import ModelvalError
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add ``modelval models`` to the command line.
+
+    Parameters
+    ----------
+    subparsers
+        The command line's commands.
+    """
     group = subparsers.add_parser(
         "models",
         help="list registered models, download their weights, audit each source's preprocessing",
@@ -23,7 +30,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     listing.add_argument("--source", help="only this source (torchvision, torch.hub, huggingface, timm, ...)")
     add_json_option(listing, "the models (a list)")
     add_settings(listing, "checkpoint_dir")
-    listing.set_defaults(handler=run_models)
+    listing.set_defaults(handler=_run_models)
 
     fetch = actions.add_parser(
         "fetch",
@@ -37,7 +44,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_settings(fetch, "trust_repo", "offline", "checkpoint_dir", help={
         "offline": "download nothing: check that the weights are cached and verify them",
     })  # fmt: skip
-    fetch.set_defaults(handler=run_fetch, _parser=fetch)
+    fetch.set_defaults(handler=_run_fetch, _parser=fetch)
 
     audit = actions.add_parser(
         "audit", help="compare each source's preprocessing of a model with its training config on real stimuli"
@@ -56,10 +63,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     add_json_option(audit, "the audit")
     add_settings(audit, "data_root", "batch_size", "device", quiet=("checkpoint_dir", "data_home", "offline"))
-    audit.set_defaults(handler=run_audit)
+    audit.set_defaults(handler=_run_audit)
 
 
-def run_models(args: argparse.Namespace) -> int:
+def _run_models(args: argparse.Namespace) -> int:
     from modelval.extras import extra_installed, install_hint
     from modelval.models import list_models, weights_status
 
@@ -106,7 +113,7 @@ def run_models(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_fetch(args: argparse.Namespace) -> int:
+def _run_fetch(args: argparse.Namespace) -> int:
     from modelval.models import entry_for_spec, fetch_weights, list_models
 
     if not args.all and not args.names:
@@ -129,7 +136,7 @@ def run_fetch(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_audit(args: argparse.Namespace) -> int:
+def _run_audit(args: argparse.Namespace) -> int:
     from modelval import api
     from modelval.api.audit import format_audit
 

@@ -15,6 +15,13 @@ run_id = range_type(RUN_ID)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add ``modelval runs`` to the command line.
+
+    Parameters
+    ----------
+    subparsers
+        The command line's commands.
+    """
     parser = subparsers.add_parser(
         "runs",
         help="list, show and compare recorded runs (what changed since the last run?)",
@@ -28,12 +35,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     listing.add_argument("--command", help="only this command (shape-bias, accuracy, humans, validate, ...)")
     listing.add_argument("--limit", type=range_type(RUN_LIMIT), default=20, help="how many (default 20)")
     add_json_option(listing)
-    listing.set_defaults(handler=run_list)
+    listing.set_defaults(handler=_run_list)
     show = actions.add_parser("show", help="one run: its numbers and provenance")
     show.add_argument("run", type=run_id, metavar="ID")
     show.add_argument("--decisions", action="store_true", help="with its per-image decisions (JSON)")
     add_json_option(show)
-    show.set_defaults(handler=run_show)
+    show.set_defaults(handler=_run_show)
     diff = actions.add_parser(
         "diff",
         help="what differs between two runs: values, decisions flipped per category, provenance fields",
@@ -43,7 +50,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     diff.add_argument("first", type=run_id, metavar="A")
     diff.add_argument("second", type=run_id, nargs="?", metavar="B")
     add_json_option(diff)
-    diff.set_defaults(handler=run_diff)
+    diff.set_defaults(handler=_run_diff)
     verdict = actions.add_parser(
         "verdict",
         help="a nightly's verdict: new failures, known failures, fixed, flaky, skipped (exit 1 on a new failure "
@@ -58,7 +65,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                          "the newest validate record)")  # fmt: skip
     verdict.add_argument("--status", type=Path, required=True, metavar="FILE", help="the status file (TOML)")
     verdict.add_argument(
-        "--window", type=positive_hours, default=NIGHTLY_WINDOW_HOURS, metavar="HOURS",
+        "--window", type=_positive_hours, default=NIGHTLY_WINDOW_HOURS, metavar="HOURS",
         help=f"how far back from the last record the nightly reaches (default {NIGHTLY_WINDOW_HOURS:g})",
     )  # fmt: skip
     verdict.add_argument("--markdown", type=Path, metavar="FILE", help="also write the verdict as Markdown")
@@ -67,10 +74,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="rewrite the status file to accept this nightly (fixes pass, new failures become known failures)",
     )  # fmt: skip
     add_json_option(verdict, "the verdict")
-    verdict.set_defaults(handler=run_verdict)
+    verdict.set_defaults(handler=_run_verdict)
 
 
-def positive_hours(text: str) -> float:
+def _positive_hours(text: str) -> float:
     """``--window``: a positive number of hours."""
     try:
         value = float(text)
@@ -81,7 +88,7 @@ def positive_hours(text: str) -> float:
     return value
 
 
-def run_list(args: argparse.Namespace) -> int:
+def _run_list(args: argparse.Namespace) -> int:
     from modelval.records.run_store import RunStore
 
     store = RunStore()
@@ -112,7 +119,7 @@ def _value(value: float) -> str:
     return f"{value:.4f}" if isinstance(value, float) else str(value)
 
 
-def run_show(args: argparse.Namespace) -> int:
+def _run_show(args: argparse.Namespace) -> int:
     from modelval.records.run_store import RunStore
 
     run = RunStore().get(args.run)
@@ -128,7 +135,7 @@ def run_show(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_diff(args: argparse.Namespace) -> int:
+def _run_diff(args: argparse.Namespace) -> int:
     from modelval.errors import DataError
     from modelval.records.run_store import RunStore, diff_runs
 
@@ -148,7 +155,7 @@ def run_diff(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_verdict(args: argparse.Namespace) -> int:
+def _run_verdict(args: argparse.Namespace) -> int:
     from modelval.api.recording import nightly_verdict
     from modelval.atomic import write_text
 

@@ -20,6 +20,13 @@ from modelval.records.run_store import default_run_store
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add ``modelval sensitivity`` to the command line.
+
+    Parameters
+    ----------
+    subparsers
+        The command line's commands.
+    """
     parser = subparsers.add_parser(
         "sensitivity",
         help="protocol-sensitivity card: how much resize, interpolation, normalization and aggregation move it",
@@ -34,10 +41,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_settings(parser, *LOADING, *RUNNING, *STATISTICS, "permutations", quiet=UNFLAGGED)
     add_figure_option(parser, "the card as a figure")
     add_json_option(parser, "the card")
-    parser.set_defaults(handler=run)
+    parser.set_defaults(handler=_run)
 
 
-def run(args: argparse.Namespace) -> int:
+def _run(args: argparse.Namespace) -> int:
     from modelval import api
     from modelval.api.protocol import format_card
 

@@ -25,6 +25,13 @@ from modelval.records.run_store import default_run_store
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add ``modelval shape-bias`` to the command line.
+
+    Parameters
+    ----------
+    subparsers
+        The command line's commands.
+    """
     parser = subparsers.add_parser(
         "shape-bias",
         help="cue-conflict shape bias of a model, a decision CSV, a VLM or saved outputs",
@@ -94,18 +101,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "sample of the stimuli when that is already certain",
     )
     # --model alone evaluates; with --decisions it only names the observer (for its expected value).
-    parser.set_defaults(handler=run, _parser=parser)
+    parser.set_defaults(handler=_run, _parser=parser)
 
 
-def run(args: argparse.Namespace) -> int:
+def _run(args: argparse.Namespace) -> int:
     from modelval import api
 
     if args.outputs is not None:
-        return run_outputs(args)
+        return _run_outputs(args)
     if args.categories or args.rank:
         args._parser.error("--categories and --rank re-score saved --outputs")
     if args.vlm is not None:
-        return run_vlm(args)
+        return _run_vlm(args)
     if args.prompt:
         args._parser.error("--prompt is for --vlm (a vision-language model of your own)")
     if args.parse is not None and args.decisions is None:
@@ -150,7 +157,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         out_json(report.to_json())
     else:
-        out(format_text(report))
+        out(_format_text(report))
     if report.gate_failed:
         # The text output above already holds the whole message: stderr gets the verdict once, in short.
         text = report.sanity.message() if args.json else f"{report.sanity.headline()} (the likely causes are above)"
@@ -159,7 +166,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_outputs(args: argparse.Namespace) -> int:
+def _run_outputs(args: argparse.Namespace) -> int:
     """``--outputs DIR``: the shape bias of saved outputs under another aggregation, label map or categories."""
     from modelval.api.saved_outputs import rescore
 
@@ -195,7 +202,7 @@ def run_outputs(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_vlm(args: argparse.Namespace) -> int:
+def _run_vlm(args: argparse.Namespace) -> int:
     """``--vlm FILE.py:FN [--prompt ...]``: each prompt's shape bias, accuracy and abstentions, paired differences."""
     from modelval import api
 
@@ -259,7 +266,7 @@ def _write_outputs(args: argparse.Namespace, report) -> list[Path]:
     return written
 
 
-def format_text(report) -> str:
+def _format_text(report) -> str:
     """The table: the verdict first when the gate withholds the shape bias, the preprocessing and its
     sources, the report row, the run facts, the sanity line."""
     from modelval.judgement.rows import format_report
@@ -269,11 +276,11 @@ def format_text(report) -> str:
         lines += [report.sanity.message(), ""]
     preprocessing = report.details.get("preprocessing")
     if isinstance(preprocessing, dict):
-        lines.append(format_preprocessing(preprocessing))
+        lines.append(_format_preprocessing(preprocessing))
     lines.append(format_report([report.row]))
     mapped = report.details.get("mapped_conflicts")
     if isinstance(mapped, dict):
-        lines.append(format_mapped(mapped, report.details.get("unmapped_categories") or [], bool(report.row.withheld)))
+        lines.append(_format_mapped(mapped, report.details.get("unmapped_categories") or [], bool(report.row.withheld)))
     if report.result.abstentions or "abstention_rule" in report.details:
         lines.append(
             f"abstentions: {report.result.abstentions} of the {report.result.conflict_images} conflict stimuli got no "
@@ -305,7 +312,15 @@ def format_text(report) -> str:
 
 
 def describe_decode_cache(status: object, entry: object) -> str:
-    """``hit (stored <time> by an earlier run: <path>)`` / ``miss (the PNGs decoded now, stored in <path>)``."""
+    """``hit (stored <time> by an earlier run: <path>)`` / ``miss (the PNGs decoded now, stored in <path>)``.
+
+    Parameters
+    ----------
+    status
+        The decode cache's status of the run.
+    entry
+        Its entry (path, when stored).
+    """
     if not isinstance(entry, dict):
         return str(status)
     if status == "hit":
@@ -315,7 +330,7 @@ def describe_decode_cache(status: object, entry: object) -> str:
     return f"{status} (the PNGs decoded now, stored in {entry['path']})"
 
 
-def format_mapped(mapped: dict, unmapped: list[str], withheld: bool) -> str:
+def _format_mapped(mapped: dict, unmapped: list[str], withheld: bool) -> str:
     """The label map's two numbers side by side: over all conflicts, and over the ones the head can answer."""
     bias, (low, high) = mapped["shape_bias"], mapped["ci95"]
     if withheld:
@@ -331,7 +346,7 @@ def format_mapped(mapped: dict, unmapped: list[str], withheld: bool) -> str:
     )
 
 
-def format_preprocessing(preprocessing: dict) -> str:
+def _format_preprocessing(preprocessing: dict) -> str:
     """The resolved preprocessing and where each value came from, as the table's header lines."""
     size = preprocessing.get("input_size") or "as published (224 px)"
     lines = [

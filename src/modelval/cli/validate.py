@@ -13,6 +13,13 @@ from modelval.errors import ModelvalError
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add ``modelval validate`` to the command line.
+
+    Parameters
+    ----------
+    subparsers
+        The command line's commands.
+    """
     parser = subparsers.add_parser(
         "validate",
         help="validate the models of modelval.toml (or [tool.modelval] in pyproject.toml)",
@@ -25,7 +32,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         parser, "models_file", "data_root", "allow_modified_stimuli", "device", "batch_size", "cache", "executor",
         "slurm", quiet=("checkpoint_dir", "data_home", "ray_address"),
     )  # fmt: skip
-    parser.set_defaults(handler=run)
+    parser.set_defaults(handler=_run)
 
 
 def _check_ray_address(args: argparse.Namespace) -> None:
@@ -37,7 +44,7 @@ def _check_ray_address(args: argparse.Namespace) -> None:
         check_ray_address(args.ray_address)
 
 
-def run(args: argparse.Namespace) -> int:
+def _run(args: argparse.Namespace) -> int:
     from modelval.datasets.fetch import ensure_stimuli
     from modelval.datasets.stimulus_set import StimulusSet
     from modelval.judgement.rows import format_breakdown, format_comparison, format_comparison_notes
