@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 from modelval.cli._args import add_json_option, add_report_dir_option
 from modelval.cli._options import add_settings
@@ -47,13 +48,12 @@ def _check_ray_address(args: argparse.Namespace) -> None:
 def _run(args: argparse.Namespace) -> int:
     from modelval.datasets.fetch import ensure_stimuli
     from modelval.datasets.stimulus_set import StimulusSet
-    from modelval.judgement.rows import format_breakdown, format_comparison, format_comparison_notes
     from modelval.records.run_store import default_run_store
     from modelval.runner.cases import build_user_cases
     from modelval.runner.executors import evaluate_models
     from modelval.runner.matrix import ValidationRunner
     from modelval.runner.models_file import find_models_file, read_models_file
-    from modelval.runner.reports import format_notes, write_validation_reports
+    from modelval.runner.reports import write_validation_reports
 
     path = args.models_file or find_models_file()
     _check_ray_address(args)
@@ -106,36 +106,45 @@ def _run(args: argparse.Namespace) -> int:
     if args.report_dir:
         written = write_validation_reports(runner.rows, runner.evaluations, args.report_dir, runner.run_store)
     if args.json:
-        rows: list[dict[str, object]] = []
-        for case, verdict in zip(cases, verdicts, strict=True):
-            assert verdict.row is not None
-            record = verdict.row.to_dict()  # a withheld shape bias is null with its reason
-            rows.append(
-                {
-                    "label": verdict.row.label,
-                    "spec": case.user.spec if case.user else case.model,
-                    "normalization": verdict.row.normalization,
-                    **{key: record[key] for key in ("shape_bias", "expected", "difference")},
-                    **verdict.to_dict(),  # passed, status, reason, verdict, and the flips and diagnosis
-                    **({"error": verdict.message} if verdict.row.error is not None else {}),
-                }
-            )
+        rows = [_case_record(case, verdict) for case, verdict in zip(cases, verdicts, strict=True)]
         out_json({"models_file": str(path), "cases": rows, "written": [str(p) for p in written]})
     else:
-        out(f"models file: {path}")
-        out(format_comparison(runner.rows))
-        notes = format_comparison_notes(runner.rows)  # why an Expected value is missing
-        if notes:
-            out(notes)
-        out()
-        out(format_breakdown(runner.rows))
-        for line in format_notes(runner.rows):
-            out(line)
-        for case, verdict in failed:
-            out(f"\nFAILED {case.id}: {verdict.message}")
-        if written:
-            out(f"\nwrote {len(written)} files into {args.report_dir}")
+        _print_table(path, runner.rows, failed, written, args.report_dir)
     if failed:
         print(f"modelval: {len(failed)} of {len(cases)} cases failed", file=sys.stderr)
         return 1
     return 0
+
+
+def _case_record(case: Any, verdict: Any) -> dict[str, object]:
+    """A case of ``--json``: its model, its numbers (a withheld shape bias null with its reason) and its verdict
+    as data (passed, status, reason, the text, the flips and the diagnosis)."""
+    record = verdict.row.to_dict()
+    return {
+        "label": verdict.row.label,
+        "spec": case.user.spec if case.user else case.model,
+        "normalization": verdict.row.normalization,
+        **{key: record[key] for key in ("shape_bias", "expected", "difference")},
+        **verdict.to_dict(),
+        **({"error": verdict.message} if verdict.row.error is not None else {}),
+    }
+
+
+def _print_table(path: Path, rows: Any, failed: Any, written: list[Path], report_dir: Path | None) -> None:
+    """The validation table, the breakdown, the notes and each failure's message."""
+    from modelval.judgement.rows import format_breakdown, format_comparison, format_comparison_notes
+    from modelval.runner.reports import format_notes
+
+    out(f"models file: {path}")
+    out(format_comparison(rows))
+    notes = format_comparison_notes(rows)  # why an Expected value is missing
+    if notes:
+        out(notes)
+    out()
+    out(format_breakdown(rows))
+    for line in format_notes(rows):
+        out(line)
+    for case, verdict in failed:
+        out(f"\nFAILED {case.id}: {verdict.message}")
+    if written:
+        out(f"\nwrote {len(written)} files into {report_dir}")
