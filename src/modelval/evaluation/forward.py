@@ -234,6 +234,37 @@ def category_probabilities_by_aggregation(
     return probabilities_from_outputs(outputs, mappers)
 
 
+def _stored(
+    cache: OutputCache, key: str, probe: np.ndarray, amp: Amp | None, rows: int
+) -> tuple[np.ndarray | None, str]:
+    """The stored outputs when the model answers the probe as their writer did, and what was discarded otherwise
+    (an entry, or an interrupted run's rows, another model left under the same key)."""
+    replaced = ""
+    stored = cache.load(key, rows=rows)
+    if stored is not None:
+        if same_outputs(stored.probe, probe, amp):
+            return stored.outputs, ""
+        cache.discard(key)
+        replaced = " (a stored entry under this key answered otherwise on the probe stimuli: replaced)"
+    partial_probe = cache.partial_probe(key)
+    if partial_probe is not None and not same_outputs(partial_probe, probe, amp):
+        cache.discard(key)
+        replaced = " (an interrupted run's rows under this key answered otherwise on the probe stimuli: discarded)"
+    cache.start_rows(key, probe)
+    return None, replaced
+
+
+def _resumed(cache: OutputCache, key: str, probe: np.ndarray, done: np.ndarray) -> np.ndarray | None:
+    """The rows an interrupted run of the same model stored (marked in ``done``), in a fresh output array."""
+    out: np.ndarray | None = None
+    for start, rows in cache.saved_rows(key, len(done), probe.shape[1]):
+        if out is None:
+            out = np.empty((len(done), probe.shape[1]), dtype=np.float32)
+        out[start : start + len(rows)] = rows
+        done[start : start + len(rows)] = True
+    return out
+
+
 def model_outputs(
     model: Model,
     images: torch.Tensor,
@@ -300,6 +331,8 @@ def model_outputs(
     with _memory_format(model, channels_last), torch.inference_mode():
         probe: np.ndarray | None = None
         replaced = ""
+        done = np.zeros(len(images), dtype=bool)
+        out: np.ndarray | None = None
         if caching and len(images):
             assert cache is not None and cache_key is not None
             # The probe: the model's answers on a few fixed stimuli. A stored entry (or an interrupted run's rows)
@@ -307,28 +340,10 @@ def model_outputs(
             probe = forward_rows(probe_indices(len(images)))
             if check_width is not None:
                 check_width(probe.shape[1])
-            stored = cache.load(cache_key, rows=len(images))
+            stored, replaced = _stored(cache, cache_key, probe, amp, len(images))
             if stored is not None:
-                if same_outputs(stored.probe, probe, amp):
-                    return stored.outputs, "hit"
-                cache.discard(cache_key)
-                replaced = " (a stored entry under this key answered otherwise on the probe stimuli: replaced)"
-            partial_probe = cache.partial_probe(cache_key)
-            if partial_probe is not None and not same_outputs(partial_probe, probe, amp):
-                cache.discard(cache_key)
-                replaced = (
-                    " (an interrupted run's rows under this key answered otherwise on the probe stimuli: discarded)"
-                )
-            cache.start_rows(cache_key, probe)
-        done = np.zeros(len(images), dtype=bool)
-        out: np.ndarray | None = None
-        if caching and probe is not None:
-            assert cache is not None and cache_key is not None
-            for start, rows in cache.saved_rows(cache_key, len(images), probe.shape[1]):
-                if out is None:
-                    out = np.empty((len(images), probe.shape[1]), dtype=np.float32)
-                out[start : start + len(rows)] = rows
-                done[start : start + len(rows)] = True
+                return stored, "hit"
+            out = _resumed(cache, cache_key, probe, done)
         reused = int(done.sum())
         pending = np.flatnonzero(~done)
         bar = tqdm(
