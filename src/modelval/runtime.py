@@ -16,11 +16,13 @@ and a program of your own may call :func:`tune_allocator` itself.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import os
 import platform
 import re
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # torch loads on first use: listing models or parsing specs stays light
@@ -231,3 +233,27 @@ def check_threads(threads: object) -> object:
     if isinstance(threads, str) and threads.strip().isdigit():
         return str(THREADS.check(int(threads), "threads"))
     return THREADS.check(threads, "threads")
+
+
+@contextlib.contextmanager
+def torch_threads(threads: int | str | None) -> Iterator[int | None]:
+    """Use ``threads`` torch threads inside the block and restore the caller's setting after it.
+
+    ``None`` leaves torch alone (and yields ``None``); the setting is process-wide, so a library call
+    must not leave it changed.
+
+    Parameters
+    ----------
+    threads
+        A thread count, ``"auto"`` (:func:`auto_threads`) or ``None``.
+    """
+    if threads is None:
+        yield None
+        return
+    import torch
+
+    previous = torch.get_num_threads()
+    try:
+        yield set_threads(threads)
+    finally:
+        torch.set_num_threads(previous)

@@ -85,9 +85,11 @@ def test_unknown_keyword_lists_the_options():
 def test_library_call_restores_torch_threads(modelval_data_root):
     import torch
 
+    from modelval.runtime import torch_threads
+
     before = torch.get_num_threads()
     options = api.EvaluationOptions(data_root=modelval_data_root, threads=1, allow_modified_stimuli=True, bootstrap=0)
-    with api.pipeline.torch_threads(options.threads) as used:
+    with torch_threads(options.threads) as used:
         assert used == torch.get_num_threads() == 1
     assert torch.get_num_threads() == before
 

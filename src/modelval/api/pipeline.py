@@ -101,27 +101,6 @@ def _built_elsewhere(context: Any) -> Any:
     raise ModelvalError("this model run was detached from its module (it ran in another process); load it again")
 
 
-@contextlib.contextmanager
-def torch_threads(threads: int | str | None) -> Iterator[int | None]:
-    """Use ``threads`` torch threads inside the block and restore the caller's setting after it.
-
-    ``None`` leaves torch alone (and yields ``None``); the setting is process-wide, so a library call
-    must not leave it changed.
-    """
-    if threads is None:
-        yield None
-        return
-    import torch
-
-    from modelval.runtime import set_threads
-
-    previous = torch.get_num_threads()
-    try:
-        yield set_threads(threads)
-    finally:
-        torch.set_num_threads(previous)
-
-
 def load_stimuli(options: EvaluationOptions, *, offline: bool | None = None) -> StimulusSet:
     """The decoded stimuli of ``options.dataset``, found (and fetched unless ``offline``) and verified."""
     from modelval.datasets.fetch import ensure_stimuli
@@ -140,20 +119,24 @@ def load_stimuli(options: EvaluationOptions, *, offline: bool | None = None) -> 
 
 
 def module_entry(module: nn.Module, preprocess: PreprocessConfig, name: str):
-    """A registry-like entry for a module passed from Python, so it loads through the same code path."""
+    """A registry-like entry for a module passed from Python, so it loads through the same code path.
+
+    Parameters
+    ----------
+    module
+        The model.
+    preprocess
+        The preprocessing it was trained with.
+    name
+        Its name in reports.
+    """
     from modelval.models.registry import ModelEntry
 
     return ModelEntry(
-        name=name,
-        family="user",
-        variant="module",
-        source="python",
-        preprocess=preprocess,
-        build=lambda context: module,
-        provenance=f"nn.Module {type(module).__name__} passed from Python",
-        label=name,
-        preprocess_origin="the preprocess= argument",
-    )
+        name=name, family="user", variant="module", source="python", preprocess=preprocess,
+        build=lambda context: module, provenance=f"nn.Module {type(module).__name__} passed from Python",
+        label=name, preprocess_origin="the preprocess= argument",
+    )  # fmt: skip
 
 
 def load(
@@ -168,71 +151,59 @@ def load(
 ) -> tuple[LoadedModel, str]:
     """``(loaded model, report name)`` for a spec string, an ``nn.Module`` (with ``preprocess``) or a loaded model.
 
-    ``device`` is the evaluation device, resolved once at the door (``None``: ``model_options.device``).
+    Parameters
+    ----------
+    model, preprocess
+        As :func:`run_model` takes them.
+    normalization
+        ``model``, ``imagenet`` or ``half``.
+    model_options
+        How the model is loaded.
+    progress
+        Show download progress.
+    name
+        The name the model goes by in reports.
+    device
+        The evaluation device, resolved once at the door (``None``: ``model_options.device``).
     """
     from pathlib import Path
 
     from modelval.models.registry import LoadedModel, load_entry
 
     opts = model_options or ModelOptions()
-    target = device if device is not None else opts.device
     if isinstance(model, LoadedModel):
         return model, name or model.config.spec or model.entry.name
+    check_model(model, preprocess)  # the errors said once, the same before any data is read
+    common: dict[str, Any] = dict(
+        normalization=normalization, overrides=opts.overrides(), checkpoint=opts.checkpoint,
+        checkpoint_key=opts.checkpoint_key, strip_prefix=opts.strip_prefix, checkpoint_dir=opts.checkpoint_dir,
+        device=device if device is not None else opts.device, offline=opts.offline, progress=progress,
+    )  # fmt: skip
     if isinstance(model, str):
         from modelval.models import load_model
 
-        if preprocess is not None:
-            raise ModelvalError(
-                "preprocess= is for an nn.Module; a spec brings its own preprocessing (override single values "
-                "with mean=, std=, interpolation=, input_size=)"
-            )
-        loaded = load_model(
-            model,
-            normalization=normalization,
-            overrides=opts.overrides(),
-            checkpoint=opts.checkpoint,
-            checkpoint_key=opts.checkpoint_key,
-            strip_prefix=opts.strip_prefix,
-            trust_repo=opts.trust_repo,
-            imagenet_head=opts.label_map is None,
-            checkpoint_dir=opts.checkpoint_dir,
-            device=target,
-            offline=opts.offline,
-            progress=progress,
-            base_dir=None if opts.base_dir is None else Path(opts.base_dir),
-            zero_shot=opts.zero_shot,
-        )
+        base_dir = None if opts.base_dir is None else Path(opts.base_dir)
+        loaded = load_model(model, **common, trust_repo=opts.trust_repo, imagenet_head=opts.label_map is None,
+                            base_dir=base_dir, zero_shot=opts.zero_shot)  # fmt: skip
         return loaded, name or model
-    from torch import nn
-
-    if not isinstance(model, nn.Module):
-        raise ModelvalError(
-            f"model must be a registry name or spec (str), an nn.Module or a LoadedModel, not {type(model).__name__}"
-        )
-    if preprocess is None:
-        raise ModelvalError(
-            "an nn.Module needs its preprocessing: pass preprocess=PreprocessConfig(mean=..., std=..., "
-            "interpolation=...) with the values it was trained with"
-        )
+    assert preprocess is not None  # check_model refused a module without it
     label = name or type(model).__name__
-    loaded = load_entry(
-        module_entry(model, preprocess, label),
-        normalization=normalization,
-        overrides=opts.overrides(),
-        checkpoint=opts.checkpoint,
-        checkpoint_key=opts.checkpoint_key,
-        strip_prefix=opts.strip_prefix,
-        checkpoint_dir=opts.checkpoint_dir,
-        device=target,
-        offline=opts.offline,
-        progress=progress,
-    )
-    return loaded, label
+    return load_entry(module_entry(model, preprocess, label), **common), label
 
 
 def check_model(model: Any, preprocess: PreprocessConfig | None) -> None:
     """Refuse what cannot be loaded before any data is read: an unknown registry name (with suggestions),
-    an ``nn.Module`` without its preprocessing, or ``preprocess=`` with a spec."""
+    an ``nn.Module`` without its preprocessing, ``preprocess=`` with a spec, or neither.
+
+    Parameters
+    ----------
+    model, preprocess
+        As :func:`run_model` takes them.
+    """
+    from modelval.models.registry import LoadedModel
+
+    if isinstance(model, LoadedModel):
+        return
     if isinstance(model, str):
         from modelval.models import get_entry, parse_spec
 
@@ -246,7 +217,11 @@ def check_model(model: Any, preprocess: PreprocessConfig | None) -> None:
         return
     from torch import nn
 
-    if isinstance(model, nn.Module) and preprocess is None:
+    if not isinstance(model, nn.Module):
+        raise ModelvalError(
+            f"model must be a registry name or spec (str), an nn.Module or a LoadedModel, not {type(model).__name__}"
+        )
+    if preprocess is None:
         raise ModelvalError(
             "an nn.Module needs its preprocessing: pass preprocess=PreprocessConfig(mean=..., std=..., "
             "interpolation=...) with the values it was trained with"
@@ -280,7 +255,7 @@ def prepared(
     stimuli
         Stimuli already decoded (``None``: found and loaded here).
     """
-    from modelval.runtime import resolve_device
+    from modelval.runtime import resolve_device, torch_threads
 
     check_model(model, preprocess)  # an unknown name or a module without preprocessing fails first
     label_map = model_options.read_label_map()  # a bad map fails before anything is loaded
