@@ -37,8 +37,8 @@ def main() -> None:
     from modelval.datasets.stimulus_set import StimulusSet
     from modelval.evaluation import evaluate, model_outputs
     from modelval.evaluation.forward import probe_indices
+    from modelval.records.digests import module_state_digest
     from modelval.records.output_cache import OutputCache
-    from modelval.records.provenance import module_state_digest
 
     model, config = load_bundled()
     stimuli = StimulusSet.load(DATA_ROOT, progress=False, cache=False)

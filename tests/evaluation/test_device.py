@@ -251,7 +251,7 @@ def test_on_cuda_the_defaults_agree_and_decide_as_on_the_cpu(subset):
 @pytest.mark.gpu
 @needs_cuda
 def test_on_cuda_a_cpu_model_is_moved_and_runs(subset):
-    from modelval.records.provenance import DIGESTS_COMPUTED
+    from modelval.records.digests import DIGESTS_COMPUTED
 
     loaded = modelval.load_model("efficientnet_lite0", device="cpu", progress=False)
     config = loaded.entry.preprocess.for_stimuli(None)
@@ -282,7 +282,7 @@ def test_on_cuda_a_mismatch_inside_a_callable_is_one_line(subset):
 @pytest.mark.gpu
 @needs_cuda
 def test_on_cuda_the_batched_host_copies_give_the_cpu_digest():
-    from modelval.records.provenance import state_dict_digest, tensors_digest
+    from modelval.records.digests import state_dict_digest, tensors_digest
 
     model = tiny_model()
     expected = state_dict_digest(model)

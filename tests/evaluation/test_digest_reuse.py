@@ -10,8 +10,8 @@ import torch
 from modelval.datasets.stimulus_set import StimulusSet
 from modelval.evaluation import evaluate
 from modelval.preprocessing import PreprocessConfig
+from modelval.records.digests import DIGESTS_COMPUTED
 from modelval.records.output_cache import OutputCache
-from modelval.records.provenance import DIGESTS_COMPUTED
 
 CONFIG = PreprocessConfig(mean=(0.5,) * 3, std=(0.5,) * 3, interpolation="bicubic")
 

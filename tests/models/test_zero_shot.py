@@ -26,7 +26,7 @@ from modelval.models.zero_shot import (  # noqa: E402
     open_clip_classifier,
     templates_of,
 )
-from modelval.records.provenance import architecture_digest  # noqa: E402
+from modelval.records.digests import architecture_digest  # noqa: E402
 
 
 @pytest.fixture(scope="module")

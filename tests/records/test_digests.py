@@ -1,5 +1,5 @@
 """The weights, architecture and stimuli digests: their values, and that each is computed once per object and
-computed again exactly when what it identifies may have changed (modelval.records.provenance)."""
+computed again exactly when what it identifies may have changed (modelval.records.digests)."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from modelval.records import provenance
-from modelval.records.provenance import (
+from modelval.records import digests as provenance
+from modelval.records.digests import (
     DIGESTS_COMPUTED,
     architecture_digest,
     forget_digests,
@@ -248,7 +248,7 @@ def test_a_model_defined_in_python_c_can_be_digested_and_named():
     """The real case: a class defined on the command line has no source file (OSError from inspect)."""
     code = (
         "import torch\n"
-        "from modelval.records.provenance import architecture_digest\n"
+        "from modelval.records.digests import architecture_digest\n"
         "from modelval.evaluation.forward import describe_model\n"
         "class Net(torch.nn.Linear):\n"
         "    def forward(self, x):\n"

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from modelval.records.provenance import SCHEMA_VERSION, environment, git_state, json_digest, state_dict_digest
+from modelval.records.digests import state_dict_digest
+from modelval.records.provenance import SCHEMA_VERSION, environment, git_state, json_digest
 
 ROOT = Path(__file__).resolve().parents[2]  # tests/records/<this file> -> the checkout
 PAGE = ROOT / "docs" / "provenance.md"

@@ -248,7 +248,8 @@ def sensitivity(
     0.1667
     """
     from modelval.api.pipeline import open_output_cache, prepared
-    from modelval.records.provenance import device_record, environment, state_dict_digest
+    from modelval.records.digests import state_dict_digest
+    from modelval.records.provenance import device_record, environment
 
     options, model_options = resolve_options(options, model_options, settings)
     # The card varies the protocol itself: the model loads under its own normalization, through the one prologue.

@@ -16,7 +16,8 @@ from modelval.datasets.manifest import hash_stimuli, load_manifest, manifest_dif
 from modelval.datasets.registry import get_dataset
 from modelval.datasets.stimuli import Stimulus, decode_stimuli, discover_stimuli
 from modelval.errors import DataError
-from modelval.records.provenance import DIGESTS_COMPUTED, json_digest
+from modelval.records.digests import DIGESTS_COMPUTED
+from modelval.records.provenance import json_digest
 
 
 @dataclass

@@ -23,15 +23,9 @@ from modelval.behaviour.label_map import LabelMap
 from modelval.datasets.stimulus_set import StimulusSet
 from modelval.errors import ModelOutputError, ModelvalError, OutOfMemory, placing, user_code
 from modelval.preprocessing import PreprocessConfig, prepare_batch
+from modelval.records.digests import architecture_digest, module_state_digest, state_dict_digest, values_kept
 from modelval.records.output_cache import OutputCache
-from modelval.records.provenance import (
-    architecture_digest,
-    json_digest,
-    module_state_digest,
-    package_version,
-    state_dict_digest,
-    values_kept,
-)
+from modelval.records.provenance import json_digest, package_version
 from modelval.runtime import DEFAULT_BATCH_SIZE, canonical_device, resolve_device, tune_allocator
 
 Model = Callable[[torch.Tensor], object]
@@ -460,7 +454,7 @@ def output_key(
     Every input that can change an output is a field: the weights (state-dict digest), the architecture (the
     module tree and the source file of its class), the module state outside the state dict (plain attributes,
     tensors kept as attributes, non-persistent buffers, hooks:
-    :func:`~modelval.records.provenance.module_state_digest`), the resolved preprocessing, the stimuli's content, the
+    :func:`~modelval.records.digests.module_state_digest`), the resolved preprocessing, the stimuli's content, the
     precision, the device class, channels-last, the forward path's version, and the versions of modelval,
     torch and torchvision (a torch upgrade that moves the numbers must not be hidden by the cache).
 
