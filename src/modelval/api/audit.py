@@ -15,7 +15,6 @@ real model under its own and the forced normalizations. :func:`audit_preprocessi
 from __future__ import annotations
 
 import dataclasses
-import math
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -491,64 +490,3 @@ def audit_preprocessing(
                     progress=progress,
                 )  # fmt: skip
     return reports
-
-
-# --- Text output -------------------------------------------------------------------------------------
-
-
-def _fmt(values: Sequence[float]) -> str:
-    return "(" + ", ".join(f"{v:.3f}" for v in values) + ")"
-
-
-def format_audit(report: AuditReport) -> str:
-    ref = report.reference
-    lines = [
-        f"== {report.group}: preprocessing by source ({report.images} real stimuli compared) ==",
-        f"reference: mean {_fmt(ref.mean)} std {_fmt(ref.std)}, no resize/crop — {report.reference_origin}",
-        f"{'source':<34} {'mean':<22} {'std':<22} {'resize':>6} {'crop':>5} {'interp':<9} {'max|Δ|':>7} "
-        f"{'mean|Δ|':>7}  status",
-    ]
-    for s in report.sources:
-        c = s.config
-        diff = "n/a" if s.max_abs_diff is None else f"{s.max_abs_diff:.3f}"
-        mean_diff = "n/a" if s.mean_abs_diff is None else f"{s.mean_abs_diff:.3f}"
-        lines.append(
-            f"{s.name + ' [' + s.source + ']':<34} {_fmt(c.mean):<22} {_fmt(c.std):<22} {c.resize or '-'!s:>6} "
-            f"{c.crop or '-'!s:>5} {c.interpolation:<9} {diff:>7} {mean_diff:>7}  {s.status}"
-        )
-        lines.append(f"    from: {s.origin}" + (f" ({'; '.join(s.notes)})" if s.notes else ""))
-        lines.extend(f"    ! {flag}" for flag in s.flags)
-    if report.measurements:
-        lines.append("measured on all stimuli (no resize):")
-        lines.append(
-            f"    {'model':<22} {'normalization':<22} {'shape bias':>10} {'cue acc.':>9} {'shape':>6} {'texture':>8}"
-        )
-        for m in report.measurements:
-            shown = "withheld" if m.withheld else _fmt_float(m.shape_bias)
-            lines.append(
-                f"    {m.model:<22} {m.normalization:<22} {shown:>10} "
-                f"{_fmt_float(m.cue_accuracy):>9} {m.shape_hits:>6} {m.texture_hits:>8}"
-            )
-            if m.withheld:
-                lines.append(f"      {m.withheld}")
-    lines.extend(f"note: {note}" for note in report.measurement_notes)
-    return "\n".join(lines)
-
-
-def _fmt_float(value: float) -> str:
-    return "n/a" if value is None or math.isnan(value) else f"{value:.4f}"
-
-
-__all__ = [
-    "AuditReport",
-    "NormalizationMeasurement",
-    "SourceReport",
-    "all_groups",
-    "audit_group",
-    "audit_preprocessing",
-    "entries_in_group",
-    "format_audit",
-    "measure_normalizations",
-    "mismatch_flags",
-    "training_reference",
-]

@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from modelval.cli._args import add_json_option, bounded_int
 from modelval.cli._options import add_settings
 from modelval.cli._output import out, out_json
 from modelval.errors import ModelvalError
+
+if TYPE_CHECKING:
+    from modelval.api.audit import AuditReport
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -138,7 +144,6 @@ def _run_fetch(args: argparse.Namespace) -> int:
 
 def _run_audit(args: argparse.Namespace) -> int:
     from modelval import api
-    from modelval.api.audit import format_audit
 
     reports = api.audit_preprocessing(
         args.model,
@@ -154,5 +159,49 @@ def _run_audit(args: argparse.Namespace) -> int:
     if args.json:
         out_json([r.to_dict() for r in reports])
     else:
-        out("\n\n".join(format_audit(r) for r in reports))
+        out("\n\n".join(_format_audit(r) for r in reports))
     return 0
+
+
+def _fmt(values: Sequence[float]) -> str:
+    return "(" + ", ".join(f"{v:.3f}" for v in values) + ")"
+
+
+def _format_audit(report: AuditReport) -> str:
+    """The audit of one model group as text: each source's preprocessing and flags, then the measurements."""
+    ref = report.reference
+    lines = [
+        f"== {report.group}: preprocessing by source ({report.images} real stimuli compared) ==",
+        f"reference: mean {_fmt(ref.mean)} std {_fmt(ref.std)}, no resize/crop — {report.reference_origin}",
+        f"{'source':<34} {'mean':<22} {'std':<22} {'resize':>6} {'crop':>5} {'interp':<9} {'max|Δ|':>7} "
+        f"{'mean|Δ|':>7}  status",
+    ]
+    for s in report.sources:
+        c = s.config
+        diff = "n/a" if s.max_abs_diff is None else f"{s.max_abs_diff:.3f}"
+        mean_diff = "n/a" if s.mean_abs_diff is None else f"{s.mean_abs_diff:.3f}"
+        lines.append(
+            f"{s.name + ' [' + s.source + ']':<34} {_fmt(c.mean):<22} {_fmt(c.std):<22} {c.resize or '-'!s:>6} "
+            f"{c.crop or '-'!s:>5} {c.interpolation:<9} {diff:>7} {mean_diff:>7}  {s.status}"
+        )
+        lines.append(f"    from: {s.origin}" + (f" ({'; '.join(s.notes)})" if s.notes else ""))
+        lines.extend(f"    ! {flag}" for flag in s.flags)
+    if report.measurements:
+        lines.append("measured on all stimuli (no resize):")
+        lines.append(
+            f"    {'model':<22} {'normalization':<22} {'shape bias':>10} {'cue acc.':>9} {'shape':>6} {'texture':>8}"
+        )
+        for m in report.measurements:
+            shown = "withheld" if m.withheld else _fmt_float(m.shape_bias)
+            lines.append(
+                f"    {m.model:<22} {m.normalization:<22} {shown:>10} "
+                f"{_fmt_float(m.cue_accuracy):>9} {m.shape_hits:>6} {m.texture_hits:>8}"
+            )
+            if m.withheld:
+                lines.append(f"      {m.withheld}")
+    lines.extend(f"note: {note}" for note in report.measurement_notes)
+    return "\n".join(lines)
+
+
+def _fmt_float(value: float) -> str:
+    return "n/a" if value is None or math.isnan(value) else f"{value:.4f}"
