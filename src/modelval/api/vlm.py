@@ -295,7 +295,7 @@ def _vlm_callable(vlm: str | VLM) -> tuple[VLM, dict[str, Any]]:
     from modelval.download import sha256_of
 
     if isinstance(vlm, str):
-        from modelval.models.sources import import_callable
+        from modelval.models.files import import_callable
 
         return import_callable(vlm)
     if not callable(vlm):

@@ -14,7 +14,7 @@ if TYPE_CHECKING:  # torch loads on first use: listing models or parsing specs s
 
 from modelval.errors import ModelvalError
 from modelval.extras import require_for_source
-from modelval.models import sources
+from modelval.models import files, sources
 from modelval.models.registry import LoadedModel, ModelEntry, get_entry, load_entry
 from modelval.models.specs import ModelSpec, parse_spec
 from modelval.preprocessing import PreprocessConfig, PreprocessOverrides
@@ -52,10 +52,10 @@ def entry_for_spec(
     if parsed.kind == "hub":
         return sources.hub_entry(parsed, trust_repo=trust_repo)
     if parsed.kind == "factory":
-        return sources.factory_entry(parsed, base_dir=base_dir)
+        return files.factory_entry(parsed, base_dir=base_dir)
     if parsed.kind == "torchscript":
-        return sources.torchscript_entry(parsed, base_dir=base_dir)
-    return sources.export_entry(parsed, base_dir=base_dir)
+        return files.torchscript_entry(parsed, base_dir=base_dir)
+    return files.export_entry(parsed, base_dir=base_dir)
 
 
 def load_model(
