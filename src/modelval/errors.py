@@ -66,7 +66,13 @@ class OutOfMemory(UserCodeError):
 
 
 def is_out_of_memory(error: BaseException) -> bool:
-    """Whether ``error`` is torch saying that a device ran out of memory (never an illegal memory access)."""
+    """Whether ``error`` is torch saying that a device ran out of memory (never an illegal memory access).
+
+    Parameters
+    ----------
+    error
+        What torch raised.
+    """
     text = str(error)
     if "illegal memory access" in text.lower():
         return False
@@ -80,7 +86,15 @@ def is_out_of_memory(error: BaseException) -> bool:
 
 @contextlib.contextmanager
 def placing(what: str, device: object) -> Iterator[None]:
-    """Move ``what`` (a model's weights) to ``device`` inside the block; running out of memory is one line."""
+    """Move ``what`` (a model's weights) to ``device`` inside the block; running out of memory is one line.
+
+    Parameters
+    ----------
+    what
+        What is being moved, in words.
+    device
+        Where to.
+    """
     try:
         yield
     except Exception as error:
@@ -97,7 +111,15 @@ class ModelOutputError(ModelvalError, ValueError):
 
 
 def describe_exception(error: BaseException, *, limit: int = 300) -> str:
-    """``"RuntimeError: first line of the message"``: an exception in one line, cut at ``limit`` characters."""
+    """``"RuntimeError: first line of the message"``: an exception in one line, cut at ``limit`` characters.
+
+    Parameters
+    ----------
+    error
+        The exception.
+    limit
+        The longest the text may be.
+    """
     lines = [line.strip() for line in str(error).splitlines() if line.strip()]
     text = f"{type(error).__name__}: {lines[0]}" if lines else type(error).__name__
     return text if len(text) <= limit else text[: limit - 3] + "..."
@@ -131,6 +153,11 @@ def is_device_mismatch(error: BaseException) -> bool:
 
     ``Input type (torch.cuda.FloatTensor) and weight type (torch.FloatTensor) should be the same`` is one;
     ``Input type (double) and bias type (float) should be the same`` is a dtype mismatch on one device and is not.
+
+    Parameters
+    ----------
+    error
+        What torch raised.
     """
     if not isinstance(error, RuntimeError):
         return False
@@ -152,6 +179,13 @@ def user_code(what: str, *, inputs_on: str | None = None) -> Iterator[None]:
     ``inputs_on`` (a forward: the device modelval fed the inputs on) turns torch's device-mismatch errors into
     one :class:`DeviceMismatchError` line saying where the inputs were and how to put the model there: such a
     failure comes from where the model and the inputs were placed, not from a bug in the code.
+
+    Parameters
+    ----------
+    what
+        The code that runs, in words (``the model factory nets.py:build()``).
+    inputs_on
+        The device modelval's inputs are on, for a device mismatch's message.
     """
     try:
         yield

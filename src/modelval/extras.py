@@ -72,11 +72,28 @@ def extra_installed(extra: str) -> bool:
 
 
 def install_hint(extra: str) -> str:
+    """``pip install 'modelval[EXTRA]'``: the command that installs an extra.
+
+    Parameters
+    ----------
+    extra
+        The extra's name (``timm``).
+    """
     return f"pip install 'modelval[{extra}]'"
 
 
 def require(module: str, *, extra: str, purpose: str) -> ModuleType:
-    """Import ``module``, or raise :class:`MissingExtraError` saying ``purpose`` needs ``extra``."""
+    """Import ``module``, or raise :class:`MissingExtraError` saying ``purpose`` needs ``extra``.
+
+    Parameters
+    ----------
+    module
+        The module to import.
+    extra
+        The extra that installs it.
+    purpose
+        What needs it, in words.
+    """
     try:
         return importlib.import_module(module)
     except ImportError as error:
@@ -88,7 +105,15 @@ def require(module: str, *, extra: str, purpose: str) -> ModuleType:
 
 
 def require_for_source(source: str, purpose: str) -> None:
-    """Check that the extra a model source (``timm``, ``huggingface``) or spec kind (``hf``) needs is installed."""
+    """Check that the extra a model source (``timm``, ``huggingface``) or spec kind (``hf``) needs is installed.
+
+    Parameters
+    ----------
+    source
+        The model source (``timm``, ``hf``, ...).
+    purpose
+        What needs it, in words.
+    """
     extra = EXTRA_OF_SOURCE.get(source)
     if extra is not None:
         require(EXTRAS[extra][0], extra=extra, purpose=purpose)

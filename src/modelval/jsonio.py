@@ -71,6 +71,11 @@ def strict(obj: Any) -> Any:
 
     In each mapping, non-finite numbers (also inside lists) become ``None`` and their reasons are
     collected under the key ``null_reasons`` of that same mapping.
+
+    Parameters
+    ----------
+    obj
+        A JSON-ready object whose undefined numbers may be NaN or :class:`Undefined`.
     """
     obj = _plain(obj)
     if isinstance(obj, Mapping):
@@ -90,5 +95,13 @@ def strict(obj: Any) -> Any:
 
 
 def dumps(obj: Any, **kwargs: Any) -> str:
-    """:func:`json.dumps` of :func:`strict` ``(obj)``; raises rather than write ``NaN``."""
+    """:func:`json.dumps` of :func:`strict` ``(obj)``; raises rather than write ``NaN``.
+
+    Parameters
+    ----------
+    obj
+        The object.
+    **kwargs
+        ``json.dumps``'s options (``indent``).
+    """
     return json.dumps(strict(obj), allow_nan=False, **kwargs)

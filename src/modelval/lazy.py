@@ -12,7 +12,15 @@ from typing import Any
 
 
 def lazy_exports(package: str, exports: Mapping[str, str]) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
-    """``(__getattr__, __dir__)`` for ``package``, whose public names come from ``exports`` (name -> module)."""
+    """``(__getattr__, __dir__)`` for ``package``, whose public names come from ``exports`` (name -> module).
+
+    Parameters
+    ----------
+    package
+        The package's ``__name__``.
+    exports
+        Each exported name and the module it lives in.
+    """
 
     def __getattr__(name: str) -> Any:
         module = exports.get(name)

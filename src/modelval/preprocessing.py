@@ -99,7 +99,13 @@ class PreprocessConfig:
         return "custom"
 
     def with_normalization(self, normalization: str) -> PreprocessConfig:
-        """The same config with the model's own ("model") or a forced ("imagenet", "half") mean/std."""
+        """The same config with the model's own ("model") or a forced ("imagenet", "half") mean/std.
+
+        Parameters
+        ----------
+        normalization
+            ``model`` (this config's own), ``imagenet`` or ``half``.
+        """
         if normalization == "model":
             return self
         if normalization not in NORMALIZATIONS:
@@ -112,6 +118,11 @@ class PreprocessConfig:
 
         ``None``/"none" (the official protocol): no resize, no crop. ``256``: resize the shorter side
         to 256 with the model's interpolation, then center-crop 224.
+
+        Parameters
+        ----------
+        resize
+            ``none`` (the stimuli as published) or ``256`` (resize 256, crop 224).
         """
         if resize in (None, "none"):
             return dataclasses.replace(self, resize=None, crop=None)
@@ -141,7 +152,13 @@ class PreprocessConfig:
 
 
 def pil_to_uint8(image: Image.Image) -> torch.Tensor:
-    """An RGB (3, H, W) uint8 tensor of a PIL image (grayscale/RGBA/palette are converted to RGB)."""
+    """An RGB (3, H, W) uint8 tensor of a PIL image (grayscale/RGBA/palette are converted to RGB).
+
+    Parameters
+    ----------
+    image
+        A PIL image (any mode; converted to RGB).
+    """
     import torch
 
     if image.mode != "RGB":
@@ -182,6 +199,17 @@ def prepare_batch(
     center crop, scale to [0, 1], normalize. An ``input_size`` resizes (and center-crops) to that
     square size after the crop. The uint8 batch is moved before conversion, so only a
     quarter of the bytes cross to a GPU.
+
+    Parameters
+    ----------
+    images
+        uint8 images, (N, 3, H, W).
+    config
+        The preprocessing.
+    device
+        Where the model runs.
+    non_blocking
+        Copy to the device asynchronously (pinned memory).
     """
     import torch
     from torchvision.transforms.v2 import functional as F
@@ -224,18 +252,6 @@ OVERRIDABLE: tuple[str, ...] = ("mean", "std", "interpolation", "input_size")
 INTERPOLATIONS: tuple[str, ...] = tuple(_INTERPOLATIONS)
 
 
-def parse_channel_values(text: str, what: str = "mean") -> tuple[float, float, float]:
-    """``"0.5,0.5,0.5"`` -> ``(0.5, 0.5, 0.5)``; anything else is a ValueError that shows the form."""
-    parts = [p.strip() for p in text.split(",")]
-    try:
-        values = tuple(float(p) for p in parts)
-    except ValueError:
-        raise ValueError(f"{what} {text!r}: expected three comma-separated numbers, e.g. 0.5,0.5,0.5") from None
-    if len(values) != 3 or not all(np.isfinite(values)):
-        raise ValueError(f"{what} {text!r}: expected three finite comma-separated numbers, e.g. 0.5,0.5,0.5")
-    return values[0], values[1], values[2]
-
-
 @dataclass(frozen=True)
 class PreprocessOverrides:
     """User overrides of a source's preprocessing (``--mean``, ``--std``, ``--interpolation``, ``--input-size``)."""
@@ -260,7 +276,15 @@ class PreprocessOverrides:
         return {key: getattr(self, key) for key in OVERRIDABLE if getattr(self, key) is not None}
 
     def apply(self, config: PreprocessConfig, sources: dict[str, str]) -> tuple[PreprocessConfig, dict[str, str]]:
-        """``config`` with the given values replaced, and ``sources`` updated to say so."""
+        """``config`` with the given values replaced, and ``sources`` updated to say so.
+
+        Parameters
+        ----------
+        config
+            The source's own preprocessing.
+        sources
+            Where each value came from (updated in place).
+        """
         given = self.given()
         if not given:
             return config, sources

@@ -20,6 +20,15 @@ def wilson_interval(successes: Any, trials: Any, level: float = 0.95) -> tuple[n
     Unlike the normal (Wald) interval it stays inside [0, 1] and is sensible for a bin with 0 or all
     right. It equals ``statsmodels.stats.proportion.proportion_confint(method="wilson")``. Where
     ``trials`` is 0 both ends are NaN.
+
+    Parameters
+    ----------
+    successes
+        How many succeeded.
+    trials
+        Of how many.
+    level
+        The interval's level.
     """
     if not 0 < level < 1:
         raise InputValidationError(f"level must lie strictly between 0 and 1, got {level!r}")

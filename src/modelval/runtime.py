@@ -73,6 +73,11 @@ def set_threads(threads: int | str | None = None) -> int:
     ``$MODELVAL_THREADS`` if set, else torch's default. Returns the number in effect.
 
     The thread count changes speed only; tests check that decisions stay the same.
+
+    Parameters
+    ----------
+    threads
+        A number, ``"auto"`` or ``None`` (``$MODELVAL_THREADS``, else torch's default).
     """
     import torch
 
@@ -113,6 +118,11 @@ def resolve_device(device: str | torch.device = "auto") -> torch.device:
 
     The one resolver of modelval: the front door resolves a string once and hands the ``torch.device`` down,
     so one run sees one answer to "auto" (and the functions below it do not ask again).
+
+    Parameters
+    ----------
+    device
+        ``auto``, ``cpu``, ``cuda``, ``cuda:N``, ``mps`` or a ``torch.device``.
     """
     import torch
 
@@ -130,6 +140,11 @@ def canonical_device(device: str | torch.device) -> torch.device:
 
     A tensor always reports an indexed accelerator (``cuda:0``) while ``torch.device("cuda")`` has no index:
     comparing them as they are would move a model that already sits where it should.
+
+    Parameters
+    ----------
+    device
+        A device name or ``torch.device``.
     """
     import torch
 
@@ -147,6 +162,11 @@ def check_seed(seed: object) -> int:
     """``seed`` when numpy's random generator can take it; else one line (a negative ``--seed`` was a traceback).
 
     Every seeded computation (bootstrap, permutation test) checks its seed here before drawing.
+
+    Parameters
+    ----------
+    seed
+        The seed given.
     """
     import numbers
 
@@ -168,7 +188,13 @@ class IntRange:
         self.low, self.high, self.what = low, high, what
 
     def problem(self, value: object) -> str | None:
-        """What is wrong with ``value`` (``"is out of range"``), or None when it is allowed."""
+        """What is wrong with ``value`` (``"is out of range"``), or None when it is allowed.
+
+        Parameters
+        ----------
+        value
+            The value given.
+        """
         import numbers
 
         if isinstance(value, bool) or not isinstance(value, numbers.Integral):
@@ -178,7 +204,15 @@ class IntRange:
         return None
 
     def check(self, value: object, name: str) -> int:
-        """``value`` as an int, or an :class:`~modelval.errors.InputValidationError` naming ``name``."""
+        """``value`` as an int, or an :class:`~modelval.errors.InputValidationError` naming ``name``.
+
+        Parameters
+        ----------
+        value
+            The value given.
+        name
+            Its name, for the error.
+        """
         problem = self.problem(value)
         if problem is not None:
             from modelval.errors import InputValidationError
@@ -208,6 +242,11 @@ def device_problem(device: object) -> str | None:
 
     A ``torch.device`` passes (it is resolved already). The command line's ``--device``, the plugin's
     ``--modelval-device`` and :class:`~modelval.api.options.ModelOptions` all ask this one function.
+
+    Parameters
+    ----------
+    device
+        The device given.
     """
     if not isinstance(device, str):
         return None if type(device).__name__ == "device" else f"a device is a name ({DEVICE_CHOICES}), got {device!r}"
@@ -217,7 +256,13 @@ def device_problem(device: object) -> str | None:
 
 
 def check_device(device: object) -> object:
-    """``device`` when :func:`device_problem` finds nothing; else an ``InputValidationError`` with its words."""
+    """``device`` when :func:`device_problem` finds nothing; else an ``InputValidationError`` with its words.
+
+    Parameters
+    ----------
+    device
+        The device given.
+    """
     problem = device_problem(device)
     if problem is not None:
         from modelval.errors import InputValidationError
@@ -227,7 +272,13 @@ def check_device(device: object) -> object:
 
 
 def check_threads(threads: object) -> object:
-    """``None``, ``"auto"`` or a thread count from 1 to :data:`MAX_THREADS`."""
+    """``None``, ``"auto"`` or a thread count from 1 to :data:`MAX_THREADS`.
+
+    Parameters
+    ----------
+    threads
+        The thread count given.
+    """
     if threads is None or threads == "auto":
         return threads
     if isinstance(threads, str) and threads.strip().isdigit():

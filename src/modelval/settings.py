@@ -45,7 +45,13 @@ _TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off", "")
 
 
 def boolean(text: str) -> bool:
-    """``1``/``true``/``yes``/``on`` or ``0``/``false``/``no``/``off`` (any case)."""
+    """``1``/``true``/``yes``/``on`` or ``0``/``false``/``no``/``off`` (any case).
+
+    Parameters
+    ----------
+    text
+        The value as written.
+    """
     lowered = text.strip().lower()
     if lowered in _TRUE:
         return True
@@ -55,7 +61,13 @@ def boolean(text: str) -> bool:
 
 
 def whole(limits: IntRange) -> Callable[[str], int]:
-    """A whole number within ``limits`` (the library's own, :mod:`modelval.runtime`)."""
+    """A whole number within ``limits`` (the library's own, :mod:`modelval.runtime`).
+
+    Parameters
+    ----------
+    limits
+        The range the number must lie in.
+    """
 
     def parse(text: str) -> int:
         try:
@@ -72,7 +84,17 @@ def whole(limits: IntRange) -> Callable[[str], int]:
 
 
 def number(low: float, high: float, what: str, *, low_open: bool = False) -> Callable[[str], float]:
-    """A finite number in ``[low, high]`` (``(low, high]`` with ``low_open``)."""
+    """A finite number in ``[low, high]`` (``(low, high]`` with ``low_open``).
+
+    Parameters
+    ----------
+    low, high
+        The range.
+    what
+        What the number is, in words (for the error).
+    low_open
+        Whether ``low`` itself is out.
+    """
 
     def parse(text: str) -> float:
         try:
@@ -88,7 +110,13 @@ def number(low: float, high: float, what: str, *, low_open: bool = False) -> Cal
 
 
 def device(text: str) -> str:
-    """``auto``, ``cpu``, ``cuda``, ``cuda:N`` or ``mps``."""
+    """``auto``, ``cpu``, ``cuda``, ``cuda:N`` or ``mps``.
+
+    Parameters
+    ----------
+    text
+        The value as written.
+    """
     problem = device_problem(text)
     if problem is not None:
         raise ValueError(problem)
@@ -96,12 +124,24 @@ def device(text: str) -> str:
 
 
 def threads(text: str) -> str:
-    """``auto`` or a thread count (kept as text: the runtime resolves ``auto`` when it runs)."""
+    """``auto`` or a thread count (kept as text: the runtime resolves ``auto`` when it runs).
+
+    Parameters
+    ----------
+    text
+        The value as written.
+    """
     return text if text == "auto" else str(whole(THREADS)(text))
 
 
 def channels(text: str) -> tuple[float, float, float]:
-    """Three comma-separated numbers, one per RGB channel (``0.5,0.5,0.5``)."""
+    """Three comma-separated numbers, one per RGB channel (``0.5,0.5,0.5``).
+
+    Parameters
+    ----------
+    text
+        The value as written.
+    """
     parts = [part.strip() for part in str(text).split(",")]
     try:
         values = tuple(float(part) for part in parts)
@@ -116,7 +156,13 @@ _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:i?B)?\s*$", re.IGNORECASE
 
 
 def size(text: str) -> int:
-    """A size in bytes: ``2G``, ``500M``, ``64K`` (powers of 1024) or a number of bytes."""
+    """A size in bytes: ``2G``, ``500M``, ``64K`` (powers of 1024) or a number of bytes.
+
+    Parameters
+    ----------
+    text
+        The value as written.
+    """
     match = _SIZE.match(str(text))
     if match is None:
         raise ValueError(f"{text!r}: give a size such as 2G, 500M or a number of bytes")
@@ -125,7 +171,13 @@ def size(text: str) -> int:
 
 
 def path(text: str) -> Path:
-    """A file or folder (``~`` expanded)."""
+    """A file or folder (``~`` expanded).
+
+    Parameters
+    ----------
+    text
+        The value as written.
+    """
     if not str(text).strip():
         raise ValueError("an empty path")
     return Path(text).expanduser()
@@ -184,7 +236,15 @@ class Setting:
         return f"modelval_{self.name}"
 
     def read(self, text: str, where: str) -> Any:
-        """``text`` read as this setting's value; a bad one is one :class:`DataError` line naming ``where``."""
+        """``text`` read as this setting's value; a bad one is one :class:`DataError` line naming ``where``.
+
+        Parameters
+        ----------
+        text
+            The value as written.
+        where
+            Where it was given (a flag, a variable, a file's key), for the error.
+        """
         try:
             value = self.parse(text)
         except ValueError as error:
@@ -205,7 +265,13 @@ class Setting:
         return (not value) if self.env.startswith("MODELVAL_NO_") else value
 
     def describe(self, *, flag: bool = False) -> str:
-        """The help text with its variable and default, as ``--help`` (``flag``) and the docs show it."""
+        """The help text with its variable and default, as ``--help`` (``flag``) and the docs show it.
+
+        Parameters
+        ----------
+        flag
+            Phrase it for the flag (``--no-cache``) rather than for the setting.
+        """
         notes = []
         if self.env:
             notes.append(f"${self.env}")
@@ -353,7 +419,13 @@ SETTINGS: dict[str, Setting] = {
 
 
 def setting(name: str) -> Setting:
-    """The declaration of ``name``; an unknown name is a ``KeyError`` listing the close ones."""
+    """The declaration of ``name``; an unknown name is a ``KeyError`` listing the close ones.
+
+    Parameters
+    ----------
+    name
+        The setting's name (``batch_size``).
+    """
     try:
         return SETTINGS[name]
     except KeyError:
@@ -363,7 +435,19 @@ def setting(name: str) -> Setting:
 
 def value(name: str, given: Any = None, config: Mapping[str, Any] | None = None, default: Any = None) -> Any:
     """The setting's value by the one precedence: ``given`` (a flag, a Python argument), the variable, the config
-    file's value in ``config``, then ``default`` (a command's own), else the declared default."""
+    file's value in ``config``, then ``default`` (a command's own), else the declared default.
+
+    Parameters
+    ----------
+    name
+        The setting's name.
+    given
+        A flag's or a Python argument's value (``None``: not given).
+    config
+        The config file's ``[settings]``.
+    default
+        A command's own default.
+    """
     if given is not None:
         return given
     declared = setting(name)
@@ -384,7 +468,13 @@ def variables() -> dict[str, Setting]:
 
 
 def find_config_file(folder: Path | None = None) -> Path | None:
-    """``modelval.toml`` in ``folder`` (default: the current one), else a pyproject.toml with ``[tool.modelval]``."""
+    """``modelval.toml`` in ``folder`` (default: the current one), else a pyproject.toml with ``[tool.modelval]``.
+
+    Parameters
+    ----------
+    folder
+        The folder to look in (default: the current one).
+    """
     folder = (folder or Path.cwd()).absolute()
     if (folder / CONFIG_FILE).is_file():
         return folder / CONFIG_FILE
@@ -400,7 +490,13 @@ def find_config_file(folder: Path | None = None) -> Path | None:
 
 
 def read_toml(file: Path) -> dict[str, Any]:
-    """modelval's table of a config file: the whole ``modelval.toml``, or ``[tool.modelval]`` of a pyproject.toml."""
+    """modelval's table of a config file: the whole ``modelval.toml``, or ``[tool.modelval]`` of a pyproject.toml.
+
+    Parameters
+    ----------
+    file
+        ``modelval.toml`` or a ``pyproject.toml``.
+    """
     try:
         data = tomllib.loads(file.read_text())
     except FileNotFoundError:
@@ -415,7 +511,13 @@ def read_toml(file: Path) -> dict[str, Any]:
 
 
 def config_settings(file: Path | None) -> dict[str, Any]:
-    """The ``[settings]`` table of a config file, each value checked (paths relative to the file's folder)."""
+    """The ``[settings]`` table of a config file, each value checked (paths relative to the file's folder).
+
+    Parameters
+    ----------
+    file
+        The config file (``None``: no settings).
+    """
     if file is None:
         return {}
     table = read_toml(file).get("settings", {})
@@ -434,7 +536,19 @@ def config_settings(file: Path | None) -> dict[str, Any]:
 
 
 def checked(declared: Setting, raw: Any, where: str, *, base: Path | None = None) -> Any:
-    """A TOML value of a setting, checked as its text would be (a list of three numbers for a channel triple)."""
+    """A TOML value of a setting, checked as its text would be (a list of three numbers for a channel triple).
+
+    Parameters
+    ----------
+    declared
+        The setting.
+    raw
+        The TOML value.
+    where
+        The file and key, for the error.
+    base
+        The folder relative paths start from.
+    """
     if declared.parse is channels and isinstance(raw, list):
         raw = ",".join(str(v) for v in raw)
     if isinstance(raw, bool):
