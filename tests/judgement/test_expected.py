@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from pathlib import Path
 from types import SimpleNamespace
@@ -13,7 +14,7 @@ from modelval.behaviour.shape_bias import compute_shape_bias
 from modelval.errors import DataError
 from modelval.evaluation.flips import AmpFlipWarning, decision_flips
 from modelval.judgement.expected import ExpectationKey, RunSetting, expected_for, load_expected
-from modelval.judgement.verdicts import Case, against_expectation, against_published
+from modelval.judgement.verdicts import Case, against_expectation, against_published, judge
 from modelval.preprocessing import PreprocessConfig
 
 KEYED = """
@@ -64,14 +65,21 @@ def test_the_most_specific_matching_entry_wins(keyed, setting, entry, value, tol
 
 
 def test_the_verdict_names_the_entry_and_a_flat_expectation_stays_plain(keyed, resnet50_reference_csv):
-    measured = compute_shape_bias(read_decisions(resnet50_reference_csv), n_bootstrap=0).shape_bias  # 0.2207
-    h100 = expected_for("net", keyed, setting=RunSetting("cuda", "9.0", "bf16"))
-    assert h100 is not None and h100.verdict(measured) == "PASS [cuda:9.0/bf16]"
-    cpu = expected_for("net", keyed, setting=RunSetting())
-    assert cpu is not None and cpu.verdict(0.2139 + 0.016) == "FAIL [default]"
+    decisions = read_decisions(resnet50_reference_csv)
+    result = compute_shape_bias(decisions, n_bootstrap=0)  # 0.2207
+
+    def verdict(expected, shape_hits=result.shape_hits, texture_hits=result.texture_hits):
+        measured = dataclasses.replace(result, shape_hits=shape_hits, texture_hits=texture_hits)
+        return judge(Case("net", measured, decisions, expected=expected, user=True))
+
+    h100 = verdict(expected_for("net", keyed, setting=RunSetting("cuda", "9.0", "bf16")))
+    assert (h100.passed, h100.text, h100.expectation) == (True, "PASS [cuda:9.0/bf16]", "cuda:9.0/bf16")
+    cpu = verdict(expected_for("net", keyed, setting=RunSetting()), 2299, 7701)  # 22.99%: 1.6 pp off
+    assert (cpu.passed, cpu.text) == (False, "FAIL [default]")
+    assert cpu.reason.startswith("shape bias 22.99% vs expected 21.39% +- 1.5 pp [default]")
     load_expected.cache_clear()
     flat = expected_for("resnet50_in", setting=RunSetting("cuda", "9.0", "bf16"))
-    assert flat is not None and flat.entry is None and flat.verdict(measured) == "PASS"
+    assert flat is not None and flat.entry is None and flat.named("PASS") == "PASS"
 
 
 def _evaluation(result, provenance, amp=None):
@@ -144,7 +152,7 @@ def test_the_shipped_budgets_of_the_bundled_model():
     assert expected.for_setting(RunSetting("cuda", "9.0", "fp32")).flip_budget == 3
     bf16 = expected.for_setting(RunSetting("cuda", "9.0", "bf16"))
     assert (bf16.flip_budget, bf16.entry) == (32, "*/bf16")
-    assert expected.for_setting(RunSetting()).verdict(0.2) == "n/a"  # no published value: still none
+    assert expected.for_setting(RunSetting()).value is None  # no published value: still none
 
 
 def test_the_flip_report_holds_a_run_to_its_budget(resnet50_reference_csv):

@@ -153,13 +153,6 @@ class ExpectedShapeBias:
     #: model without keyed entries (its verdicts stay plain).
     entry: str | None = None
 
-    def verdict(self, measured: float) -> str:
-        """ "PASS"/"FAIL" against a published value, "n/a" where none exists; ``PASS [cuda/bf16]`` when the value
-        came from a keyed entry set."""
-        if self.value is None or self.tolerance is None or math.isnan(measured):
-            return "n/a"
-        return self.named("PASS" if abs(measured - self.value) <= self.tolerance else "FAIL")
-
     def named(self, word: str) -> str:
         """``word`` with the keyed entry that decided (``FAIL [cuda/bf16]``), or alone for a flat expectation."""
         return f"{word} [{self.entry}]" if self.entry else word
