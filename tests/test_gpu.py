@@ -115,7 +115,7 @@ def test_autocast_decides_as_fp32_within_the_budget(model, amp, channels_last, f
 
 
 def test_the_front_door_defaults_to_cuda_and_agrees_with_an_explicit_device(modelval_data_root):
-    common = {"data_root": modelval_data_root, "allow_modified_stimuli": True, "bootstrap": 0, "output_cache": False}
+    common = {"data_root": modelval_data_root, "allow_modified_stimuli": True, "bootstrap": 0, "cache": False}
     default = modelval.shape_bias("efficientnet_lite0", **common)
     explicit = modelval.shape_bias("efficientnet_lite0", device="cuda", **common)
     assert default.row.provenance["device"]["type"] == "cuda"

@@ -239,7 +239,7 @@ def test_a_preempted_job_is_requeued_and_resumes_from_the_output_cache(
     users = read_models_file(tmp_path / "modelval.toml")
     stimuli = StimulusSet.load(stimulus_subset(2), allow_modified=True, progress=False)
     source = {"root": str(stimuli.root), "dataset": stimuli.dataset, "digests": stimuli.digests}
-    settings = {"device": "cpu", "checkpoint_dir": None, "reference_csv": None, "batch_size": 4, "output_cache": True}
+    settings = {"device": "cpu", "checkpoint_dir": None, "reference_csv": None, "batch_size": 4, "cache": True}
 
     executor = submitit.AutoExecutor(folder=tmp_path / "jobs", cluster="local")
     executor.update_parameters(timeout_min=10)
