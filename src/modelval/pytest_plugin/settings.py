@@ -18,8 +18,9 @@ from typing import Any, Literal
 import pytest
 
 from modelval.errors import DataError
+from modelval.parsing import path
 from modelval.settings import SETTINGS as ALL_SETTINGS
-from modelval.settings import Setting, path
+from modelval.settings import Setting
 
 #: The plugin's settings, in the order ``--help`` lists them.
 SETTINGS: tuple[Setting, ...] = tuple(s for s in ALL_SETTINGS.values() if s.plugin)
@@ -125,6 +126,7 @@ def rootdir_moved_by_a_value(config: pytest.Config) -> str | None:
     if expected is not None and expected == (Path(config.rootpath), config.inipath):
         return None
     option, value = suspects[0]
+
     def described(rootpath: Path, inipath: Path | None) -> str:
         return f"rootdir {rootpath} " + (f"with {inipath.name}" if inipath else "without an ini file")
 
@@ -176,9 +178,7 @@ def _folder_problem(folder: Path) -> str | None:
 
 
 #: The command line's words for a data setting, and the plugin's (a message from below the door names the former).
-_PLUGIN_WORDS = tuple(
-    (f"--{name}", f"--modelval-{name}") for name in ("data-home", "data-root", "reference-dir")
-)
+_PLUGIN_WORDS = tuple((f"--{name}", f"--modelval-{name}") for name in ("data-home", "data-root", "reference-dir"))
 
 
 def in_plugin_words(message: str) -> str:
