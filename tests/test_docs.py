@@ -423,3 +423,53 @@ def test_no_page_sets_a_removed_variable(document):
 
 if __name__ == "__main__":  # python tests/test_docs.py settings|plugin: the table to paste into the page
     print(generated_block(sys.argv[1] if len(sys.argv) > 1 else "settings"))
+
+
+# --- docs/cli.md: every command, and every option of each, as the parser has them (issue 39) ----------------------
+
+
+def documented_commands(text: str) -> dict[tuple[str, ...], set[str]]:
+    """The options each command path (``("data", "download")``) is shown with, over every invocation of ``text``."""
+    shown: dict[tuple[str, ...], set[str]] = {}
+    parser = build_parser()
+    for line in command_lines(text):
+        node, path = parser, []
+        for word in line.split()[1:]:
+            children = _subcommands(node)
+            if word not in children:
+                break
+            node, path = children[word], [*path, word]
+        shown.setdefault(tuple(path), set()).update(OPTION.findall(line))
+    return shown
+
+
+def test_the_command_line_page_shows_every_command_with_every_option():
+    """docs/cli.md is the full reference: each command and action of `modelval --help`, with each of its options."""
+    from modelval.cli import walk_commands
+
+    shown = documented_commands((DOCS / "cli.md").read_text())
+    missing = []
+    for path, parser in walk_commands(build_parser()):
+        if not path or _subcommands(parser):
+            continue
+        options = {a.option_strings[-1] for a in parser._actions if a.option_strings} - {"--help", "--debug"}
+        if path not in shown:
+            missing.append(f"modelval {' '.join(path)}: not shown")
+        elif options - shown[path]:
+            missing.append(f"modelval {' '.join(path)}: {sorted(options - shown[path])}")
+    assert not missing, missing
+
+
+def test_a_group_command_names_its_action():
+    """`modelval calibration FILE` (the card before issue 39) or a bare `modelval models` is no command now."""
+    problems = []
+    for document in documents():
+        for line in command_lines(document.read_text()):
+            shown = documented_commands(f"```\n{line}\n```\n")
+            (path,) = shown
+            node = build_parser()
+            for word in path:
+                node = _subcommands(node)[word]
+            if path and _subcommands(node) and not {"-h", "--help"} & set(line.split()):
+                problems.append(f"{document.name}: {line!r} names no action of `modelval {' '.join(path)}`")
+    assert not problems, problems
