@@ -473,3 +473,9 @@ def test_a_group_command_names_its_action():
             if path and _subcommands(node) and not {"-h", "--help"} & set(line.split()):
                 problems.append(f"{document.name}: {line!r} names no action of `modelval {' '.join(path)}`")
     assert not problems, problems
+
+
+def test_the_command_checks_can_fail():
+    """A command shown without an action, and an action shown without one of its options, are found."""
+    shown = documented_commands("```\nmodelval calibration x.npz --json\nmodelval data download --force\n```\n")
+    assert shown == {("calibration",): {"--json"}, ("data", "download"): {"--force"}}
