@@ -316,7 +316,8 @@ def _flags_offered() -> set[str]:
     """Every option some command of the real parser offers (a declared flag no command takes is no flag)."""
     from modelval.cli import walk_commands
 
-    return {s for _, parser in walk_commands(build_parser()) for action in parser._actions for s in action.option_strings}
+    parsers = [parser for _, parser in walk_commands(build_parser())]
+    return {s for parser in parsers for action in parser._actions for s in action.option_strings}
 
 
 def settings_table() -> str:
@@ -433,7 +434,7 @@ def documented_commands(text: str) -> dict[tuple[str, ...], set[str]]:
     shown: dict[tuple[str, ...], set[str]] = {}
     parser = build_parser()
     for line in command_lines(text):
-        node, path = parser, []
+        node, path = parser, list[str]()
         for word in line.split()[1:]:
             children = _subcommands(node)
             if word not in children:
