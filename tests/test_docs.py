@@ -381,7 +381,7 @@ def test_the_settings_table_names_every_setting_and_variable():
     table = settings_table()
     assert all(f"| `{name}` |" in table for name in SETTINGS)
     assert all(f"`{env}`" in table for env in variables())
-    assert len(variables()) == 14
+    assert len(variables()) <= 15  # the issue-39 ceiling; docs/settings.md lists them
 
 
 def test_the_settings_pages_config_files_are_valid(tmp_path):

@@ -21,7 +21,6 @@ import ctypes
 import ctypes.util
 import os
 import platform
-import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -34,8 +33,6 @@ from modelval.errors import ModelvalError
 #: noise once the allocator is tuned; 32 halves the activation memory).
 DEFAULT_BATCH_SIZE = 32
 
-NO_MALLOPT_ENV = "MODELVAL_NO_MALLOPT"
-THREADS_ENV = "MODELVAL_THREADS"
 
 _M_TRIM_THRESHOLD = -1
 _M_MMAP_THRESHOLD = -3
@@ -54,7 +51,9 @@ def tune_allocator() -> bool:
     if _tuned is not None:
         return _tuned
     _tuned = False
-    if os.environ.get(NO_MALLOPT_ENV, "").lower() in ("1", "true", "yes") or platform.system() != "Linux":
+    from modelval.settings import value  # the settings read this module's limits: imported when used
+
+    if not value("tune_allocator") or platform.system() != "Linux":
         return _tuned
     if platform.libc_ver()[0] != "glibc":
         return _tuned
@@ -81,8 +80,10 @@ def set_threads(threads: int | str | None = None) -> int:
     """
     import torch
 
-    if threads is None and os.environ.get(THREADS_ENV):
-        threads = os.environ[THREADS_ENV]
+    if threads is None:
+        from modelval.settings import setting
+
+        threads = setting("threads").from_env()  # $MODELVAL_THREADS, else None: torch's default
     if threads == "auto":
         threads = auto_threads()
     if threads is not None:
@@ -155,135 +156,6 @@ def canonical_device(device: str | torch.device) -> torch.device:
         return device
     current = getattr(getattr(torch, device.type, None), "current_device", None)  # torch.cuda, torch.xpu
     return torch.device(device.type, int(current()) if callable(current) else 0)  # mps: one device, index 0
-
-
-#: numpy's seeds are whole numbers from 0 to 2**128 - 1; a command-line --seed is far below that.
-def check_seed(seed: object) -> int:
-    """``seed`` when numpy's random generator can take it; else one line (a negative ``--seed`` was a traceback).
-
-    Every seeded computation (bootstrap, permutation test) checks its seed here before drawing.
-
-    Parameters
-    ----------
-    seed
-        The seed given.
-    """
-    import numbers
-
-    from modelval.errors import InputValidationError
-
-    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or int(seed) < 0:
-        raise InputValidationError(f"the seed must be a whole number >= 0, got {seed!r}")
-    return int(seed)
-
-
-# --- the limits of the settings, in one place: the command line's argument types and the library's options
-# --- (EvaluationOptions, ModelOptions, the pytest plugin) check them with the same code and the same words.
-
-
-class IntRange:
-    """A setting that is a whole number from ``low`` to ``high``; ``what`` says so in words (the error's end)."""
-
-    def __init__(self, low: int, high: int, what: str) -> None:
-        self.low, self.high, self.what = low, high, what
-
-    def problem(self, value: object) -> str | None:
-        """What is wrong with ``value`` (``"is out of range"``), or None when it is allowed.
-
-        Parameters
-        ----------
-        value
-            The value given.
-        """
-        import numbers
-
-        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-            return "is not a whole number"
-        if not self.low <= int(value) <= self.high:
-            return "is out of range"
-        return None
-
-    def check(self, value: object, name: str) -> int:
-        """``value`` as an int, or an :class:`~modelval.errors.InputValidationError` naming ``name``.
-
-        Parameters
-        ----------
-        value
-            The value given.
-        name
-            Its name, for the error.
-        """
-        problem = self.problem(value)
-        if problem is not None:
-            from modelval.errors import InputValidationError
-
-            raise InputValidationError(f"{name}={value!r} {problem}; {self.what}")
-        return int(value)  # type: ignore[call-overload]
-
-
-#: Generous upper bounds: past them a value is a typo (or an attack on memory), not a setting.
-MAX_BATCH_SIZE = 65_536
-MAX_WORKERS = 256
-MAX_THREADS = 1024
-MAX_BOOTSTRAP = 100_000
-MAX_PERMUTATIONS = 1_000_000
-BATCH_SIZE = IntRange(1, MAX_BATCH_SIZE, f"the batch size is 1 to {MAX_BATCH_SIZE}")
-WORKERS = IntRange(0, MAX_WORKERS, f"decoding workers are 0 (decode in this process) to {MAX_WORKERS}")
-THREADS = IntRange(1, MAX_THREADS, f"threads are 'auto' or 1 to {MAX_THREADS}")
-BOOTSTRAP = IntRange(0, MAX_BOOTSTRAP, f"bootstrap resamples are 0 (off) to {MAX_BOOTSTRAP}")
-PERMUTATIONS = IntRange(0, MAX_PERMUTATIONS, f"permutations are 0 (no test) to {MAX_PERMUTATIONS}")
-
-_DEVICE = re.compile(r"^(auto|cpu|mps|cuda(:\d+)?)$")
-DEVICE_CHOICES = "auto, cpu, cuda, cuda:N or mps"
-
-
-def device_problem(device: object) -> str | None:
-    """``"unknown device 'tpu'; use auto, cpu, cuda, cuda:N or mps"``, or None for a device modelval runs on.
-
-    A ``torch.device`` passes (it is resolved already). The command line's ``--device``, the plugin's
-    ``--modelval-device`` and :class:`~modelval.api.options.ModelOptions` all ask this one function.
-
-    Parameters
-    ----------
-    device
-        The device given.
-    """
-    if not isinstance(device, str):
-        return None if type(device).__name__ == "device" else f"a device is a name ({DEVICE_CHOICES}), got {device!r}"
-    if not _DEVICE.match(device):
-        return f"unknown device {device!r}; use {DEVICE_CHOICES}"
-    return None
-
-
-def check_device(device: object) -> object:
-    """``device`` when :func:`device_problem` finds nothing; else an ``InputValidationError`` with its words.
-
-    Parameters
-    ----------
-    device
-        The device given.
-    """
-    problem = device_problem(device)
-    if problem is not None:
-        from modelval.errors import InputValidationError
-
-        raise InputValidationError(problem)
-    return device
-
-
-def check_threads(threads: object) -> object:
-    """``None``, ``"auto"`` or a thread count from 1 to :data:`MAX_THREADS`.
-
-    Parameters
-    ----------
-    threads
-        The thread count given.
-    """
-    if threads is None or threads == "auto":
-        return threads
-    if isinstance(threads, str) and threads.strip().isdigit():
-        return str(THREADS.check(int(threads), "threads"))
-    return THREADS.check(threads, "threads")
 
 
 @contextlib.contextmanager

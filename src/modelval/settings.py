@@ -27,8 +27,21 @@ from pathlib import Path
 from typing import Any
 
 from modelval.errors import DataError
-from modelval.parsing import boolean, channels, device, number, path, size, threads, whole
-from modelval.runtime import BATCH_SIZE, BOOTSTRAP, PERMUTATIONS, WORKERS, IntRange
+from modelval.parsing import (
+    BATCH_SIZE,
+    BOOTSTRAP,
+    PERMUTATIONS,
+    WORKERS,
+    IntRange,
+    boolean,
+    channels,
+    device,
+    number,
+    path,
+    size,
+    threads,
+    whole,
+)
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -231,8 +244,11 @@ SETTINGS: dict[str, Setting] = {
         _s("cache_size", "the size each cache keeps itself under (e.g. 2G)", default=2 * 1024**3, parse=size,
            env="MODELVAL_CACHE_SIZE", flag=None),
         _s("progress", "progress bars on stderr when it is a terminal", default=True, parse=boolean, flag=None),
+        _s("tune_allocator", "the command line makes glibc reuse large freed blocks (modelval.runtime; off when "
+           "another allocator such as jemalloc is preloaded)", default=True, parse=boolean,
+           env="MODELVAL_NO_MALLOPT", flag=None, config=False),
         # --- what is recorded
-        _s("runs_db", "the run store (`modelval runs`; default: <user cache>/runs.sqlite)", parse=path,
+        _s("runs_db", "the run store (`modelval runs`; default: <user data folder>/runs.sqlite)", parse=path,
            env="MODELVAL_RUNS_DB", flag=None),
         _s("run_store", "record each run in the run store", default=True, parse=boolean,
            env="MODELVAL_NO_RUN_STORE", flag=None),

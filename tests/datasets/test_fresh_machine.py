@@ -1,7 +1,7 @@
 """Set-up with no extra step: a new user's first command fetches and verifies the stimuli itself.
 
 Each test runs the real CLI in a subprocess as a new user would: ``HOME`` is an empty folder, no
-``MODELVAL_DATA_ROOT``, and ``MODELVAL_MIRROR`` points at a server on 127.0.0.1 that serves the
+``MODELVAL_DATA_HOME``, and ``MODELVAL_MIRROR`` points at a server on 127.0.0.1 that serves the
 model-vs-human archive built from the real stimuli.
 """
 

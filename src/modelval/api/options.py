@@ -12,16 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from modelval.runtime import (
-    BATCH_SIZE,
-    BOOTSTRAP,
-    DEFAULT_BATCH_SIZE,
-    PERMUTATIONS,
-    WORKERS,
-    check_device,
-    check_seed,
-    check_threads,
-)
+from modelval.parsing import BATCH_SIZE, BOOTSTRAP, PERMUTATIONS, WORKERS, check_device, check_seed, check_threads
+from modelval.runtime import DEFAULT_BATCH_SIZE
 
 if TYPE_CHECKING:
     import torch

@@ -39,7 +39,7 @@ import numpy as np
 from modelval.behaviour.decisions import NO_RESPONSE
 from modelval.behaviour.trials import Trial, aligned
 from modelval.errors import DataError
-from modelval.runtime import check_seed
+from modelval.parsing import check_seed
 
 #: How a kappa cell counts where an observer is always right (or always wrong) in the condition.
 DEGENERATE_KAPPA: tuple[str, ...] = ("one", "nan")

@@ -56,7 +56,7 @@ from modelval.behaviour.resampling import (
 )
 from modelval.behaviour.trials import FILE_PREFIXES, Trial, aligned, check_dataset, read_trials
 from modelval.errors import DataError
-from modelval.runtime import check_seed
+from modelval.parsing import check_seed
 
 __all__ = [
     "DEFAULT_BOOTSTRAP",

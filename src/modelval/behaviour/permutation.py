@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from modelval.runtime import check_seed
+from modelval.parsing import check_seed
 
 #: Random sign-flip sets of the Monte Carlo test unless the caller says otherwise, and their seed.
 DEFAULT_PERMUTATIONS = 10_000

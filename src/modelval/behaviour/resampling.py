@@ -36,7 +36,7 @@ import numpy as np
 
 from modelval.behaviour.cue_conflict import stimulus_sources
 from modelval.errors import DataError
-from modelval.runtime import check_seed
+from modelval.parsing import check_seed
 
 RESAMPLING_UNITS: tuple[str, ...] = ("stimuli", "texture", "shape", "two-way")
 #: The default unit on cue-conflict images (elsewhere: ``stimuli``, the only one).

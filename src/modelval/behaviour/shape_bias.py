@@ -31,7 +31,7 @@ from modelval.behaviour.resampling import (
     resampling_for,
     weighted_ratio,
 )
-from modelval.runtime import BOOTSTRAP
+from modelval.parsing import BOOTSTRAP
 
 HUMAN_SHAPE_BIAS_APPROX = 0.96  # mean of the paper's human observers (Geirhos et al. 2019, Fig. 4)
 
@@ -153,7 +153,7 @@ def compute_shape_bias(
         ``resample`` is not one of the four units.
     modelval.errors.InputValidationError
         ``seed`` is negative or not a whole number (checked when resamples are drawn), or ``n_bootstrap`` is
-        not 0 to 100000 (:data:`modelval.runtime.BOOTSTRAP`, as ``--bootstrap``).
+        not 0 to 100000 (:data:`modelval.parsing.BOOTSTRAP`, as ``--bootstrap``).
 
     Examples
     --------

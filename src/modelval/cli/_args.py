@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from modelval.metrics.calibration import DEFAULT_N_BINS
-from modelval.runtime import IntRange
+from modelval.parsing import IntRange
 
 
 class OneLineParser(argparse.ArgumentParser):

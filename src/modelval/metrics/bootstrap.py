@@ -28,7 +28,7 @@ from modelval.metrics.validation import (
     check_number,
     validate_labels,
 )
-from modelval.runtime import check_seed
+from modelval.parsing import check_seed
 
 #: Resamples drawn per chunk: bounds the memory of stratified draws over many classes.
 _CHUNK_CELLS = 4_000_000

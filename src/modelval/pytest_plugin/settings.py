@@ -76,7 +76,7 @@ def setting(config: pytest.Config, name: str) -> Any:
 def check_settings(config: pytest.Config) -> None:
     """Refuse, before any test runs, a setting that cannot work: one line (``pytest.UsageError``), exit status 4.
 
-    ``--modelval-device`` is checked by the command line's own validator (:func:`modelval.runtime.device_problem`):
+    ``--modelval-device`` is checked by the command line's own validator (:func:`modelval.parsing.device_problem`):
     ``tpu`` was torch's list of device types with a traceback through ``runtime.py`` once a case ran. A
     ``--modelval-report-dir`` that names a file, or a name too long for the file system, failed only after
     every test had passed, with 84 lines of traceback.

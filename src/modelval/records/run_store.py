@@ -29,7 +29,7 @@ from typing import Any
 
 from modelval import jsonio
 from modelval.errors import DataError
-from modelval.runtime import IntRange
+from modelval.parsing import IntRange
 
 RUNS_DB_ENV = "MODELVAL_RUNS_DB"
 NO_RUN_STORE_ENV = "MODELVAL_NO_RUN_STORE"
