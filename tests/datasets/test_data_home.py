@@ -139,3 +139,17 @@ def test_runs_list_names_the_run_store_and_how_to_move_it(monkeypatch, tmp_path,
     assert main(["runs", "list"]) == 0
     out = capsys.readouterr().out
     assert str(store) in out and "MODELVAL_RUNS_DB=FILE moves it" in out
+
+
+def test_a_command_that_takes_no_setting_still_reads_the_config_files_machine_settings(monkeypatch, tmp_path, capsys):
+    """`modelval runs` and `modelval cache` take no flag of a setting, yet a project's modelval.toml moves the run
+    store and the cache folder for them too (was: only the commands that take a setting read the file)."""
+    monkeypatch.delenv("MODELVAL_RUNS_DB", raising=False)
+    monkeypatch.delenv("MODELVAL_CACHE_DIR", raising=False)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "modelval.toml").write_text('[settings]\nruns_db = "project.sqlite"\ncache_dir = "project-cache"\n')
+    assert main(["runs", "list"]) == 0
+    assert str(tmp_path / "project.sqlite") in capsys.readouterr().out
+    assert main(["cache", "info", "--json"]) == 0
+    assert str(tmp_path / "project-cache") in capsys.readouterr().out
+    assert "MODELVAL_RUNS_DB" not in os.environ  # restored after the command

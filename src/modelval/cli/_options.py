@@ -98,9 +98,11 @@ def add_settings(
 
 
 def resolve_settings(args: argparse.Namespace) -> dict[str, Any]:
-    """Each setting the command takes, by the one precedence; returns the config file's ``[settings]``."""
+    """Each setting the command takes, by the one precedence; returns the config file's ``[settings]`` (read for
+    every command: a machine's settings there, such as ``runs_db`` or ``cache_dir``, reach ``runs`` and ``cache``
+    through :func:`settings_environment`)."""
     taken: dict[str, Any] = getattr(args, "_settings", None) or {}
-    config = config_settings(find_config_file()) if taken else {}
+    config = config_settings(find_config_file())
     given = {}
     for name, default in taken.items():
         flag = getattr(args, name, None)
