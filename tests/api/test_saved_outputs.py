@@ -64,6 +64,9 @@ def test_the_cli_rescores_with_ranks(saved, capsys):
     ranks = payload["rank_sensitivity"]
     assert 0 < ranks["shape_mrr"] <= 1 and 0 < ranks["texture_mrr"] <= 1 and ranks["conflict_images"] == 59  # of 64
     assert payload["provenance"]["saved_run"]["model"]["spec"] == "efficientnet_lite0"
+    assert main(["shape-bias", "--outputs", str(saved), "--bootstrap", "0"]) == 0
+    text = capsys.readouterr().out
+    assert "(no interval)" in text and "nan" not in text, text  # was: "[nan, nan]" beside the number
 
 
 @pytest.mark.slow

@@ -91,6 +91,21 @@ def test_the_help_lists_the_commands_in_groups_and_a_moved_command_says_where_it
     assert "`modelval download-data` is now `modelval data download`" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["calibration", "preds.jsonl"], "`modelval calibration FILE` is now `modelval calibration card FILE`"),
+        (["models"], "the registry's list is `modelval models list`"),
+        (["shape-bias", "--model", "x", "--threads", "2"], "--threads is now MODELVAL_THREADS=N"),
+        (["shape-bias", "--no-output-cache"], "--no-output-cache is now --no-cache"),
+    ],
+)
+def test_an_old_spelling_is_one_line_naming_the_new_form(argv, said, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert said in err and err.count("\n") == 1, err
+
+
 def test_options_over_all_commands_stay_few():
     """Issue 39: at most 300 options over every command, each setting declared once (modelval.settings)."""
     leaves = [parser for path, parser in commands() if path and not parser._subparsers]

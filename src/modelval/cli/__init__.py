@@ -43,6 +43,15 @@ MOVED = {
     "reliability": "calibration reliability", "temperature": "calibration temperature",
     "human-figures": "humans (several observers, with --report-dir)", "rescore": "shape-bias --outputs DIR",
 }  # fmt: skip
+#: Flags that left or were renamed in issue 39 (docs/settings.md's table), named in the error of an unknown flag.
+RENAMED = {
+    "--offline": "MODELVAL_OFFLINE=1", "--threads": "MODELVAL_THREADS=N", "--workers": "workers = N",
+    "--checkpoint-dir": "MODELVAL_CHECKPOINT_DIR=DIR", "--channels-last": "channels_last = true",
+    "--no-progress": "progress = false", "--no-output-cache": "--no-cache", "--plot": "--out FILE or --report-dir",
+    "--config": "--models-file", "--data-home": "MODELVAL_DATA_HOME=DIR",
+    "--interpolation": "interpolation in the models-file entry", "--url": "MODELVAL_MIRROR=URL", "--ray-address": "RAY_ADDRESS=ADDRESS",
+    "--submitit-folder": "--slurm folder=DIR,cluster=X", "--submitit-cluster": "--slurm folder=DIR,cluster=X",
+}  # fmt: skip
 
 EXIT_OK = 0
 EXIT_CHECK_FAILED = 1
@@ -62,6 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
         "classifier); 2 bad usage, input or missing data; 3 an unexpected error (--debug prints its traceback).",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         moved=MOVED,
+        renamed=RENAMED,
     )
     parser.add_argument("--version", action="version", version=f"modelval {__version__}")
     parser.add_argument("--debug", action="store_true", help=DEBUG_HELP)

@@ -20,19 +20,25 @@ class OneLineParser(argparse.ArgumentParser):
     """An ArgumentParser whose errors are one line, ``modelval: error: ...``, exit status 2.
 
     argparse prints the usage block before the message; the README promises one line, and the
-    usage is one ``--help`` away. ``moved`` maps a command that moved to where it is now (named in the error).
+    usage is one ``--help`` away. ``moved`` maps a command that moved to where it is now, ``renamed`` a flag that
+    left to what sets it now (both named in the error).
     """
 
-    def __init__(self, *args: Any, moved: dict[str, str] | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self, *args: Any, moved: dict[str, str] | None = None, renamed: dict[str, str] | None = None, **kwargs: Any
+    ) -> None:
         super().__init__(*args, **kwargs)
-        self.moved = moved or {}
+        self.moved, self.renamed = moved or {}, renamed or {}
 
     def error(self, message: str) -> NoReturn:
         command = self.prog.removeprefix("modelval").strip()
         where = f" {command}:" if command else ""
         for old, new in self.moved.items():
-            if f"invalid choice: '{old}'" in message:
-                message = f"`modelval {old}` is now `modelval {new}`"
+            if f"invalid choice: '{old}'" in message or (old == "ACTION" and "ACTION" in message):
+                message = f"{message}; {new}" if old == "ACTION" else f"`modelval {old}` is now `modelval {new}`"
+        if message.startswith("unrecognized arguments:"):
+            known = [f"{flag} is now {self.renamed[flag]}" for flag in message.split()[2:] if flag in self.renamed]
+            message += f" ({'; '.join(known)}: docs/settings.md)" if known else ""
         print(f"modelval: error:{where} {message} (see `{self.prog} --help`)", file=sys.stderr)
         raise SystemExit(2)
 

@@ -51,6 +51,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "scaling",
         description="Calibration of saved predictions (docs/metrics.md): the card of logits or probabilities, the "
         "top-1 ECE of prediction JSONL files, a reliability diagram, and recalibration (temperature scaling).",
+        moved={"ACTION": "`modelval calibration FILE` is now `modelval calibration card FILE`"},
     )
     actions = group.add_subparsers(dest="action", required=True, metavar="ACTION")
     card = actions.add_parser(

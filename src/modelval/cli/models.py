@@ -29,6 +29,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "models",
         help="list registered models, download their weights, audit each source's preprocessing",
         description="The model registry (docs/models.md): its entries, their weights and their preprocessing.",
+        moved={"ACTION": "the registry's list is `modelval models list`"},
     )
     actions = group.add_subparsers(dest="action", required=True, metavar="ACTION")
     listing = actions.add_parser("list", help="registered models, their sources and whether weights are here")

@@ -185,9 +185,10 @@ def _run_outputs(args: argparse.Namespace) -> int:
         return 0
     result = report.result
     low, high = result.ci_low * 100, result.ci_high * 100
+    interval = f"[{low:.2f}, {high:.2f}] ({result.ci_resampling} resampled)" if math.isfinite(low) else "(no interval)"
     out(f"{report.model} (saved outputs, {report.aggregation} aggregation, label map: {report.label_map})")
     out(
-        f"shape bias {result.shape_bias * 100:.2f}% [{low:.2f}, {high:.2f}] ({result.ci_resampling} resampled); "
+        f"shape bias {result.shape_bias * 100:.2f}% {interval}; "
         f"shape {result.shape_hits} / texture {result.texture_hits} / other {result.other} of "
         f"{result.conflict_images} conflicts"
     )

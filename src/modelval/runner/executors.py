@@ -127,7 +127,7 @@ def check_ray_address(address: str | None) -> str | None:
     """``address`` when :func:`ray_address_problem` finds nothing; else an InputValidationError (exit status 2)."""
     problem = ray_address_problem(address)
     if problem is not None:
-        raise InputValidationError(f"$RAY_ADDRESS {problem}")
+        raise InputValidationError(f"the Ray address ($RAY_ADDRESS, or ray_address in modelval.toml) {problem}")
     return address
 
 
@@ -143,7 +143,7 @@ def reach_ray_cluster(address: str | None, timeout: float | None = None) -> None
     assert match is not None
     host, port = match.group("host").strip("[]"), int(match.group("port"))
     what = "the Ray Client server" if match.group("scheme") else "the head's GCS"
-    how = "start it (`ray start --head`) or check --ray-address"
+    how = "start it (`ray start --head`) or check $RAY_ADDRESS (ray_address in modelval.toml)"
     try:
         with socket.create_connection((host, port), timeout=timeout) as connection:
             if os.environ.get("RAY_USE_TLS", "").lower() in ("1", "true"):
