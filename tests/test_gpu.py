@@ -8,7 +8,7 @@ Every test here is marked ``gpu`` and skips, with its reason, where no CUDA devi
 - the pytest plugin and ``modelval validate`` run with ``--device cuda``;
 - a model that does not fit in the GPU's memory is one line, not a CUDA traceback.
 
-The stimuli are ``MODELVAL_DATA_HOME``'s cue-conflict folder: the published 1280 in the nightly, a subset where only a subset
+The stimuli are the data home's cue-conflict folder: the published 1280 in the nightly, a subset where only a subset
 travelled (the counts are printed with the flips, so a subset run says what it covered).
 """
 

@@ -78,9 +78,10 @@ def test_the_verdict_names_the_entry_and_a_flat_expectation_stays_plain(keyed, r
     assert (cpu.passed, cpu.text) == (False, "FAIL [default]")
     assert cpu.reason.startswith("shape bias 22.99% vs expected 21.39% +- 1.5 pp [default]")
     # Fed with another normalization than the model's own: the verdict's diagnosis names the stage.
-    fed = judge(Case("net", dataclasses.replace(result, shape_hits=2299, texture_hits=7701), decisions,
-                     expected=expected_for("net", keyed, setting=RunSetting()), user=True,
-                     config=PreprocessConfig(mean=(0.5,) * 3, std=(0.5,) * 3), reference=PreprocessConfig()))  # fmt: skip
+    half = PreprocessConfig(mean=(0.5,) * 3, std=(0.5,) * 3)
+    missed = dataclasses.replace(result, shape_hits=2299, texture_hits=7701)
+    expected = expected_for("net", keyed, setting=RunSetting())
+    fed = judge(Case("net", missed, decisions, expected=expected, user=True, config=half, reference=PreprocessConfig()))
     assert [(c.name, c.ok) for c in fed.diagnosis] == [("preprocessing", False)]
     assert "PREPROCESSING is implicated" in fed.reason and fed.to_dict()["diagnosis"][0]["ok"] is False
     load_expected.cache_clear()

@@ -48,8 +48,8 @@ RENAMED = {
     "--offline": "MODELVAL_OFFLINE=1", "--threads": "MODELVAL_THREADS=N", "--workers": "workers = N",
     "--checkpoint-dir": "MODELVAL_CHECKPOINT_DIR=DIR", "--channels-last": "channels_last = true",
     "--no-progress": "progress = false", "--no-output-cache": "--no-cache", "--plot": "--out FILE or --report-dir",
-    "--config": "--models-file", "--data-home": "MODELVAL_DATA_HOME=DIR",
-    "--interpolation": "interpolation in the models-file entry", "--url": "MODELVAL_MIRROR=URL", "--ray-address": "RAY_ADDRESS=ADDRESS",
+    "--config": "--models-file", "--data-home": "MODELVAL_DATA_HOME=DIR", "--url": "MODELVAL_MIRROR=URL",
+    "--interpolation": "interpolation in the models-file entry", "--ray-address": "RAY_ADDRESS=ADDRESS",
     "--submitit-folder": "--slurm folder=DIR,cluster=X", "--submitit-cluster": "--slurm folder=DIR,cluster=X",
 }  # fmt: skip
 
