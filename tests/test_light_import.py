@@ -77,3 +77,18 @@ def test_a_library_figure_keeps_the_callers_matplotlib_backend(tmp_path, resnet5
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip().splitlines()[-2:] == ["svg", "svg"]  # after drawing, and after saving
     assert (tmp_path / "r.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_every_lazy_export_resolves():
+    """Each package's re-exported names load from the module named for them (a module split or a rename that
+    leaves an entry behind fails here, not in a user's import)."""
+    import importlib
+    import pkgutil
+
+    import modelval
+
+    packages = ["modelval", *(f"modelval.{m.name}" for m in pkgutil.iter_modules(modelval.__path__) if m.ispkg)]
+    for name in packages:
+        package = importlib.import_module(name)
+        for exported in getattr(package, "__all__", ()):
+            assert getattr(package, exported) is not None, f"{name}.{exported}"

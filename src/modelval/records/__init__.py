@@ -12,8 +12,8 @@ from modelval.lazy import lazy_exports
 _EXPORTS = {
     "OutputCache": "modelval.records.output_cache",
     "environment": "modelval.records.provenance",
-    "forget_digests": "modelval.records.provenance",
-    "state_dict_digest": "modelval.records.provenance",
+    "forget_digests": "modelval.records.digests",
+    "state_dict_digest": "modelval.records.digests",
     "RunStore": "modelval.records.run_store",
     "default_run_store": "modelval.records.run_store",
     "record_run": "modelval.records.run_store",

@@ -12,7 +12,6 @@ _EXPORTS = {
     "ValidationCase": "modelval.runner.cases",
     "build_cases": "modelval.runner.cases",
     "build_user_cases": "modelval.runner.cases",
-    "Judgement": "modelval.runner.matrix",
     "ValidationRunner": "modelval.runner.matrix",
     "read_models_file": "modelval.runner.models_file",
     "write_validation_reports": "modelval.runner.reports",
