@@ -209,7 +209,7 @@ def ten_way_head(tmp_path: Path) -> TenWayHead:
 @pytest.fixture
 def temporary_entry():
     """Register entries for one test and remove them afterwards."""
-    from modelval.models.registry import register_model, unregister_model
+    from modelval.models.registry import _unregister_model, register_model
 
     names: list[str] = []
 
@@ -219,7 +219,7 @@ def temporary_entry():
 
     yield add
     for name in names:
-        unregister_model(name)
+        _unregister_model(name)
 
 
 @pytest.fixture(scope="session")

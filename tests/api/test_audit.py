@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from torchvision.transforms.functional import to_pil_image
 
-from modelval.api.audit import PIXEL_TOLERANCE, audit_group
+from modelval.api.audit import PIXEL_TOLERANCE, _audit_group
 from modelval.models import load_model
 from modelval.models.convert import hf_vit_config
 from modelval.preprocessing import HALF_MEAN, IMAGENET_MEAN, IMAGENET_STD
@@ -30,7 +30,7 @@ def by_name(report):
 
 def test_shipped_vit_config_of_non_distilled_deit_is_flagged(isolated_caches, images):
     put_processor(isolated_caches["hf"], "small", VIT_HALF_PROCESSOR)
-    report = audit_group("deit_small", images)
+    report = _audit_group("deit_small", images)
     assert report.reference.mean == IMAGENET_MEAN and report.reference.resize is None
     hf = by_name(report)["deit_small_hf"]
     assert "cached preprocessor_config.json" in hf.origin
@@ -43,7 +43,7 @@ def test_shipped_vit_config_of_non_distilled_deit_is_flagged(isolated_caches, im
 
 
 def test_class_defaults_timm_crop_pct_and_hub_resize_are_exposed(isolated_caches, images):
-    report = by_name(audit_group("deit_small", images))
+    report = by_name(_audit_group("deit_small", images))
     default = report["DeiTImageProcessor()"]
     assert default.config.mean == HALF_MEAN
     assert any("normalization half" in f for f in default.flags)
@@ -61,7 +61,7 @@ def test_class_defaults_timm_crop_pct_and_hub_resize_are_exposed(isolated_caches
 
 def test_distilled_style_imagenet_config_has_no_normalization_flag(isolated_caches, images):
     put_processor(isolated_caches["hf"], "base", DEIT_IMAGENET_PROCESSOR)
-    hf = by_name(audit_group("deit_base", images))["deit_base_hf"]
+    hf = by_name(_audit_group("deit_base", images))["deit_base_hf"]
     assert "DeiTImageProcessor" in hf.notes
     assert hf.config.mean == IMAGENET_MEAN and hf.config.std == IMAGENET_STD
     assert (hf.config.resize, hf.config.crop, hf.config.interpolation) == (256, 224, "bicubic")
@@ -73,7 +73,7 @@ def test_a_matching_config_is_not_flagged(isolated_caches, images):
     matching = {**VIT_HALF_PROCESSOR, "image_mean": list(IMAGENET_MEAN), "image_std": list(IMAGENET_STD)}
     matching["do_resize"] = False
     put_processor(isolated_caches["hf"], "tiny", matching)
-    hf = by_name(audit_group("deit_tiny", images))["deit_tiny_hf"]
+    hf = by_name(_audit_group("deit_tiny", images))["deit_tiny_hf"]
     assert hf.flags == () and hf.status == "ok"
     assert hf.max_abs_diff < PIXEL_TOLERANCE
 
@@ -86,7 +86,7 @@ def test_hf_entry_uses_deit_training_config_and_reads_the_shipped_one(
     isolated_caches, tmp_path, processor, mean, resize
 ):
     """ "model" normalization is what DeiT was trained with; the shipped config is read for the audit."""
-    from modelval.models.deit import DEIT_REPO_PREPROCESS, hf_repo_id, hf_shipped_preprocess
+    from modelval.models.deit import DEIT_REPO_PREPROCESS, _hf_shipped_preprocess, hf_repo_id
 
     write_hf_deit(isolated_caches["hf"], random_deit("tiny"), "tiny", processor, tmp_path)
     loaded = load_model("deit_tiny_hf", offline=True, progress=False)
@@ -94,23 +94,23 @@ def test_hf_entry_uses_deit_training_config_and_reads_the_shipped_one(
     assert loaded.config.mean == IMAGENET_MEAN and loaded.config.resize == 256
     forced = load_model("deit_tiny_hf", normalization="half", offline=True, progress=False)
     assert forced.config.mean == HALF_MEAN
-    shipped, notes = hf_shipped_preprocess(hf_repo_id("tiny"))
+    shipped, notes = _hf_shipped_preprocess(hf_repo_id("tiny"))
     assert shipped.mean == mean and shipped.resize == resize
     assert notes[0].startswith("read from the cached preprocessor_config.json")
 
 
 def test_resnet_and_bundled_model_groups(images):
-    resnet = audit_group("resnet50_IN", images)
+    resnet = _audit_group("resnet50_IN", images)
     (row,) = resnet.sources
     assert row.config.mean == IMAGENET_MEAN and any("rescales" in f for f in row.flags)
-    lite = audit_group("efficientnet_lite0", images)
+    lite = _audit_group("efficientnet_lite0", images)
     assert lite.reference.mean == HALF_MEAN
 
 
 @pytest.mark.parametrize(("group", "size"), [("efficientnet_lite1", 240), ("efficientnet_lite2", 260)])
 def test_a_source_that_crops_another_size_is_flagged_not_a_crash(group, size, images):
     """`audit-preprocessing` without --model crashed on Lite1/2: "size of tensor a (240) must match ... (224)"."""
-    (row,) = audit_group(group, images).sources
+    (row,) = _audit_group(group, images).sources
     assert row.config.crop == size and row.max_abs_diff is None and row.mean_abs_diff is None
     assert any(f"to {size}x{size} px inputs" in flag for flag in row.flags)
     assert row.status.startswith("MISMATCH") and "rescales stimuli" in row.status

@@ -10,13 +10,13 @@ import json
 
 import pytest
 
-from modelval.api.benchmark import observer_metadata, read_metadata
+from modelval.api.benchmark import _observer_metadata, read_metadata
 from modelval.behaviour.benchmark import ModelMetadata
 from modelval.cli import main
 from modelval.errors import DataError
 from modelval.models.efficientnet import LITE_PARAMETERS
 from modelval.models.registry import get_entry
-from modelval.models.sources import timm_training
+from modelval.models.sources import _timm_training
 from modelval.paths import package_data_dir
 from modelval.preprocessing import PreprocessConfig
 
@@ -151,10 +151,10 @@ def test_an_evaluated_models_parameters_are_counted_from_its_module(stimulus_sub
     net = torch.nn.Sequential(torch.nn.AdaptiveAvgPool2d(4), torch.nn.Flatten(), torch.nn.Linear(48, 1000))
     options = EvaluationOptions(data_root=stimulus_subset(1), allow_modified_stimuli=True, cache=False)
     run = run_model(net, preprocess=PreprocessConfig(), options=options, model_options=ModelOptions(device="cpu"))
-    found = observer_metadata({"net": {}}, {"net": {"cue-conflict": run}}, None)["net"]
+    found = _observer_metadata({"net": {}}, {"net": {"cue-conflict": run}}, None)["net"]
     assert found.parameters == 48 * 1000 + 1000 and found.source == "parameters counted from the module"
     assert found.training_images is None  # nothing states what an unnamed module learned from
-    stated = observer_metadata({"net": {}}, {"net": {"cue-conflict": run}}, {"net": {"training_images": 10}})["net"]
+    stated = _observer_metadata({"net": {}}, {"net": {"cue-conflict": run}}, {"net": {"training_images": 10}})["net"]
     assert (stated.parameters, stated.training_images) == (49_000, 10)
     assert stated.source == "metadata given; parameters counted from the module"
 
@@ -181,15 +181,15 @@ def test_read_metadata_accepts_a_mapping_and_fills_only_what_is_missing():
     ],
 )  # fmt: skip
 def test_a_timm_tag_names_the_training_data(tag, data, images, kind):
-    found = timm_training("vit_base_patch16_clip_224", tag)
+    found = _timm_training("vit_base_patch16_clip_224", tag)
     assert found is not None and (found.data, found.images, found.kind) == (data, images, kind)
     assert found.source == f"timm pretrained tag vit_base_patch16_clip_224.{tag}"
 
 
 def test_a_timm_tag_whose_pretraining_is_not_known_says_nothing():
     """fb_ssl_yfcc100m_ft_in1k was pre-trained on YFCC-100M, not ImageNet-1k: better nothing than a wrong size."""
-    assert timm_training("resnet50", "fb_ssl_yfcc100m_ft_in1k") is None
-    assert timm_training("resnet50", None) is None
+    assert _timm_training("resnet50", "fb_ssl_yfcc100m_ft_in1k") is None
+    assert _timm_training("resnet50", None) is None
 
 
 def test_a_timm_spec_entry_carries_its_tag(monkeypatch):

@@ -239,8 +239,8 @@ def test_the_probe_leaves_a_passing_models_decisions_bit_identical(stimulus_subs
     from modelval.judgement import sanity
 
     looks = []
-    decide = sanity.early_decision
-    monkeypatch.setattr(sanity, "early_decision", lambda *a, **k: looks.append(a) or decide(*a, **k))
+    decide = sanity._early_decision
+    monkeypatch.setattr(sanity, "_early_decision", lambda *a, **k: looks.append(a) or decide(*a, **k))
     options = EvaluationOptions(
         data_root=stimulus_subset(10), allow_modified_stimuli=True, batch_size=7, bootstrap=0, threads=1
     )

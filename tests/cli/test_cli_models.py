@@ -10,7 +10,7 @@ import torch
 
 from modelval.cli import main
 from modelval.models import list_models
-from modelval.models.resnet import SIN_URL, resnet50_entry
+from modelval.models.resnet import SIN_URL, _resnet50_entry
 from weights_helpers import save_with_hash_name, serve
 
 
@@ -36,7 +36,7 @@ def test_models_lists_every_entry_with_its_source(capsys, isolated_caches):
 def test_fetch_downloads_a_verified_file(capsys, isolated_caches, temporary_entry, tmp_path):
     served = save_with_hash_name({"state_dict": {"w": torch.ones(2)}}, tmp_path / "served", "tiny", ".pth.tar")
     with serve(served.parent) as server:
-        entry = temporary_entry(resnet50_entry("fetch_test", "x", f"{server.url}/{served.name}", "state_dict", "test"))
+        entry = temporary_entry(_resnet50_entry("fetch_test", "x", f"{server.url}/{served.name}", "state_dict", "test"))
         code, out, _ = run(capsys, "models", "fetch", entry.name)
     assert code == 0 and f"ok      {entry.name}" in out
     assert (isolated_caches["checkpoints"] / served.name).read_bytes() == served.read_bytes()
@@ -106,11 +106,11 @@ def test_audit_json_and_measure_without_weights(capsys, isolated_caches, modelva
 
 @pytest.mark.slow
 def test_measured_effect_of_normalization_on_the_bundled_model(modelval_stimulus_set, bundled_evaluations):
-    from modelval.api.audit import measure_normalizations
+    from modelval.api.audit import _measure_normalizations
 
     # The session's evaluations of the bundled model (the validation matrix computes the same two); the
     # CLI calls the same function, which evaluates them itself.
-    measured = measure_normalizations(
+    measured = _measure_normalizations(
         "efficientnet_lite0",
         modelval_stimulus_set,
         evaluated=lambda normalization: bundled_evaluations(normalization).result,

@@ -282,13 +282,13 @@ def test_on_cuda_a_mismatch_inside_a_callable_is_one_line(subset):
 @pytest.mark.gpu
 @needs_cuda
 def test_on_cuda_the_batched_host_copies_give_the_cpu_digest():
-    from modelval.records.digests import state_dict_digest, tensors_digest
+    from modelval.records.digests import _tensors_digest, state_dict_digest
 
     model = tiny_model()
     expected = state_dict_digest(model)
     entries = sorted(model.cuda().state_dict(keep_vars=True).items())
     for chunk in (1000, 4096, 1 << 20):  # streamed in pieces; small tensors queued together; all in one buffer
-        assert tensors_digest(entries, chunk_bytes=chunk) == expected
+        assert _tensors_digest(entries, chunk_bytes=chunk) == expected
 
 
 # --- out of device memory (issue 28: a model that does not fit gets one line; a batch that does not is halved) --

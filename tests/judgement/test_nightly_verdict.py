@@ -8,8 +8,8 @@ from modelval.errors import DataError
 from modelval.judgement.nightly import (
     Attempt,
     ExpectedStatus,
+    _classify,
     accepted_statuses,
-    classify,
     classify_nightly,
     configuration_of,
     format_status_file,
@@ -42,7 +42,7 @@ def attempts(*passed: bool) -> list[Attempt]:
     ],
 )
 def test_outcomes(expected, passed, outcome):
-    assert classify(expected, attempts(*passed)) == outcome
+    assert _classify(expected, attempts(*passed)) == outcome
 
 
 def test_the_nightly_takes_passed_from_the_record_never_from_the_verdicts_text(tmp_path):

@@ -12,7 +12,7 @@ from modelval.behaviour.shape_bias import compute_shape_bias
 from modelval.judgement.expected import expected_for
 from modelval.judgement.rows import ReportRow, format_markdown, format_report
 from modelval.judgement.verdicts import Case, judge
-from modelval.runner.reports import write_reports, write_validation_reports
+from modelval.runner.reports import _write_reports, write_validation_reports
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +41,7 @@ def test_report_text_has_every_part(published_row):
 
 
 def test_written_reports_round_trip(published_row, tmp_path):
-    json_path, csv_path, md_path = write_reports([published_row], tmp_path)
+    json_path, csv_path, md_path = _write_reports([published_row], tmp_path)
     (record,) = json.loads(json_path.read_text())
     assert (record["shape_hits"], record["texture_hits"], record["verdict"]) == (162, 572, "PASS")
     (row,) = list(csv.DictReader(csv_path.open()))
@@ -84,7 +84,7 @@ def test_written_json_is_strict_when_the_shape_bias_is_undefined(tmp_path):
     decisions = [Decision(f"cat{i}-bear{i}.png", "cat", "bear", "boat") for i in range(20)]
     result = compute_shape_bias(decisions, n_bootstrap=0)
     row = ReportRow("resnet50_in", "ResNet-50 (IN)", "test", "model", result, expected_for("resnet50_in"))
-    json_path, _, _ = write_reports([row], tmp_path)
+    json_path, _, _ = _write_reports([row], tmp_path)
     (record,) = json.loads(json_path.read_text(), parse_constant=lambda c: pytest.fail(f"non-JSON constant {c}"))
     assert record["shape_bias"] is None
     assert record["difference"] is None and record["null_reasons"]["difference"]

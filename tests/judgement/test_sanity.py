@@ -73,34 +73,34 @@ def test_cli_reports_a_passing_gate(modelval_reference_dir, capsys):
 def test_the_bound_is_the_exact_hypergeometric_tail():
     from scipy.stats import hypergeom
 
-    from modelval.judgement.sanity import hypergeometric_cdf
+    from modelval.judgement.sanity import _hypergeometric_cdf
 
     for hits, sampled, successes in [(20, 160, 360), (4, 32, 360), (40, 320, 360), (47, 64, 359), (0, 32, 1199)]:
-        exact = float(hypergeometric_cdf(hits, sampled, successes, 1200))
+        exact = float(_hypergeometric_cdf(hits, sampled, successes, 1200))
         assert exact == pytest.approx(hypergeom.cdf(hits, 1200, successes, sampled), rel=1e-9)
 
 
 @pytest.mark.parametrize("population", [1200, 1199, 150, 7])
 def test_the_line_is_where_the_full_gate_draws_it(population):
     from modelval.behaviour.shape_bias import ShapeBiasResult
-    from modelval.judgement.sanity import hits_needed
+    from modelval.judgement.sanity import _hits_needed
 
     def gate(hits: int) -> bool:
         result = ShapeBiasResult(hits, 0, population - hits, population, 0, math.nan, math.nan)
         return sanity_check(result).passed
 
-    needed = hits_needed(population)
+    needed = _hits_needed(population)
     assert gate(needed) and not gate(needed - 1)
 
 
 def _thresholds(population: int, step: int, limit: int):
-    """Per look: the most hits that fail early and the fewest that pass early (from early_decision itself)."""
-    from modelval.judgement.sanity import early_decision
+    """Per look: the most hits that fail early and the fewest that pass early (from _early_decision itself)."""
+    from modelval.judgement.sanity import _early_decision
 
     looks = -(-limit // step)
     table = []
     for sampled in range(step, limit + 1, step):
-        decisions = {h: early_decision(h, sampled, population, looks=looks) for h in range(sampled + 1)}
+        decisions = {h: _early_decision(h, sampled, population, looks=looks) for h in range(sampled + 1)}
         fail = max((h for h, d in decisions.items() if d is not None and not d.passed), default=-1)
         passing = min((h for h, d in decisions.items() if d is not None and d.passed), default=sampled + 1)
         assert all(decisions[h] is None for h in range(fail + 1, passing))  # one undecided band, no holes

@@ -11,7 +11,7 @@ import torch
 from modelval.errors import ChecksumError, DataError, WeightsNotAvailableError
 from modelval.models import fetch_weights, load_model, weights_status
 from modelval.models.checkpoints import load_state_dict_file
-from modelval.models.resnet import SIN_URL, resnet50_entry
+from modelval.models.resnet import SIN_URL, _resnet50_entry
 from modelval.preprocessing import prepare_batch
 from weights_helpers import save_geirhos_checkpoint, save_with_hash_name, serve
 
@@ -32,7 +32,7 @@ def files_in(folder: Path) -> list[str]:
 
 
 def local_entry(url: str):
-    return resnet50_entry("resnet50_local_test", "SIN", url, "state_dict", "texture-vs-shape")
+    return _resnet50_entry("resnet50_local_test", "SIN", url, "state_dict", "texture-vs-shape")
 
 
 @pytest.mark.slow
@@ -64,10 +64,10 @@ def test_state_dict_keys_are_stripped_and_loaded_strictly(geirhos, tmp_path):
     # A checkpoint missing a tensor must not load silently.
     del raw["module.fc.bias"]
     broken = save_with_hash_name({"state_dict": raw}, tmp_path, "broken", ".pth.tar")
-    from modelval.models.resnet import resnet50_from_checkpoint
+    from modelval.models.resnet import _resnet50_from_checkpoint
 
     with pytest.raises(RuntimeError, match=r"fc\.bias"):
-        resnet50_from_checkpoint(broken, key="state_dict")
+        _resnet50_from_checkpoint(broken, key="state_dict")
 
 
 def test_wrong_hash_on_the_real_entry_is_refused_and_removed(isolated_caches, tmp_path, monkeypatch):

@@ -9,7 +9,7 @@ import torch
 
 from modelval.errors import WeightsNotAvailableError
 from modelval.models import load_model, weights_status
-from modelval.models.deit import DEIT_RELEASE_URLS, deit_hub_entry
+from modelval.models.deit import DEIT_RELEASE_URLS, _deit_hub_entry
 from modelval.preprocessing import prepare_batch
 from weights_helpers import random_deit, save_deit_release, serve, write_deit_hub
 
@@ -21,7 +21,7 @@ def hub_model(tmp_path, isolated_caches, temporary_entry):
     reference = random_deit("tiny")
     served = save_deit_release(reference, tmp_path / "served")
     with serve(served.parent) as server:
-        entry = temporary_entry(deit_hub_entry("tiny", url=f"{server.url}/{served.name}", name="deit_tiny_hub_test"))
+        entry = temporary_entry(_deit_hub_entry("tiny", url=f"{server.url}/{served.name}", name="deit_tiny_hub_test"))
         loaded = load_model(entry.name, progress=False)
     return reference, loaded, served
 

@@ -8,7 +8,7 @@ import torch
 import modelval
 from modelval.errors import ModelvalError
 from modelval.models import get_entry, list_models, load_model, weights_status
-from modelval.models.resnet import resnet50_entry
+from modelval.models.resnet import _resnet50_entry
 from modelval.preprocessing import HALF_MEAN, HALF_STD, IMAGENET_MEAN, IMAGENET_STD, prepare_batch
 from weights_helpers import save_with_hash_name
 
@@ -95,7 +95,7 @@ def test_raw_torchvision_state_dict_loads(isolated_caches, temporary_entry, few_
     torch.manual_seed(0)
     reference = resnet50(weights=None).eval()
     file = save_with_hash_name(reference.state_dict(), isolated_caches["checkpoints"], "resnet50", ".pth")
-    entry = temporary_entry(resnet50_entry("resnet50_raw_test", "IN", f"http://127.0.0.1:9/{file.name}", None, "t"))
+    entry = temporary_entry(_resnet50_entry("resnet50_raw_test", "IN", f"http://127.0.0.1:9/{file.name}", None, "t"))
     loaded = load_model(entry.name, offline=True, progress=False)
     inputs = prepare_batch(few_stimuli[:1], loaded.config.preprocess)
     with torch.inference_mode():

@@ -13,7 +13,7 @@ import torch
 
 from modelval.models import load_model, weights_status
 from modelval.models.convert import hf_vit_from_timm_state_dict, timm_vit_to_hf_vit
-from modelval.models.deit import DEIT_REPO_PREPROCESS, deit_hub_entry
+from modelval.models.deit import DEIT_REPO_PREPROCESS, _deit_hub_entry
 from modelval.preprocessing import prepare_batch
 from weights_helpers import (
     VIT_HALF_PROCESSOR,
@@ -36,7 +36,7 @@ def three_sources(tmp_path, isolated_caches, temporary_entry):
     write_deit_hub(isolated_caches["torch"])
     served = save_deit_release(reference, tmp_path / "served")
     with serve(served.parent) as server:
-        hub = temporary_entry(deit_hub_entry("tiny", url=f"{server.url}/{served.name}", name="deit_tiny_hub_test"))
+        hub = temporary_entry(_deit_hub_entry("tiny", url=f"{server.url}/{served.name}", name="deit_tiny_hub_test"))
         models = {
             "hub": load_model(hub.name, progress=False).model,
             "hf": load_model("deit_tiny_hf", offline=True, progress=False).model,

@@ -22,9 +22,9 @@ from modelval.evaluation.forward import probabilities_from_outputs  # noqa: E402
 from modelval.models import parse_spec  # noqa: E402
 from modelval.models.zero_shot import (  # noqa: E402
     ZeroShotSettings,
-    class_names,
+    _class_names,
+    _templates_of,
     open_clip_classifier,
-    templates_of,
 )
 from modelval.records.digests import architecture_digest  # noqa: E402
 
@@ -38,22 +38,22 @@ def rn50():
 
 
 def test_names_and_templates_are_open_clips():
-    assert class_names("imagenet1k") == tuple(open_clip.IMAGENET_CLASSNAMES)
-    assert class_names("16") == CATEGORIES
-    assert templates_of("openai80") == tuple(t("{}") for t in open_clip.OPENAI_IMAGENET_TEMPLATES)
-    assert templates_of("simple7") == tuple(t("{}") for t in open_clip.SIMPLE_IMAGENET_TEMPLATES)
-    assert templates_of("{}") == ("{}",) and templates_of("a photo of a {}.") == ("a photo of a {}.",)
+    assert _class_names("imagenet1k") == tuple(open_clip.IMAGENET_CLASSNAMES)
+    assert _class_names("16") == CATEGORIES
+    assert _templates_of("openai80") == tuple(t("{}") for t in open_clip.OPENAI_IMAGENET_TEMPLATES)
+    assert _templates_of("simple7") == tuple(t("{}") for t in open_clip.SIMPLE_IMAGENET_TEMPLATES)
+    assert _templates_of("{}") == ("{}",) and _templates_of("a photo of a {}.") == ("a photo of a {}.",)
 
 
 def test_a_templates_file(tmp_path):
     path = tmp_path / "t.txt"
     path.write_text("# mine\na photo of a {}.\n\na drawing of a {}.\n")
-    assert templates_of(str(path)) == ("a photo of a {}.", "a drawing of a {}.")
+    assert _templates_of(str(path)) == ("a photo of a {}.", "a drawing of a {}.")
     path.write_text("no placeholder\n")
     with pytest.raises(DataError, match="one template per line"):
-        templates_of(str(path))
+        _templates_of(str(path))
     with pytest.raises(DataError, match="not a template set"):
-        templates_of("openai81")
+        _templates_of("openai81")
 
 
 def test_settings_are_checked():
@@ -74,8 +74,8 @@ def test_the_head_equals_open_clips(rn50, space, templates):
     model, tokenizer = rn50
     settings = ZeroShotSettings(class_space=space, templates=templates)
     ours = open_clip_classifier(model, tokenizer, settings, source="test").head
-    names = list(class_names(space))
-    theirs = open_clip.build_zero_shot_classifier(model, tokenizer, names, list(templates_of(templates)))
+    names = list(_class_names(space))
+    theirs = open_clip.build_zero_shot_classifier(model, tokenizer, names, list(_templates_of(templates)))
     assert ours.shape == theirs.shape == (1024, len(names))
     difference = float((ours - theirs).abs().max())
     print(f"max |head - open_clip's| ({space}, {templates}): {difference:.3g}")
@@ -87,7 +87,7 @@ def test_the_imagenet_class_space_is_open_clips():
     """The imagenet1k space's names are open_clip's ``IMAGENET_CLASSNAMES``, in order. With the head builder equal
     to open_clip's on the spaces above (the same code for any list of names), the ImageNet head is open_clip's;
     building both 1,000-class heads through the text tower took 77 s on a CPU to say the same."""
-    assert class_names("imagenet1k") == tuple(open_clip.IMAGENET_CLASSNAMES)
+    assert _class_names("imagenet1k") == tuple(open_clip.IMAGENET_CLASSNAMES)
 
 
 def test_logits_are_open_clips_and_scale_is_recorded(rn50):

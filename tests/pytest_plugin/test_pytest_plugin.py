@@ -341,15 +341,16 @@ def test_models_file_settings_come_from_the_ini_file(pytester, stimulus_subset, 
 
 
 def test_xdist_work_units_group_a_models_cases_and_nothing_else():
-    from modelval.pytest_plugin.xdist_scheduling import case_parameter, scope_of
+    from modelval.pytest_plugin.xdist_scheduling import _case_parameter, _scope_of
 
     models = {"lite0-model-norm": "lite0", "lite0-wrong-norm": "lite0", "a-b-model-norm": "a-b"}
-    assert case_parameter("tests/test[1].py::TestX::test_y[lite0-model-norm]") == "lite0-model-norm"
-    assert case_parameter("test_zoo.py::test_plain") is None
-    assert scope_of("t.py::test_zoo[lite0-model-norm]", models) == scope_of("t.py::test_zoo[lite0-wrong-norm]", models)
-    assert scope_of("t.py::test_zoo[a-b-model-norm]", models) == "modelval:a-b"
+    assert _case_parameter("tests/test[1].py::TestX::test_y[lite0-model-norm]") == "lite0-model-norm"
+    assert _case_parameter("test_zoo.py::test_plain") is None
+    same_model = _scope_of("t.py::test_zoo[lite0-wrong-norm]", models)
+    assert _scope_of("t.py::test_zoo[lite0-model-norm]", models) == same_model
+    assert _scope_of("t.py::test_zoo[a-b-model-norm]", models) == "modelval:a-b"
     # a user's own parametrized test is its own unit, whatever its id looks like
-    assert scope_of("t.py::test_theirs[lite0-model-norm-x]", models) == "t.py::test_theirs[lite0-model-norm-x]"
+    assert _scope_of("t.py::test_theirs[lite0-model-norm-x]", models) == "t.py::test_theirs[lite0-model-norm-x]"
 
 
 def test_the_settings_table_matches_the_options():

@@ -18,10 +18,10 @@ import torch
 from modelval.records import digests as provenance
 from modelval.records.digests import (
     DIGESTS_COMPUTED,
+    _tensors_digest,
     architecture_digest,
     forget_digests,
     state_dict_digest,
-    tensors_digest,
     values_kept,
 )
 
@@ -76,7 +76,7 @@ def test_batched_host_copies_give_the_same_digest(chunk):
     run here on CPU tensors: every buffer size gives the digest of the tensors one by one."""
     model = Mixed()
     entries = sorted(model.state_dict(keep_vars=True).items())
-    assert tensors_digest(entries, staged=("cpu",), chunk_bytes=chunk) == reference_digest(model)
+    assert _tensors_digest(entries, staged=("cpu",), chunk_bytes=chunk) == reference_digest(model)
 
 
 def test_a_model_without_a_state_dict_has_no_digest():

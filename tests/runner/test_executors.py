@@ -57,10 +57,10 @@ def test_ray_and_serial_reports_are_identical(tmp_path, stimulus_subset, capsys)
 def test_an_unknown_executor_and_a_missing_ray_say_what_to_do(monkeypatch):
     from modelval.errors import ModelvalError
     from modelval.extras import MissingExtraError
-    from modelval.runner.executors import check_executor, evaluate_models
+    from modelval.runner.executors import _check_executor, evaluate_models
 
     with pytest.raises(ModelvalError, match="unknown executor 'dask'"):
-        check_executor("dask")
+        _check_executor("dask")
     monkeypatch.setitem(sys.modules, "ray", None)
     with pytest.raises(MissingExtraError, match=r"pip install 'modelval\[ray\]'"):
         evaluate_models(None, [("m", ["model"])], executor="ray")  # type: ignore[arg-type]

@@ -1,7 +1,7 @@
 """The validation matrix itself: which cases exist, their ids, and how the wrong normalization is chosen."""
 
 from modelval.models import get_entry, list_models
-from modelval.runner.cases import build_cases, wrong_normalization
+from modelval.runner.cases import _wrong_normalization, build_cases
 
 
 def test_every_entry_appears_under_both_normalizations():
@@ -11,11 +11,11 @@ def test_every_entry_appears_under_both_normalizations():
     for case in cases:
         by_model.setdefault(case.model, set()).add((case.role, case.normalization))
     for entry in list_models():
-        assert by_model[entry.name] == {("correct", "model"), ("wrong", wrong_normalization(entry))}
+        assert by_model[entry.name] == {("correct", "model"), ("wrong", _wrong_normalization(entry))}
 
 
 def test_wrong_normalization_is_the_other_common_one():
-    assert wrong_normalization(get_entry("efficientnet_lite0")) == "imagenet"
+    assert _wrong_normalization(get_entry("efficientnet_lite0")) == "imagenet"
 
 
 def test_family_filter_and_readable_ids():

@@ -11,7 +11,7 @@ Select families with --family resnet|deit|efficientnet|all.
 
 import pytest
 
-from modelval.pytest_plugin.plugin import case_param, user_cases
+from modelval.pytest_plugin.plugin import _case_param, _user_cases
 from modelval.pytest_plugin.settings import find_models_file
 from modelval.runner.cases import build_cases
 from modelval.runner.matrix import cross_source_tolerance
@@ -23,8 +23,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         family = metafunc.config.getoption("--family")
         cases = build_cases(family) if family != "none" else []
         if find_models_file(metafunc.config) is not None:
-            cases += user_cases(metafunc.config)
-        metafunc.parametrize("case", [case_param(case) for case in cases])
+            cases += _user_cases(metafunc.config)
+        metafunc.parametrize("case", [_case_param(case) for case in cases])
     if "deit_variant" in metafunc.fixturenames:
         from modelval.models import list_models
 

@@ -7,7 +7,7 @@ runs that source's own transform on real stimuli, and measures the largest diffe
 *reference*: the model's training normalization applied to the 224 px stimuli as they are (the
 cue-conflict protocol: no resize, no crop). Mismatches are flagged in words.
 
-``measure_normalizations`` adds the measured effect: shape bias and cue-conflict accuracy of the
+``_measure_normalizations`` adds the measured effect: shape bias and cue-conflict accuracy of the
 real model under its own and the forced normalizations. :func:`audit_preprocessing` is the front door
 (``modelval models audit``).
 """
@@ -141,7 +141,7 @@ class AuditReport:
 # --- The training preprocessing each family is compared with ---------------------------------------
 
 
-def training_reference(entry: ModelEntry) -> tuple[PreprocessConfig, str]:
+def _training_reference(entry: ModelEntry) -> tuple[PreprocessConfig, str]:
     """The preprocessing the model was trained/evaluated with by its authors, and where that is documented."""
     if entry.family == "deit":
         from modelval.models.deit import DEIT_REPO_PREPROCESS
@@ -154,21 +154,21 @@ def training_reference(entry: ModelEntry) -> tuple[PreprocessConfig, str]:
     return entry.preprocess, f"{entry.name}'s own registry config"
 
 
-def group_of(entry: ModelEntry) -> str:
+def _group_of(entry: ModelEntry) -> str:
     return f"{entry.family}_{entry.variant}"
 
 
-def entries_in_group(name: str) -> list[ModelEntry]:
+def _entries_in_group(name: str) -> list[ModelEntry]:
     """Entries sharing a model (family + variant): ``deit_small_hf`` or ``deit_small`` -> the three DeiT-S."""
-    matches = [e for e in list_models() if group_of(e) == name]
+    matches = [e for e in list_models() if _group_of(e) == name]
     if matches:
         return matches
     entry = get_entry(name)
-    return [e for e in list_models() if group_of(e) == group_of(entry)]
+    return [e for e in list_models() if _group_of(e) == _group_of(entry)]
 
 
 def all_groups() -> list[str]:
-    return list(dict.fromkeys(group_of(e) for e in list_models()))
+    return list(dict.fromkeys(_group_of(e) for e in list_models()))
 
 
 # --- Each source's own transform -------------------------------------------------------------------
@@ -206,7 +206,7 @@ def _timm_transform(model_name: str) -> Transform:
     return lambda images: torch.stack([pipeline(i) for i in images])
 
 
-def source_pipelines(entry: ModelEntry) -> list[tuple[SourceReport, Transform]]:
+def _source_pipelines(entry: ModelEntry) -> list[tuple[SourceReport, Transform]]:
     """(report without measurements, transform) for each way this entry's source preprocesses images."""
     if entry.source == "huggingface":
         return _hf_pipelines(entry)
@@ -275,7 +275,7 @@ def _normalization_label(config: PreprocessConfig) -> str:
     return f"{name} (mean {tuple(round(m, 3) for m in config.mean)}, std {tuple(round(s, 3) for s in config.std)})"
 
 
-def mismatch_flags(config: PreprocessConfig, training: PreprocessConfig, max_abs_diff: float | None) -> list[str]:
+def _mismatch_flags(config: PreprocessConfig, training: PreprocessConfig, max_abs_diff: float | None) -> list[str]:
     """Plain-language differences from the training config and the stimulus protocol."""
     flags = []
     if not (np.allclose(config.mean, training.mean, atol=1e-3) and np.allclose(config.std, training.std, atol=1e-3)):
@@ -299,15 +299,15 @@ def mismatch_flags(config: PreprocessConfig, training: PreprocessConfig, max_abs
     return flags
 
 
-def audit_group(name: str, images: Sequence[Image.Image]) -> AuditReport:
+def _audit_group(name: str, images: Sequence[Image.Image]) -> AuditReport:
     """Audit every source of one model on ``images`` (PIL, the real 224 px stimuli)."""
-    entries = entries_in_group(name)
-    training, training_origin = training_reference(entries[0])
+    entries = _entries_in_group(name)
+    training, training_origin = _training_reference(entries[0])
     reference = training.for_stimuli(None)
     reference_input = _modelval_transform(reference)(images) if images else None
     reports = []
     for entry in entries:
-        for report, transform in source_pipelines(entry):
+        for report, transform in _source_pipelines(entry):
             difference = mean_difference = None
             size_flag = []
             if reference_input is not None:
@@ -321,15 +321,15 @@ def audit_group(name: str, images: Sequence[Image.Image]) -> AuditReport:
                         f"its transform rescales the {STIMULUS_SIZE} px stimuli to {height}x{width} px inputs; the "
                         "reference feeds them as they are, so no pixel-by-pixel difference is defined"
                     ]
-            flags = mismatch_flags(report.config, training, difference) + size_flag
+            flags = _mismatch_flags(report.config, training, difference) + size_flag
             reports.append(
                 dataclasses.replace(report, max_abs_diff=difference, mean_abs_diff=mean_difference, flags=tuple(flags))
             )
     origin = f"{training_origin}; applied to the stimuli as they are (no resize, no crop)"
-    return AuditReport(group_of(entries[0]), reference, origin, len(images), reports)
+    return AuditReport(_group_of(entries[0]), reference, origin, len(images), reports)
 
 
-def measure_normalizations(
+def _measure_normalizations(
     entry_name: str,
     stimuli: StimulusSet,
     *,
@@ -462,14 +462,14 @@ def audit_preprocessing(
 
     if not 1 <= images <= 1280:
         raise InputValidationError(f"images must be 1 to 1280 (the stimuli compared), got {images}")
-    groups = [group_of(entries_in_group(model)[0])] if model else all_groups()  # an unknown name fails first
+    groups = [_group_of(_entries_in_group(model)[0])] if model else all_groups()  # an unknown name fails first
     root = ensure_stimuli(data_root, offline=offline, progress=progress)
     stimuli = discover_stimuli(root)
     step = max(1, len(stimuli) // images)
     from torchvision.transforms.functional import to_pil_image
 
     pictures = [to_pil_image(load_image(root / s.relpath)) for s in stimuli[::step][:images]]
-    reports = [audit_group(group, pictures) for group in groups]
+    reports = [_audit_group(group, pictures) for group in groups]
     if measure:
         from modelval.runtime import resolve_device
 
@@ -478,14 +478,14 @@ def audit_preprocessing(
         for report in reports:
             # A registry entry measures that entry; a model group measures each source that is present.
             single = model is not None and model not in all_groups()
-            names = [model] if single and model is not None else [e.name for e in entries_in_group(report.group)]
+            names = [model] if single and model is not None else [e.name for e in _entries_in_group(report.group)]
             for name in names:
                 status = weights_status(name, checkpoint_dir)
                 if not status.available:
                     # Measuring never downloads: weights are fetched explicitly (`modelval models fetch`).
                     report.measurement_notes.append(f"not measured: {status.message}")
                     continue
-                report.measurements += measure_normalizations(
+                report.measurements += _measure_normalizations(
                     name, full, checkpoint_dir=checkpoint_dir, offline=offline, device=target, batch_size=batch_size,
                     progress=progress,
                 )  # fmt: skip

@@ -173,7 +173,7 @@ def benchmark(
             trials = [dataclasses.replace(t, subject=label) for t in _trials_of(model_runs[dataset])]
             add(label, dataset, trials, f"evaluated now: {label}")
     panels = {d: load_human_panel(reference_dirs[d], d) for d in needed}
-    described = observer_metadata(observers, runs, metadata)
+    described = _observer_metadata(observers, runs, metadata)
     table = benchmark_table(
         observers,
         panels,
@@ -239,7 +239,7 @@ def read_metadata(source: PathLike | Mapping[str, Mapping[str, Any]]) -> dict[st
     }
 
 
-def observer_metadata(
+def _observer_metadata(
     observers: Mapping[str, Any],
     runs: Mapping[str, Mapping[str, ModelRun]],
     given: PathLike | Mapping[str, Mapping[str, Any]] | None,

@@ -119,7 +119,7 @@ class PromptSweepReport(JSONResult):
         return "\n".join(lines)
 
 
-def resolve_prompt(prompt: str) -> tuple[str, str, str]:
+def _resolve_prompt(prompt: str) -> tuple[str, str, str]:
     """``(name, text, default parser)`` of a named prompt (``vqa16``, ``shape16``, ``texture16``, ``caption``) or
     of a prompt file (its whole text; its answers read with ``vqa``)."""
     from modelval.behaviour.answers import PROMPT_PARSERS, PROMPTS
@@ -225,7 +225,7 @@ def vlm_shape_bias(
         raise DataError("no prompt: give at least one (vqa16, shape16, texture16, caption, or a prompt file)")
     function, identity = _vlm_callable(vlm)
     label = name or identity["spec"]
-    resolved = [resolve_prompt(prompt) for prompt in prompts]
+    resolved = [_resolve_prompt(prompt) for prompt in prompts]
     names = [entry[0] for entry in resolved]
     if len(set(names)) != len(names):
         raise DataError(f"the prompts {', '.join(names)} repeat a name; each prompt once")

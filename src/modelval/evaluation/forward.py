@@ -236,12 +236,12 @@ def _stored(
     replaced = ""
     stored = cache.load(key, rows=rows)
     if stored is not None:
-        if same_outputs(stored.probe, probe, amp):
+        if _same_outputs(stored.probe, probe, amp):
             return stored.outputs, ""
         cache.discard(key)
         replaced = " (a stored entry under this key answered otherwise on the probe stimuli: replaced)"
     partial_probe = cache.partial_probe(key)
-    if partial_probe is not None and not same_outputs(partial_probe, probe, amp):
+    if partial_probe is not None and not _same_outputs(partial_probe, probe, amp):
         cache.discard(key)
         replaced = " (an interrupted run's rows under this key answered otherwise on the probe stimuli: discarded)"
     cache.start_rows(key, probe)
@@ -283,7 +283,7 @@ def model_outputs(
     ``cache`` and its ``cache_key`` (:func:`output_key`), stored outputs are returned without a forward
     pass, each finished batch is kept so that an interrupted run resumes, and the whole is stored at the end.
     Stored outputs (and an interrupted run's rows) are used only after the model, run on the probe stimuli
-    (:func:`probe_indices`), answers as it did when they were written (:func:`same_outputs`): an entry another
+    (:func:`_probe_indices`), answers as it did when they were written (:func:`_same_outputs`): an entry another
     model left under the same key is replaced, never served.
     ``device``: a ``torch.device`` is used as it is (resolve ``"auto"`` once, above); an ``nn.Module`` elsewhere is
     moved there before the first forward (:func:`place_model`), and a forward that still meets tensors on two
@@ -331,7 +331,7 @@ def model_outputs(
             assert cache is not None and cache_key is not None
             # The probe: the model's answers on a few fixed stimuli. A stored entry (or an interrupted run's rows)
             # is used only when it was written by a model that answers the same: no digest sees everything.
-            probe = forward_rows(probe_indices(len(images)))
+            probe = forward_rows(_probe_indices(len(images)))
             if check_width is not None:
                 check_width(probe.shape[1])
             stored, replaced = _stored(cache, cache_key, probe, amp, len(images))
@@ -400,12 +400,12 @@ PROBE_TOLERANCE: dict[str | None, tuple[float, float]] = {
 }  # fmt: skip
 
 
-def probe_indices(count: int) -> np.ndarray:
+def _probe_indices(count: int) -> np.ndarray:
     """The probe's stimuli among ``count``: :data:`PROBE_IMAGES` evenly spaced indices, fixed for the set."""
     return np.unique(np.linspace(0, count - 1, min(PROBE_IMAGES, count)).round().astype(np.int64))
 
 
-def same_outputs(stored: np.ndarray, fresh: np.ndarray, amp: Amp | None = None) -> bool:
+def _same_outputs(stored: np.ndarray, fresh: np.ndarray, amp: Amp | None = None) -> bool:
     """Whether two runs' outputs on the same stimuli agree within the precision's tolerance (:data:`PROBE_TOLERANCE`).
     """
     if stored.shape != fresh.shape:

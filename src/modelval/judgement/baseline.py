@@ -35,7 +35,7 @@ FORMAT = "modelval-baseline/1"
 TOP_K = 5
 
 
-def manifest_digest(relpaths: list[str]) -> str:
+def _manifest_digest(relpaths: list[str]) -> str:
     """A digest of the stimulus list, so a baseline made on other stimuli is recognised."""
     return hashlib.sha256("\n".join(sorted(relpaths)).encode()).hexdigest()[:16]
 
@@ -70,7 +70,7 @@ def baseline_from_evaluation(
         "resize": resize,
         "aggregation": evaluation.aggregation,
         "preprocessing": evaluation.config.to_dict(),
-        "stimuli_digest": manifest_digest([s.relpath for s in evaluation.stimuli]),
+        "stimuli_digest": _manifest_digest([s.relpath for s in evaluation.stimuli]),
         "versions": {"modelval": __version__, "torch": torch.__version__},
         "summary": {
             k: v

@@ -91,12 +91,12 @@ def read_status_file(path: Path) -> dict[tuple[str, str], ExpectedStatus]:
         if not isinstance(table, dict):
             raise DataError(f'{where}: expected a table of "NORMALIZATION/DEVICE/DTYPE" = status entries')
         for configuration, value in table.items():
-            check_configuration(configuration, where)
+            _check_configuration(configuration, where)
             statuses[(model, configuration)] = _status(value, f"{where} {configuration!r}")
     return statuses
 
 
-def check_configuration(configuration: str, where: str) -> None:
+def _check_configuration(configuration: str, where: str) -> None:
     """``NORMALIZATION/DEVICE/DTYPE`` with known parts, else one DataError line."""
     parts = configuration.split("/")
     ok = len(parts) == 3 and parts[0] in NIGHTLY_NORMALIZATIONS and parts[1] in DEVICE_TYPES and parts[2] in DTYPES
@@ -188,7 +188,7 @@ class NightlyCase:
         }
 
 
-def classify(expected: ExpectedStatus | None, attempts: Sequence[Attempt]) -> str:
+def _classify(expected: ExpectedStatus | None, attempts: Sequence[Attempt]) -> str:
     """The outcome of one configuration (one of :data:`OUTCOMES`) from its expected status and its attempts,
     oldest first: the last attempt decides, and attempts that disagree, the last one passing, are flaky."""
     if expected is not None and expected.status == "skip":
@@ -220,7 +220,7 @@ def classify_nightly(
     cases = [
         NightlyCase(model, configuration, statuses.get((model, configuration)),
                     tuple(sorted(found, key=lambda a: a.run_id)),
-                    classify(statuses.get((model, configuration)), sorted(found, key=lambda a: a.run_id)))
+                    _classify(statuses.get((model, configuration)), sorted(found, key=lambda a: a.run_id)))
         for (model, configuration), found in merged.items()
     ]  # fmt: skip
     return sorted(cases, key=lambda c: (OUTCOMES.index(c.outcome), c.model, c.configuration))

@@ -51,7 +51,7 @@ PROBE_LIMIT = 256
 PROBE_SEED = 0
 
 
-def hits_needed(population: int, threshold: float = SANITY_THRESHOLD) -> int:
+def _hits_needed(population: int, threshold: float = SANITY_THRESHOLD) -> int:
     """The fewest shape + texture hits among ``population`` conflict stimuli that pass the gate.
 
     Computed with the same float comparison as :func:`sanity_check` (``hits / n >= threshold``), so the
@@ -60,7 +60,7 @@ def hits_needed(population: int, threshold: float = SANITY_THRESHOLD) -> int:
     return next(k for k in range(population + 1) if k / population >= threshold) if population else 0
 
 
-def hypergeometric_cdf(hits: int, sampled: int, successes: int, population: int) -> Fraction:
+def _hypergeometric_cdf(hits: int, sampled: int, successes: int, population: int) -> Fraction:
     """P(X <= hits) for X ~ Hypergeometric: ``sampled`` drawn without replacement from ``population``
     items of which ``successes`` are hits. Exact (integer binomial coefficients)."""
     total = math.comb(population, sampled)
@@ -116,7 +116,7 @@ class EarlyDecision:
         }
 
 
-def early_decision(
+def _early_decision(
     hits: int,
     sampled: int,
     population: int,
@@ -134,19 +134,19 @@ def early_decision(
     """
     if not 0 < sampled <= population:
         return None
-    needed = hits_needed(population, threshold)
+    needed = _hits_needed(population, threshold)
     alpha = risk / looks
-    fail = hypergeometric_cdf(hits, sampled, needed, population) if needed <= population else Fraction(0)
+    fail = _hypergeometric_cdf(hits, sampled, needed, population) if needed <= population else Fraction(0)
     if fail <= alpha:
         return EarlyDecision(False, sampled, hits, population, float(fail), risk, threshold)
     if needed >= 1:
-        passing = 1 - hypergeometric_cdf(hits - 1, sampled, needed - 1, population) if hits >= 1 else Fraction(1)
+        passing = 1 - _hypergeometric_cdf(hits - 1, sampled, needed - 1, population) if hits >= 1 else Fraction(1)
         if passing <= alpha:
             return EarlyDecision(True, sampled, hits, population, float(passing), risk, threshold)
     return None
 
 
-def can_still_fail(
+def _can_still_fail(
     hits: int,
     limit: int,
     population: int,
@@ -157,7 +157,7 @@ def can_still_fail(
 ) -> bool:
     """Whether a sample grown to ``limit`` stimuli could still reject a model that has ``hits`` already
     (no further hit is the best case for a rejection)."""
-    decision = early_decision(hits, limit, population, threshold=threshold, risk=risk, looks=looks)
+    decision = _early_decision(hits, limit, population, threshold=threshold, risk=risk, looks=looks)
     return decision is not None and not decision.passed
 
 
@@ -271,8 +271,8 @@ def probe_sanity(
             answer = CATEGORIES[int(choice)]
             hits += answer in (shapes[start + offset], textures[start + offset])
         sampled = start + len(chunk)
-        decision = early_decision(hits, sampled, population, looks=looks)
-        if decision is not None or not can_still_fail(hits, limit, population, looks=looks):
+        decision = _early_decision(hits, sampled, population, looks=looks)
+        if decision is not None or not _can_still_fail(hits, limit, population, looks=looks):
             break  # settled, or so many hits already that even the whole sample could not reject the model
     sampled = sum(len(p) for p in parts)
     evaluated = order[:sampled]

@@ -22,7 +22,7 @@ if TYPE_CHECKING:  # torch loads on first use: listing models or parsing specs s
 from modelval.errors import DataError, describe_exception
 
 
-def load_checkpoint(path: str | os.PathLike[str]) -> object:
+def _load_checkpoint(path: str | os.PathLike[str]) -> object:
     """``torch.load(path, map_location="cpu", weights_only=True)`` with errors that name the file."""
     import torch
 
@@ -120,7 +120,7 @@ def load_state_dict_file(path: str | os.PathLike[str], *, key: str | None = None
     """Load a checkpoint and return its state dict (optionally the one stored under ``key``)."""
     import torch
 
-    payload = load_checkpoint(path)
+    payload = _load_checkpoint(path)
     if key is not None:
         if not isinstance(payload, Mapping) or key not in payload:
             found = sorted(payload) if isinstance(payload, Mapping) else type(payload).__name__
@@ -273,7 +273,7 @@ def _is_state_dict(value: object) -> bool:
     return isinstance(value, Mapping) and bool(value) and all(isinstance(v, torch.Tensor) for v in value.values())
 
 
-def nested_state_dicts(payload: object) -> list[str]:
+def _nested_state_dicts(payload: object) -> list[str]:
     """The top-level keys of a checkpoint whose values are state dicts (``state_dict``, ``state_dict_ema``, ...)."""
     if not isinstance(payload, Mapping):
         return []
@@ -284,7 +284,7 @@ def _key_hint(keys: list[str]) -> str:
     return f"pass --checkpoint-key {keys[0]}" if len(keys) == 1 else "pass --checkpoint-key with one of them"
 
 
-def common_prefix(checkpoint_keys: Iterable[str], model_keys: Iterable[str]) -> str | None:
+def _common_prefix(checkpoint_keys: Iterable[str], model_keys: Iterable[str]) -> str | None:
     """The prefix that, stripped from the checkpoint's keys, makes them the model's (``model.`` of Lightning)."""
     own = set(model_keys)
     found: Counter[str] = Counter()
@@ -316,8 +316,8 @@ def load_into(
     the keys do not fit, the error names the other state dicts in the file and the prefix that would fit.
     """
     path = Path(path)
-    payload = load_checkpoint(path)
-    nested = nested_state_dicts(payload)
+    payload = _load_checkpoint(path)
+    nested = _nested_state_dicts(payload)
     if key is not None:
         if not isinstance(payload, Mapping) or key not in payload:
             found = ", ".join(repr(k) for k in payload) if isinstance(payload, Mapping) else type(payload).__name__
@@ -354,7 +354,7 @@ def load_into(
             return ", ".join(keys[:10]) + (f" ... ({len(keys)} in all)" if len(keys) > 10 else "") if keys else "none"
 
         hints = []
-        fits = common_prefix(state, own)
+        fits = _common_prefix(state, own)
         if fits:
             hints.append(f"the checkpoint's keys start with {fits!r}: pass --strip-prefix {fits}")
         others = [k for k in nested if k != used]

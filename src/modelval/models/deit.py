@@ -52,7 +52,7 @@ TIMM_PREPROCESS = PreprocessConfig(
 )
 
 
-def hub_entrypoint(variant: str) -> str:
+def _hub_entrypoint(variant: str) -> str:
     return f"deit_{variant}_patch16_224"
 
 
@@ -69,7 +69,7 @@ def _build_hub(variant: str):
         from modelval.models.hub import load_hub_model
 
         repo_dir, checkpoint = context.weight_paths
-        model = load_hub_model(repo_dir, hub_entrypoint(variant), pretrained=False)
+        model = load_hub_model(repo_dir, _hub_entrypoint(variant), pretrained=False)
         model.load_state_dict(load_state_dict_file(checkpoint, key="model"), strict=True)
         return model
 
@@ -89,7 +89,7 @@ def _build_hf(variant: str):
     return build
 
 
-def hf_shipped_preprocess(repo_id: str) -> tuple[PreprocessConfig, list[str]]:
+def _hf_shipped_preprocess(repo_id: str) -> tuple[PreprocessConfig, list[str]]:
     """The processor config a cached HF checkpoint ships, or the documented one when it is not cached."""
     from modelval.models.hf import load_processor, processor_to_config
     from modelval.models.weights import HFRepo
@@ -100,7 +100,7 @@ def hf_shipped_preprocess(repo_id: str) -> tuple[PreprocessConfig, list[str]]:
     return config, [f"read from the cached preprocessor_config.json of {repo_id}", *notes]
 
 
-def timm_pretrained_cfg(model_name: str) -> Any:
+def _timm_pretrained_cfg(model_name: str) -> Any:
     """timm's pretrained config of ``model_name``; a clear error when this timm does not know it."""
     import timm
 
@@ -123,7 +123,7 @@ def timm_data_config(model_name: str) -> dict[str, Any]:
     """
     from timm.data import resolve_data_config
 
-    return dict(resolve_data_config({}, pretrained_cfg=timm_pretrained_cfg(model_name).to_dict(), use_test_size=True))
+    return dict(resolve_data_config({}, pretrained_cfg=_timm_pretrained_cfg(model_name).to_dict(), use_test_size=True))
 
 
 def timm_preprocess(model_name: str) -> PreprocessConfig:
@@ -175,7 +175,7 @@ def _build_timm(variant: str):
     return build
 
 
-def deit_hub_entry(variant: str, *, url: str | None = None, name: str | None = None) -> ModelEntry:
+def _deit_hub_entry(variant: str, *, url: str | None = None, name: str | None = None) -> ModelEntry:
     """The torch.hub DeiT entry; ``url`` replaces the release checkpoint URL (tests serve one locally)."""
     release = UrlCheckpoint(url or DEIT_RELEASE_URLS[variant])
     return ModelEntry(
@@ -188,7 +188,7 @@ def deit_hub_entry(variant: str, *, url: str | None = None, name: str | None = N
         weights_url=release.source_url,
         weights_file=release.file_name,
         provenance=(
-            f"torch.hub facebookresearch/deit:main entry {hub_entrypoint(variant)}(pretrained=False) + "
+            f"torch.hub facebookresearch/deit:main entry {_hub_entrypoint(variant)}(pretrained=False) + "
             f"release checkpoint {release.file_name} ['model'], loaded strictly"
         ),
         label=f"DeiT-{variant.capitalize()} (torch.hub)",
@@ -198,7 +198,7 @@ def deit_hub_entry(variant: str, *, url: str | None = None, name: str | None = N
 
 def _register(variant: str) -> list[ModelEntry]:
     size = variant.capitalize()
-    hub = deit_hub_entry(variant)
+    hub = _deit_hub_entry(variant)
     hf_repo = HFRepo(hf_repo_id(variant), optional_files=("preprocessor_config.json",))
     hf = ModelEntry(
         name=f"deit_{variant}_hf",
@@ -245,8 +245,8 @@ __all__ = [
     "DEIT_REPO_PREPROCESS",
     "HF_SHIPPED_PREPROCESS",
     "TIMM_PREPROCESS",
-    "deit_hub_entry",
-    "hf_shipped_preprocess",
+    "_deit_hub_entry",
+    "_hf_shipped_preprocess",
     "timm_data_config",
     "timm_preprocess",
     "timm_preprocess_origin",

@@ -148,7 +148,7 @@ def _unpack_factory_result(spec: ModelSpec, result: object) -> tuple[nn.Module, 
     )
 
 
-def serialized_kind(path: Path) -> str:
+def _serialized_kind(path: Path) -> str:
     """What a model file is, from its zip listing alone: "export", "torchscript", "torch.save", "zip" or "other".
 
     Read before handing the file to torch, whose loaders answer a file of the wrong kind with a logged
@@ -172,7 +172,7 @@ def serialized_kind(path: Path) -> str:
 
 def _wrong_kind(path: Path, wanted: str) -> str | None:
     """The one-line reason a file is not a ``wanted`` ("export" or "torchscript") model file, or None."""
-    kind = serialized_kind(path)
+    kind = _serialized_kind(path)
     if kind == wanted:
         return None
     names = {"export": "torch.export program", "torchscript": "TorchScript file"}
@@ -233,7 +233,7 @@ def export_entry(spec: ModelSpec, *, base_dir: Path | None = None) -> ModelEntry
             raise DataError(f"{path}: not a loadable torch.export file: {describe_exception(error)}") from None
         finally:
             logger.setLevel(level)
-        check_exported_batch(program, path)
+        _check_exported_batch(program, path)
         from modelval.models.wrappers import ExportedModule
 
         return ExportedModule(program.module())
@@ -241,7 +241,7 @@ def export_entry(spec: ModelSpec, *, base_dir: Path | None = None) -> ModelEntry
     return _entry(spec, "torch.export", build, provenance=f"torch.export.load({str(path)!r}).module()")
 
 
-def check_exported_batch(program: Any, path: Path) -> None:
+def _check_exported_batch(program: Any, path: Path) -> None:
     """Refuse an exported program whose batch dimension is fixed: its graph would fail on the first batch.
 
     ``torch.export.export(model, (x,))`` specialises every dimension of ``x``; a program traced with one image

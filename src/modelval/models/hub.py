@@ -33,7 +33,7 @@ def _timm_registry_state():
 
 
 @contextmanager
-def isolated_hub_imports(hub_root: Path) -> Iterator[None]:
+def _isolated_hub_imports(hub_root: Path) -> Iterator[None]:
     """Restore timm's model registry and drop modules imported from under ``hub_root`` afterwards."""
     registry, saved = _timm_registry_state()
     modules_before = set(sys.modules)
@@ -55,8 +55,8 @@ def load_hub_model(repo_dir: Path, entrypoint: str, **kwargs: object) -> nn.Modu
     """``torch.hub.load(repo_dir, entrypoint, source="local", **kwargs)``: the hub code path, without network."""
     import torch
 
-    with isolated_hub_imports(repo_dir), warnings.catch_warnings():
-        # timm warns that DeiT overwrites its registry entries; isolated_hub_imports undoes that.
+    with _isolated_hub_imports(repo_dir), warnings.catch_warnings():
+        # timm warns that DeiT overwrites its registry entries; _isolated_hub_imports undoes that.
         warnings.filterwarnings("ignore", message="Overwriting .* in registry", category=UserWarning)
         return torch.hub.load(str(repo_dir), entrypoint, source="local", **kwargs)
 
@@ -67,7 +67,7 @@ def download_hub_code(github: str, *, force: bool = False) -> Path:
 
     hub_root = Path(torch.hub.get_dir())
     try:
-        with isolated_hub_imports(hub_root):
+        with _isolated_hub_imports(hub_root):
             # torch.hub.list is the public call that caches the repository without building a model.
             torch.hub.list(github, force_reload=force, trust_repo=True)
     except (OSError, RuntimeError, ValueError) as error:  # urllib's URLError/HTTPError are OSErrors

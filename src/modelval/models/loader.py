@@ -154,13 +154,13 @@ def load_model(
         checkpoint_key=checkpoint_key,
         strip_prefix=strip_prefix,
     )
-    notes = registry_notes(entry, loaded.config.preprocess) if normalization == "model" else ()
+    notes = _registry_notes(entry, loaded.config.preprocess) if normalization == "model" else ()
     if notes:
         loaded.config = dataclasses.replace(loaded.config, audit_notes=notes)
     return loaded
 
 
-def registry_notes(entry: ModelEntry, resolved: PreprocessConfig) -> tuple[str, ...]:
+def _registry_notes(entry: ModelEntry, resolved: PreprocessConfig) -> tuple[str, ...]:
     """Where a registry entry of the same weights (same HF repository) prescribes another normalization."""
     from modelval.models.registry import list_models
     from modelval.models.weights import HFRepo

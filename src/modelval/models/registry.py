@@ -191,7 +191,7 @@ def register_model(entry: ModelEntry) -> ModelEntry:
     return entry
 
 
-def unregister_model(name: str) -> ModelEntry:
+def _unregister_model(name: str) -> ModelEntry:
     """Remove an entry (tests register temporary ones)."""
     return _REGISTRY.pop(name)
 
@@ -448,6 +448,6 @@ def fetch_weights(
     return paths
 
 
-def replace_preprocess(entry: ModelEntry, **changes: Any) -> ModelEntry:
+def _replace_preprocess(entry: ModelEntry, **changes: Any) -> ModelEntry:
     """A copy of ``entry`` with its preprocessing changed (for tests and audits)."""
     return dataclasses.replace(entry, preprocess=dataclasses.replace(entry.preprocess, **changes))

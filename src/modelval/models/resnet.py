@@ -36,7 +36,7 @@ SIN_IN_IN_URL = (
 )
 
 
-def resnet50_from_checkpoint(path, *, key: str | None) -> nn.Module:
+def _resnet50_from_checkpoint(path, *, key: str | None) -> nn.Module:
     """torchvision ResNet-50 with a checkpoint's weights, loaded strictly (``module.`` prefix stripped)."""
     from torchvision.models import resnet50
 
@@ -47,12 +47,12 @@ def resnet50_from_checkpoint(path, *, key: str | None) -> nn.Module:
 
 def _builder(key: str | None):
     def build(context: LoadContext) -> nn.Module:
-        return resnet50_from_checkpoint(context.weight_paths[0], key=key)
+        return _resnet50_from_checkpoint(context.weight_paths[0], key=key)
 
     return build
 
 
-def resnet50_entry(
+def _resnet50_entry(
     name: str, variant: str, url: str, key: str | None, source: str, provenance: str = "", label: str = ""
 ) -> ModelEntry:
     """A ResNet-50 entry whose checkpoint modelval downloads from ``url`` (tests point it at 127.0.0.1)."""
@@ -75,7 +75,7 @@ def resnet50_entry(
 def _register(
     name: str, variant: str, url: str, key: str | None, source: str, provenance: str = "", label: str = ""
 ) -> ModelEntry:
-    return register_model(resnet50_entry(name, variant, url, key, source, provenance, label))
+    return register_model(_resnet50_entry(name, variant, url, key, source, provenance, label))
 
 
 RESNET50_IN = _register(
@@ -122,6 +122,6 @@ __all__ = [
     "RESNET50_SIN",
     "RESNET50_SIN_IN",
     "RESNET50_SIN_IN_IN",
-    "resnet50_entry",
-    "resnet50_from_checkpoint",
+    "_resnet50_entry",
+    "_resnet50_from_checkpoint",
 ]

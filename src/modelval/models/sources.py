@@ -51,7 +51,7 @@ TIMM_TAG_DATA: dict[str, tuple[str, int | None, str]] = {
 }
 
 
-def timm_training(name: str, tag: str | None) -> TrainingData | None:
+def _timm_training(name: str, tag: str | None) -> TrainingData | None:
     """What a timm model learned from, read from its pretrained tag (timm's ``pretrained_cfg["tag"]``).
 
     ``a1_in1k`` -> ImageNet-1k; ``laion2b_ft_in12k_in1k`` -> LAION-2B, then ImageNet-12k, ImageNet-1k, with the
@@ -121,7 +121,7 @@ def timm_entry(spec: ModelSpec, *, pretrained: bool = True) -> ModelEntry:
         weights=parts,
         weights_url=parts[0].url() if parts else (cfg.url if cfg is not None else None),
         provenance=f"timm.create_model({name!r}, pretrained={pretrained})",
-        training=timm_training(name.split(".")[0], cfg.tag) if pretrained and cfg is not None else None,
+        training=_timm_training(name.split(".")[0], cfg.tag) if pretrained and cfg is not None else None,
     )
 
 
@@ -131,7 +131,7 @@ def timm_entry(spec: ModelSpec, *, pretrained: bool = True) -> ModelEntry:
 IMAGENET_LABEL_AGREEMENT = 0.9
 
 
-def check_imagenet_id2label(id2label: dict[int, str], repo: str) -> None:
+def _check_imagenet_id2label(id2label: dict[int, str], repo: str) -> None:
     """Refuse an HF classifier whose labels are not ImageNet-1k (it needs a label map)."""
     from torchvision.models._meta import _IMAGENET_CATEGORIES
 
@@ -169,15 +169,15 @@ def _hf_classifier(
     from modelval.models.convert import load_hf_image_classifier
     from modelval.models.wrappers import LogitsOf
 
-    with hf_errors(f"{where}: transformers cannot read its config.json"):
+    with _hf_errors(f"{where}: transformers cannot read its config.json"):
         config = AutoConfig.from_pretrained(source, **options)
     if getattr(config, "model_type", None) in ZERO_SHOT_MODEL_TYPES:
         from modelval.models.zero_shot import ZeroShotSettings
 
         return _hf_zero_shot(where, source, zero_shot or ZeroShotSettings(), **options)
     if imagenet_head:
-        check_imagenet_id2label(dict(config.id2label), where)
-    with hf_errors(f"{where}: transformers cannot load the model"):
+        _check_imagenet_id2label(dict(config.id2label), where)
+    with _hf_errors(f"{where}: transformers cannot load the model"):
         return LogitsOf(load_hf_image_classifier(source, **options))
 
 
@@ -191,15 +191,15 @@ def _hf_zero_shot(where: str, source: str | Path, settings: ZeroShotSettings, **
 
     from modelval.models.zero_shot import hf_classifier
 
-    with hf_errors(f"{where}: transformers cannot load the model"):
+    with _hf_errors(f"{where}: transformers cannot load the model"):
         model = AutoModel.from_pretrained(source, **options).eval()
-    with hf_errors(f"{where}: transformers cannot load its tokenizer"):
+    with _hf_errors(f"{where}: transformers cannot load its tokenizer"):
         tokenizer = AutoTokenizer.from_pretrained(source, **options)
     return hf_classifier(model, tokenizer, settings, source=f"transformers {type(model).__name__} {where}")
 
 
 @contextlib.contextmanager
-def hf_errors(what: str) -> Iterator[None]:
+def _hf_errors(what: str) -> Iterator[None]:
     """transformers' exceptions (OSError, ValueError, UnpicklingError, safetensors', ...) as one DataError line."""
     try:
         yield
@@ -229,7 +229,7 @@ def hf_entry(spec: ModelSpec, *, imagenet_head: bool = True, zero_shot: ZeroShot
 
         if repo.cached_file("preprocessor_config.json") is None:
             return PreprocessConfig(), f"{DEFAULT_ORIGIN}: {repo_id} has no preprocessor_config.json"
-        with hf_errors(f"{repo_id}: transformers cannot read its preprocessor_config.json"):
+        with _hf_errors(f"{repo_id}: transformers cannot read its preprocessor_config.json"):
             config, _ = processor_to_config(load_processor(repo_id, cache_dir=hf_cache_dir(), revision=revision))
         return config, f"{repo_id} preprocessor_config.json (AutoImageProcessor)"
 
@@ -280,7 +280,7 @@ def hf_folder_entry(
 
         if not (folder / "preprocessor_config.json").is_file():
             return PreprocessConfig(), f"{DEFAULT_ORIGIN}: {folder} has no preprocessor_config.json"
-        with hf_errors(f"{folder}: transformers cannot read its preprocessor_config.json"):
+        with _hf_errors(f"{folder}: transformers cannot read its preprocessor_config.json"):
             config, _ = processor_to_config(load_processor(folder))
         return config, f"{folder / 'preprocessor_config.json'} (AutoImageProcessor)"
 
@@ -393,7 +393,7 @@ def _hash_prefix(file_name: str) -> str | None:
     return found.group(1) if found else None
 
 
-def torchvision_weights(builder: str, weights: str | None) -> Any:
+def _torchvision_weights(builder: str, weights: str | None) -> Any:
     import torchvision
 
     available = torchvision.models.list_models()
@@ -414,7 +414,7 @@ def torchvision_entry(spec: ModelSpec, *, pretrained: bool = True) -> ModelEntry
     """``torchvision:<builder>[.<WEIGHTS>]``: ``get_model(builder, weights=...)``, ``weights.transforms()``."""
     import torchvision
 
-    weights = torchvision_weights(spec.target, spec.detail)
+    weights = _torchvision_weights(spec.target, spec.detail)
     transform = weights.transforms()
     preprocess = PreprocessConfig(
         mean=tuple(transform.mean),

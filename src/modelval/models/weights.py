@@ -195,7 +195,7 @@ HF_NETWORK_ADVICE = (
 )
 
 
-def fetch_command(name: str, parts: Sequence[WeightsPart], checkpoint_dir: Path) -> str:
+def _fetch_command(name: str, parts: Sequence[WeightsPart], checkpoint_dir: Path) -> str:
     """The command that fetches the weights, naming the weights' folder where it is not the default one."""
     from modelval.paths import user_cache_dir
 
@@ -204,7 +204,7 @@ def fetch_command(name: str, parts: Sequence[WeightsPart], checkpoint_dir: Path)
     return (f"MODELVAL_CHECKPOINT_DIR={checkpoint_dir} " if moved else "") + f"modelval models fetch {name}"
 
 
-def missing_message(
+def _missing_message(
     name: str, parts: Sequence[WeightsPart], checkpoint_dir: Path, missing: Sequence[WeightsPart]
 ) -> str:
     """The instruction text for absent weights: the model, the files expected, their URLs, the command."""
@@ -212,7 +212,7 @@ def missing_message(
     urls = ", ".join(p.url() for p in missing)
     return (
         f"weights for model {name!r} are not available: expected {expected} (from {urls}). "
-        f"Fetch them with: {fetch_command(name, parts, checkpoint_dir)}"
+        f"Fetch them with: {_fetch_command(name, parts, checkpoint_dir)}"
     )
 
 
@@ -221,7 +221,7 @@ def parts_status(name: str, parts: Sequence[WeightsPart], checkpoint_dir: Path) 
     if not missing:
         found = ", ".join(str(p.locate(checkpoint_dir)) for p in parts) or "bundled with the package"
         return WeightsStatus(True, f"weights for model {name!r} are present: {found}")
-    return WeightsStatus(False, missing_message(name, parts, checkpoint_dir, missing))
+    return WeightsStatus(False, _missing_message(name, parts, checkpoint_dir, missing))
 
 
 def ensure_parts(
@@ -266,7 +266,7 @@ def _located(name: str, parts: Sequence[WeightsPart], checkpoint_dir: Path, mess
             except DataError as error:
                 raise ChecksumError(
                     f"cached checkpoint of model {name!r} is corrupt: {error}. "
-                    f"Re-fetch it with: {fetch_command(name, parts, checkpoint_dir)} (replaces the bad file)"
+                    f"Re-fetch it with: {_fetch_command(name, parts, checkpoint_dir)} (replaces the bad file)"
                 ) from None
         elif isinstance(part, HFRepo):
             # The HF cache holds no digests modelval could check; an empty or garbage weights file reached
@@ -277,7 +277,7 @@ def _located(name: str, parts: Sequence[WeightsPart], checkpoint_dir: Path, mess
             if problem is not None:
                 raise ChecksumError(
                     f"cached weights of model {name!r} are damaged: {path} {problem}. Re-fetch them with: "
-                    f"{fetch_command(name, parts, checkpoint_dir)} --force (replaces the damaged file)"
+                    f"{_fetch_command(name, parts, checkpoint_dir)} --force (replaces the damaged file)"
                 )
         paths.append(path)
     return paths

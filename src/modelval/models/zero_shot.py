@@ -49,20 +49,20 @@ def _metadata() -> dict[str, Any]:
     return data
 
 
-def class_names(space: str) -> tuple[str, ...]:
+def _class_names(space: str) -> tuple[str, ...]:
     """The class names of a class space: ``imagenet1k`` (1,000, OpenAI's curated names) or ``16``."""
     if space in CLASS_SPACES:  # "16": the category names in CATEGORIES order (models may not import behaviour)
         return tuple(_metadata()[space])
     raise DataError(f"unknown class space {space!r}; use one of {', '.join(CLASS_SPACES)}")
 
 
-def templates_of(name: str) -> tuple[str, ...]:
+def _templates_of(name: str) -> tuple[str, ...]:
     """The templates a name stands for: ``openai80``, ``simple7``, one template with ``{}``, or a file.
 
     Examples
     --------
-    >>> from modelval.models.zero_shot import templates_of
-    >>> len(templates_of("openai80")), templates_of("simple7")[0], templates_of("a photo of a {}.")
+    >>> from modelval.models.zero_shot import _templates_of
+    >>> len(_templates_of("openai80")), _templates_of("simple7")[0], _templates_of("a photo of a {}.")
     (80, 'itap of a {}.', ('a photo of a {}.',))
     """
     if name in TEMPLATE_SETS:
@@ -108,7 +108,7 @@ class ZeroShotSettings:
         return asdict(self)
 
 
-def build_classifier(
+def _build_classifier(
     encode_text: Callable[[Any], torch.Tensor],
     tokenize: Callable[[list[str]], Any],
     names: Sequence[str],
@@ -188,7 +188,7 @@ class ZeroShotClassifier(nn.Module):
         return F.logsigmoid(logits + self.bias)
 
 
-def scale_of(model: nn.Module, settings: ZeroShotSettings) -> float:
+def _scale_of(model: nn.Module, settings: ZeroShotSettings) -> float:
     """The logit scale: the model's learned ``exp(logit_scale)``, or the fixed number of the settings."""
     if settings.logit_scale != "model":
         return float(settings.logit_scale)
@@ -198,7 +198,7 @@ def scale_of(model: nn.Module, settings: ZeroShotSettings) -> float:
     return float(torch.as_tensor(value).detach().float().exp())
 
 
-def bias_of(model: nn.Module) -> float | None:
+def _bias_of(model: nn.Module) -> float | None:
     """SigLIP's learned logit bias, or ``None`` (CLIP: softmax scoring)."""
     value = getattr(model, "logit_bias", None)
     return None if value is None else float(torch.as_tensor(value).detach().float().reshape(-1)[0])
@@ -206,13 +206,13 @@ def bias_of(model: nn.Module) -> float | None:
 
 def open_clip_classifier(model: Any, tokenizer: Any, settings: ZeroShotSettings, source: str) -> ZeroShotClassifier:
     """An open_clip model (``encode_image``, ``encode_text``) as a :class:`ZeroShotClassifier`."""
-    templates = templates_of(settings.templates)
+    templates = _templates_of(settings.templates)
     device = next(model.parameters()).device
-    head = build_classifier(
-        model.encode_text, lambda texts: tokenizer(texts).to(device), class_names(settings.class_space), templates
+    head = _build_classifier(
+        model.encode_text, lambda texts: tokenizer(texts).to(device), _class_names(settings.class_space), templates
     )
     return ZeroShotClassifier(
-        model, model.encode_image, head, scale=scale_of(model, settings), bias=bias_of(model), settings=settings,
+        model, model.encode_image, head, scale=_scale_of(model, settings), bias=_bias_of(model), settings=settings,
         source=source, template_count=len(templates),
     )  # fmt: skip
 
@@ -223,7 +223,7 @@ def hf_classifier(model: Any, tokenizer: Any, settings: ZeroShotSettings, source
     SigLIP's text tower was trained on texts padded to its full length (``padding="max_length"``), CLIP's on
     texts padded to the longest in the batch; each is tokenized as it was trained.
     """
-    templates = templates_of(settings.templates)
+    templates = _templates_of(settings.templates)
     siglip = "siglip" in str(getattr(model.config, "model_type", ""))
     padding = "max_length" if siglip else True
 
@@ -237,9 +237,9 @@ def hf_classifier(model: Any, tokenizer: Any, settings: ZeroShotSettings, source
         out = model.get_text_features(**inputs)
         return getattr(out, "pooler_output", out)
 
-    head = build_classifier(encode_text, tokenize, class_names(settings.class_space), templates)
+    head = _build_classifier(encode_text, tokenize, _class_names(settings.class_space), templates)
     return ZeroShotClassifier(
         model, lambda images: model.get_image_features(pixel_values=images), head,
-        scale=scale_of(model, settings), bias=bias_of(model) if siglip else None, settings=settings,
+        scale=_scale_of(model, settings), bias=_bias_of(model) if siglip else None, settings=settings,
         source=source, template_count=len(templates),
     )  # fmt: skip

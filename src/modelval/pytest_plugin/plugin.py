@@ -100,7 +100,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     from modelval.runner.cases import build_cases
 
     # The ids the workers give the cases: the models file's, and the registry's (modelval's own matrix).
-    cases = [case for case in user_cases(config) if not isinstance(case, CaseProblem)] + build_cases("all")
+    cases = [case for case in _user_cases(config) if not isinstance(case, CaseProblem)] + build_cases("all")
     return ModelvalScheduling(config, log, {case.id: case.model for case in cases})
 
 
@@ -114,7 +114,7 @@ class CaseProblem:
         self.id, self.message = id, message
 
 
-def user_cases(config: pytest.Config) -> list[Any]:
+def _user_cases(config: pytest.Config) -> list[Any]:
     """The cases of the models file (each model under each normalization), and a CaseProblem per broken entry.
 
     Read once per session. No models file: one problem that says where it was looked for.
@@ -150,7 +150,7 @@ def user_cases(config: pytest.Config) -> list[Any]:
     return cases
 
 
-def case_param(case: Any) -> Any:
+def _case_param(case: Any) -> Any:
     """A validation case as a pytest param, grouped by model (xdist), marked by what it needs."""
     if isinstance(case, CaseProblem):
         return pytest.param(case, id=case.id)
@@ -162,7 +162,7 @@ def case_param(case: Any) -> Any:
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "modelval_case" in metafunc.fixturenames:
-        params = [case_param(case) for case in user_cases(metafunc.config)]
+        params = [_case_param(case) for case in _user_cases(metafunc.config)]
         metafunc.parametrize("modelval_case", params, indirect=True)
 
 
@@ -280,7 +280,7 @@ def modelval_runner(
         # either, which is up to 25% slower on CPU for the larger EfficientNets (docs/performance.md).
         batch_size=48,
     )
-    cases = [case for case in user_cases(pytestconfig) if not isinstance(case, CaseProblem)]
+    cases = [case for case in _user_cases(pytestconfig) if not isinstance(case, CaseProblem)]
     runner.add_user_models(case.user for case in cases)
     executor = setting(pytestconfig, "executor") or "serial"
     if executor != "serial":
@@ -325,7 +325,7 @@ def pytest_testnodedown(node: Any, error: Any) -> None:
         node.config.stash.setdefault(MERGED_KEY, []).append(pickle.loads(payload))
 
 
-def merged_results(config: pytest.Config) -> tuple[list[Any], dict[Any, Any], Any]:
+def _merged_results(config: pytest.Config) -> tuple[list[Any], dict[Any, Any], Any]:
     """Rows and evaluations of this process and of every worker, ordered by model and case, and the run store
     their cases were recorded in."""
     rows: list[Any] = []
@@ -345,7 +345,7 @@ def merged_results(config: pytest.Config) -> tuple[list[Any], dict[Any, Any], An
     from modelval.models import list_models
 
     order = {entry.name: index for index, entry in enumerate(list_models())}
-    for case in user_cases(config):
+    for case in _user_cases(config):
         if not isinstance(case, CaseProblem):
             order.setdefault(case.model, len(order))
     rows.sort(key=lambda r: (order.get(r.model, len(order)), not r.normalization.startswith("model "), r.normalization))
@@ -356,7 +356,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     """Print the comparison table and breakdown of every validation case run in this session."""
     if getattr(config, "workerinput", None) is not None:
         return  # a worker: the controller prints
-    rows, evaluations, store = merged_results(config)
+    rows, evaluations, store = _merged_results(config)
     if not rows:
         return
     from modelval.judgement.rows import format_breakdown, format_comparison

@@ -95,7 +95,7 @@ def check_settings(config: pytest.Config) -> None:
         problem = _folder_problem(Path(report_dir))
         if problem is not None:
             raise pytest.UsageError(f"{BY_NAME['report_dir'].plugin_option} {report_dir}: {problem}")
-    moved = rootdir_moved_by_a_value(config)
+    moved = _rootdir_moved_by_a_value(config)
     if moved is not None:
         raise pytest.UsageError(moved)
 
@@ -109,7 +109,7 @@ def _space_form_values(config: pytest.Config) -> list[tuple[str, str]]:
     return [(arg, args[i + 1]) for i, arg in enumerate(args[:-1]) if arg in options]
 
 
-def rootdir_moved_by_a_value(config: pytest.Config) -> str | None:
+def _rootdir_moved_by_a_value(config: pytest.Config) -> str | None:
     """One line when ``--modelval-x PATH`` (space form) made pytest pick another rootdir or ini file; else None.
 
     pytest picks its rootdir and ini file from the command line's paths *before* any plugin is loaded, so at that
@@ -181,7 +181,7 @@ def _folder_problem(folder: Path) -> str | None:
 _PLUGIN_WORDS = tuple((f"--{name}", f"--modelval-{name}") for name in ("data-home", "data-root", "reference-dir"))
 
 
-def in_plugin_words(message: str) -> str:
+def _in_plugin_words(message: str) -> str:
     """``message`` with the command line's option names replaced by the plugin's (``--data-root`` is
     ``--modelval-data-root`` here: a user who pasted the CLI's name would get "unrecognized arguments")."""
     import re
@@ -205,7 +205,7 @@ def missing_resource(config: pytest.Config, message: str, *, kind: Literal["data
     Missing data fails unless ``--modelval-allow-missing-data``: a validation that validated nothing must not
     pass green. Missing downloaded weights skip unless ``--modelval-strict-weights`` (no network in most CI).
     """
-    message = in_plugin_words(message)
+    message = _in_plugin_words(message)
     if kind == "weights":
         if setting(config, "strict_weights"):
             pytest.fail(f"[strict weights] {message}", pytrace=False)

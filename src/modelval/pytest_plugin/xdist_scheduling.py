@@ -18,16 +18,16 @@ from collections.abc import Mapping
 from typing import Any
 
 
-def case_parameter(nodeid: str) -> str | None:
+def _case_parameter(nodeid: str) -> str | None:
     """``lite0-model-norm`` of ``test_zoo.py::test_my_zoo[lite0-model-norm]``; ``None`` without parameters."""
     tail = nodeid.rsplit("::", 1)[-1]
     _, bracket, params = tail.partition("[")
     return params[:-1] if bracket and params.endswith("]") else None
 
 
-def scope_of(nodeid: str, models: Mapping[str, str]) -> str:
+def _scope_of(nodeid: str, models: Mapping[str, str]) -> str:
     """The work unit of a test: ``modelval:<model>`` for a case of ``models`` (case id -> model), else itself."""
-    model = models.get(case_parameter(nodeid) or "")
+    model = models.get(_case_parameter(nodeid) or "")
     return f"modelval:{model}" if model is not None else nodeid
 
 
@@ -36,7 +36,7 @@ def _grouping_scheduler(config: Any, log: Any, models: Mapping[str, str]) -> Any
 
     class ModelGroupScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            return scope_of(nodeid, models)
+            return _scope_of(nodeid, models)
 
     return ModelGroupScheduling(config, log)
 
@@ -80,7 +80,7 @@ class ModelvalScheduling:
             load, grouping = self._candidates
             # Every worker collected the same tests (xdist checks that); look at any one collection.
             collections = list(load.node2collection.values())
-            grouped = bool(collections) and any(case_parameter(n) in self._models for n in collections[0])
+            grouped = bool(collections) and any(_case_parameter(n) in self._models for n in collections[0])
             self._chosen = grouping if grouped else load
         self._chosen.schedule()
 

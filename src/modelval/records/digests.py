@@ -162,14 +162,14 @@ def state_dict_digest(model: Any) -> str | None:
     if remembered is not None and _unchanged(remembered[0], entries):
         return str(remembered[1])
     signature = _signature(entries)  # before hashing: a write during the hash makes the next call hash again
-    digest = tensors_digest(entries)
+    digest = _tensors_digest(entries)
     DIGESTS_COMPUTED["weights"] += 1
     if signature is not None:
         _remember(_WEIGHTS, model, (signature, digest))
     return digest
 
 
-def tensors_digest(
+def _tensors_digest(
     entries: Sequence[tuple[str, torch.Tensor]],
     *,
     staged: tuple[str, ...] = ("cuda",),

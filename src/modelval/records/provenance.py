@@ -101,13 +101,13 @@ def _process_session() -> str:
 def device_record(device: Any) -> dict[str, str]:
     """The ``"device"`` part of a provenance record: the torch device type and its human name, and a CUDA
     device's compute capability (``"9.0"``: what expectations keyed by capability match)."""
-    record = {"type": getattr(device, "type", str(device)).split(":")[0], "name": device_name(device)}
+    record = {"type": getattr(device, "type", str(device)).split(":")[0], "name": _device_name(device)}
     if record["type"] == "cuda":
-        record["capability"] = compute_capability(device)
+        record["capability"] = _compute_capability(device)
     return record
 
 
-def compute_capability(device: Any) -> str:
+def _compute_capability(device: Any) -> str:
     """A CUDA device's compute capability as ``"major.minor"`` (``"9.0"`` for an H100)."""
     import torch
 
@@ -116,7 +116,7 @@ def compute_capability(device: Any) -> str:
     return f"{major}.{minor}"
 
 
-def device_name(device: Any) -> str:
+def _device_name(device: Any) -> str:
     """A human name for a torch device: the GPU's model, or the CPU's."""
     kind = getattr(device, "type", str(device)).split(":")[0]
     if kind == "cuda":

@@ -60,7 +60,7 @@ class RunStoreWarning(UserWarning):
     """A run could not be recorded (the result itself is fine)."""
 
 
-def run_store_enabled(flag: bool | None = None) -> bool:
+def _run_store_enabled(flag: bool | None = None) -> bool:
     if flag is not None:
         return flag
     return os.environ.get(NO_RUN_STORE_ENV, "").lower() not in ("1", "true", "yes")
@@ -198,7 +198,7 @@ class RunStore:
         return records
 
     def get(self, run_id: int) -> RunRecord:
-        check_run_id(run_id)
+        _check_run_id(run_id)
         with self._connect() as connection:
             row = connection.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
         if row is None:
@@ -243,7 +243,7 @@ RUN_ID = IntRange(1, MAX_RUN_ID, f"a run id is 1 to {MAX_RUN_ID} (`modelval runs
 RUN_LIMIT = IntRange(1, 1_000_000, "`runs list --limit` shows 1 to 1000000 runs")
 
 
-def check_run_id(run_id: object) -> int:
+def _check_run_id(run_id: object) -> int:
     """``run_id`` when it can be a run's id (1 to 2**63 - 1); else one line (SQLite's OverflowError was exit 3)."""
     return RUN_ID.check(run_id, "run id")
 
@@ -292,7 +292,7 @@ def default_run_store(enabled: bool | None = None) -> RunStore | None:
     What a shell passes to the front door: the command line and the pytest plugin record their runs; a library
     call records nothing unless the caller passes a store (``modelval.shape_bias(..., run_store=RunStore())``).
     """
-    return RunStore() if run_store_enabled(enabled) else None
+    return RunStore() if _run_store_enabled(enabled) else None
 
 
 def record_run(

@@ -12,13 +12,13 @@ from dataclasses import dataclass
 from modelval.models import ModelEntry, list_models
 from modelval.runner.models_file import UserModel
 
-__all__ = ["FAMILY_ALIASES", "ValidationCase", "build_cases", "build_user_cases", "wrong_normalization"]
+__all__ = ["FAMILY_ALIASES", "ValidationCase", "build_cases", "build_user_cases"]
 
 #: --family values -> the registry families they select
 FAMILY_ALIASES = {"resnet": ("resnet50",), "deit": ("deit",), "efficientnet": ("efficientnet",)}
 
 
-def wrong_normalization(entry: ModelEntry) -> str:
+def _wrong_normalization(entry: ModelEntry) -> str:
     """The other common normalization: ImageNet mean/std for 0.5/0.5 models and vice versa."""
     return "imagenet" if entry.preprocess.normalization_name != "imagenet" else "half"
 
@@ -58,6 +58,6 @@ def build_cases(family: str = "all", entries: Iterable[ModelEntry] | None = None
     for entry in entries if entries is not None else list_models():
         if families is not None and entry.family not in families:
             continue
-        for role, normalization in (("correct", "model"), ("wrong", wrong_normalization(entry))):
+        for role, normalization in (("correct", "model"), ("wrong", _wrong_normalization(entry))):
             cases.append(ValidationCase(entry.name, entry.family, entry.variant, entry.source, role, normalization))
     return cases

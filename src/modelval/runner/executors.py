@@ -92,7 +92,7 @@ class SubmititSettings:
         return chosen
 
 
-def check_executor(name: str) -> str:
+def _check_executor(name: str) -> str:
     if name not in EXECUTORS:
         raise ModelvalError(f"unknown executor {name!r}; choose one of: {', '.join(EXECUTORS)}")
     return name
@@ -176,7 +176,7 @@ def evaluate_models(
     that cannot be loaded or run is left out here: its cases meet the error again when they are judged and
     fail with it, one line each, as in a serial run.
     """
-    check_executor(executor)
+    _check_executor(executor)
     if executor == "ray":
         from modelval.extras import require
 

@@ -55,7 +55,7 @@ if TYPE_CHECKING:
 __all__ = ["MAX_BASELINE_FLIPS", "MIN_FLIPS_DETECTED", "ValidationRunner", "Verdict"]
 
 
-def run_sanity(run: ModelRun) -> Sanity:
+def _run_sanity(run: ModelRun) -> Sanity:
     """The gate's verdict on a run (from its early sample when it stopped there)."""
     return sanity_of(run.evaluation.result, run.early_sanity)
 
@@ -239,10 +239,10 @@ class ValidationRunner:
             baseline = package_data(expected.baseline)
         verdict = judge(Case(
             name=f"{label} ({user.spec})" if user is not None else case.model, result=evaluation.result,
-            decisions=evaluation.decisions, expected=expected, sanity=run_sanity(run),
+            decisions=evaluation.decisions, expected=expected, sanity=_run_sanity(run),
             role="model" if case.role == "correct" else case.role, normalization=case.normalization, source=source,
             config=evaluation.config, reference=entry.preprocess.for_stimuli(None),
-            correct=correct, own_sanity=None if own_case else run_sanity(self.model_run(case.model, "model")),
+            correct=correct, own_sanity=None if own_case else _run_sanity(self.model_run(case.model, "model")),
             user=user is not None,
             baseline=baseline, reference_csv=self.reference_csv,
             other_sources=self._other_sources(entry.family, entry.variant, entry.name),
@@ -277,7 +277,7 @@ class ValidationRunner:
         for other in list_models(family=family):
             run = self.runs.get((other.name, "model"))
             same = other.variant == variant and other.name != name
-            if same and run is not None and run_sanity(run).passed:
+            if same and run is not None and _run_sanity(run).passed:
                 others[other.source] = run.evaluation.result.shape_bias
         return others
 

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from modelval.records.run_store import RunStore
 
 
-def report_file(directory: str | os.PathLike[str], *parts: str) -> Path:
+def _report_file(directory: str | os.PathLike[str], *parts: str) -> Path:
     """``directory/parts...``, refused unless every part is a plain name and the file stays inside ``directory``.
 
     Report files are named after model ids. The models file refuses ids that are paths; this is the second
@@ -43,23 +43,23 @@ def report_file(directory: str | os.PathLike[str], *parts: str) -> Path:
     return path
 
 
-def write_reports(
+def _write_reports(
     rows: Sequence[ReportRow], directory: str | os.PathLike[str], *, stem: str = "shape_bias"
 ) -> list[Path]:
     """Write ``<stem>.json``, ``<stem>.csv`` and ``<stem>.md`` into ``directory``."""
     directory = Path(directory)
-    json_path = report_file(directory, f"{stem}.json")
+    json_path = _report_file(directory, f"{stem}.json")
     records = [jsonio.strict(r.to_dict()) for r in rows]  # withheld or undefined numbers: null, with the reason
     # Strict JSON: an undefined shape bias (no shape or texture hit) is null with its reason, never NaN.
     write_text(json_path, jsonio.dumps(records, indent=2))
-    csv_path = report_file(directory, f"{stem}.csv")
+    csv_path = _report_file(directory, f"{stem}.csv")
     flat_keys = [k for k in records[0] if k not in ("per_category", "provenance")] if records else []
     with replacing(csv_path, newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=flat_keys, extrasaction="ignore")
         writer.writeheader()
         for record in records:
             writer.writerow({k: json.dumps(v) if isinstance(v, list | dict) else v for k, v in record.items()})
-    md_path = report_file(directory, f"{stem}.md")
+    md_path = _report_file(directory, f"{stem}.md")
     notes = format_notes(rows)
     listed = "".join(f"- {line}\n" for line in notes)
     write_text(md_path, format_markdown(rows) + (f"\n{listed}" if notes else ""))
@@ -85,10 +85,10 @@ def write_validation_reports(
 
     directory = Path(directory)
     # Every file's place is checked before the first one is written: a hostile id leaves nothing behind.
-    decisions = {key: report_file(directory, "decisions", f"{key[0]}__{key[1]}.csv") for key in evaluations}
-    plots = {model: report_file(directory, "plots", f"{model}.png") for model, _ in evaluations}
-    written = write_reports(rows, directory)
-    written += write_since_last_run(rows, directory, run_store)
+    decisions = {key: _report_file(directory, "decisions", f"{key[0]}__{key[1]}.csv") for key in evaluations}
+    plots = {model: _report_file(directory, "plots", f"{model}.png") for model, _ in evaluations}
+    written = _write_reports(rows, directory)
+    written += _write_since_last_run(rows, directory, run_store)
     for (model, normalization), evaluation in evaluations.items():
         path = decisions[(model, normalization)]
         written.append(write_decisions(path, evaluation.decisions, subject=model))
@@ -130,7 +130,7 @@ def retire_stale(directory: Path, written: Sequence[Path]) -> Path:
     return write_text(listing, jsonio.dumps({"files": now}, indent=2) + "\n")
 
 
-def write_since_last_run(rows: Sequence[ReportRow], directory: Path, run_store: RunStore | None) -> list[Path]:
+def _write_since_last_run(rows: Sequence[ReportRow], directory: Path, run_store: RunStore | None) -> list[Path]:
     """``since_last_run.json`` and ``.md``: each recorded case against the previous run of the same case.
 
     What a nightly report needs: which numbers moved, which decisions flipped and which provenance fields
