@@ -46,7 +46,17 @@ def baseline_from_evaluation(
     normalization: str,
     resize: str = "none",
 ) -> dict[str, Any]:
-    """The JSON-ready baseline of an evaluation."""
+    """The JSON-ready baseline of an evaluation.
+
+    Parameters
+    ----------
+    evaluation
+        The evaluation to keep (its decisions and 16 category probabilities per image).
+    normalization
+        The normalization it ran under (``model``, ``imagenet``, ...), recorded for the comparison.
+    resize
+        The resize protocol it ran under (``none``: the 224 px stimuli as they are).
+    """
     import torch
 
     probabilities = evaluation.category_probabilities
@@ -82,7 +92,15 @@ def baseline_from_evaluation(
 
 
 def save_baseline(path: str | os.PathLike[str], baseline: dict[str, Any]) -> Path:
-    # One image per line: small files and readable diffs when a baseline is updated.
+    """Write ``baseline`` to ``path`` atomically, one image per line (small files, readable diffs).
+
+    Parameters
+    ----------
+    path
+        The file to write (``.json``).
+    baseline
+        What :func:`baseline_from_evaluation` returned.
+    """
     header = json.dumps({**baseline, "images": "@IMAGES@"}, indent=1)
     images = ",\n  ".join(json.dumps(record) for record in baseline["images"])
     # Atomic: a full disk leaves the previous baseline as it was, never a truncated one.
@@ -90,6 +108,13 @@ def save_baseline(path: str | os.PathLike[str], baseline: dict[str, Any]) -> Pat
 
 
 def load_baseline(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """A baseline file, checked field by field; a bad one is one :class:`~modelval.errors.DataError` line.
+
+    Parameters
+    ----------
+    path
+        The file :func:`save_baseline` wrote.
+    """
     path = Path(path)
     try:
         payload = json.loads(path.read_text())
@@ -163,6 +188,17 @@ def baseline_model(
     A baseline is a shared, committed data file: a ``"model"`` that imports and runs Python code
     (``file.py:fn``, ``module:fn``, ``hub:``) runs only with the same explicit consent as a ``hub:`` spec
     (``trust_code``, the command line's ``--trust-repo``) or when the model is given again (``model``).
+
+    Parameters
+    ----------
+    baseline
+        The loaded baseline.
+    path
+        Its file (named in the refusal).
+    model
+        The model given again on the command line (``--model``), which then runs instead.
+    trust_code
+        Consent to run a baseline's model that names code (``--trust-repo``).
     """
     from modelval.models.specs import check_spec_consent
 
@@ -250,6 +286,13 @@ class BaselineComparison:
         }
 
     def format(self, *, limit: int = 20) -> str:
+        """The comparison as text: the headline, the flipped decisions, the largest shifts and the verdict.
+
+        Parameters
+        ----------
+        limit
+            At most this many flipped images and shifts are listed.
+        """
         lines = [
             f"Baseline comparison for {self.model}: {len(self.flips)} of {self.images} decisions flipped; "
             f"shape bias {self.shape_bias_before:.4f} -> {self.shape_bias_after:.4f} "
@@ -285,6 +328,21 @@ def compare_to_baseline(
     Probability shifts are measured on the baseline's top-5 categories of each image. Thresholds:
     more than ``max_flips`` flipped decisions, an absolute shape-bias change above
     ``max_shape_bias_delta``, or (if set) a probability shift above ``max_probability_shift`` fails.
+
+    Parameters
+    ----------
+    baseline
+        The loaded baseline.
+    evaluation
+        The fresh evaluation, on the same stimuli.
+    max_flips
+        Flipped decisions allowed.
+    max_shape_bias_delta
+        Shape-bias change allowed (a fraction: 0.005 is half a percentage point).
+    max_probability_shift
+        Largest change of one category probability allowed (``None``: not checked).
+    show_shifts
+        How many of the largest shifts the comparison keeps.
     """
     records = {r["name"]: r for r in baseline["images"]}
     current = {s.name: i for i, s in enumerate(evaluation.stimuli)}
@@ -338,7 +396,21 @@ def record_comparison(
     label: str,
     run_store: RunStore | None,
 ) -> None:
-    """Record a comparison in ``run_store`` and fill in what changed since the previous one (same label)."""
+    """Record a comparison in ``run_store`` and fill in what changed since the previous one (same label).
+
+    Parameters
+    ----------
+    comparison
+        The comparison; its ``run_id`` and ``since_last_run`` are filled in.
+    evaluation
+        The evaluation it compared.
+    provenance
+        What produced the evaluation.
+    label
+        The run store's label of the comparison (the protocol).
+    run_store
+        Where runs are recorded (``None``: nowhere).
+    """
     from modelval.records.run_store import record_run, since_last_run
 
     result = evaluation.result
@@ -412,6 +484,19 @@ def committed_baseline(
     run's ``protocol`` (``normalization``, ``resize``, ``aggregation``, ``dataset``) is the baseline's; more than
     ``max_flips`` flipped decisions fail (the validation suite's ``verdicts.MAX_BASELINE_FLIPS``).
 
+    Parameters
+    ----------
+    relpath
+        The baseline's decision CSV under the package's ``data/``.
+    decisions
+        The run's decisions.
+    protocol
+        The run's ``normalization``, ``resize``, ``aggregation`` and ``dataset`` (those it states).
+    max_flips
+        Flipped decisions allowed.
+
+    Examples
+    --------
     >>> from modelval.behaviour.decisions import read_decisions
     >>> from modelval.paths import package_data
     >>> same = read_decisions(package_data("baselines/efficientnet_lite0.csv"))

@@ -41,7 +41,13 @@ class Check:
 
 
 def check_calculation(reference_csv: Path | None) -> Check:
-    """Recompute the paper's ResNet-50 numbers from the published per-image decisions."""
+    """Recompute the paper's ResNet-50 numbers from the published per-image decisions.
+
+    Parameters
+    ----------
+    reference_csv
+        The published ResNet-50 decision file (``None``: not available, the check does not run).
+    """
     from modelval.behaviour.decisions import read_decisions
     from modelval.behaviour.shape_bias import compute_shape_bias
 
@@ -55,7 +61,15 @@ def check_calculation(reference_csv: Path | None) -> Check:
 
 
 def check_preprocessing(used: PreprocessConfig, reference: PreprocessConfig) -> Check:
-    """Compare the preprocessing used with the model's reference config and the stimulus protocol."""
+    """Compare the preprocessing used with the model's reference config and the stimulus protocol.
+
+    Parameters
+    ----------
+    used
+        The preprocessing the run used.
+    reference
+        The model's own.
+    """
     problems = []
     if not (_close(used.mean, reference.mean) and _close(used.std, reference.std)):
         problems.append(
@@ -79,7 +93,21 @@ def check_sources(
     tolerance: float,
     equivalence: Callable[[], tuple[bool, str]] | None = None,
 ) -> Check:
-    """Compare with the same weights loaded from other sources, and run the offline equivalence check."""
+    """Compare with the same weights loaded from other sources, and run the offline equivalence check.
+
+    Parameters
+    ----------
+    model
+        The model's name.
+    shape_bias
+        Its measured shape bias.
+    others
+        The shape bias of the same weights from each other source, by source.
+    tolerance
+        How far a source may be from the measured value.
+    equivalence
+        The offline check that the sources hold the same weights (``None``: none).
+    """
     notes = []
     ok: bool | None = None
     if others:

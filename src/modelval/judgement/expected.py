@@ -67,7 +67,13 @@ class RunSetting:
 
     @classmethod
     def of_provenance(cls, provenance: Mapping[str, Any]) -> RunSetting:
-        """The setting a provenance record states (``device.type``, ``device.capability``, ``precision``)."""
+        """The setting a provenance record states (``device.type``, ``device.capability``, ``precision``).
+
+        Parameters
+        ----------
+        provenance
+            A run's provenance record.
+        """
         device = provenance.get("device")
         device = device if isinstance(device, Mapping) else {}
         capability = device.get("capability")
@@ -79,7 +85,13 @@ class RunSetting:
 
     @classmethod
     def of_evaluation(cls, evaluation: Any) -> RunSetting:
-        """The setting of an :class:`~modelval.evaluation.Evaluation` (its provenance and its ``amp``)."""
+        """The setting of an :class:`~modelval.evaluation.Evaluation` (its provenance and its ``amp``).
+
+        Parameters
+        ----------
+        evaluation
+            The evaluation.
+        """
         setting = cls.of_provenance(getattr(evaluation, "provenance", None) or {})
         amp = getattr(evaluation, "amp", None)
         return dataclasses.replace(setting, dtype=amp) if amp else setting
@@ -96,7 +108,13 @@ class ExpectationKey:
 
     @classmethod
     def parse(cls, text: str) -> ExpectationKey:
-        """``cuda:9.0/bf16``, ``cuda/bf16``, ``*/fp16``, ``cpu``, ``default``; a bad key is one DataError line."""
+        """``cuda:9.0/bf16``, ``cuda/bf16``, ``*/fp16``, ``cpu``, ``default``; a bad key is one DataError line.
+
+        Parameters
+        ----------
+        text
+            The key as written in the ``expectations`` table.
+        """
         if text == DEFAULT_ENTRY:
             return cls(text)
         match = _KEY.fullmatch(text)
@@ -114,6 +132,13 @@ class ExpectationKey:
         return cls(text, None if device == "*" else device, capability, None if dtype in (None, "*") else dtype)
 
     def matches(self, setting: RunSetting) -> bool:
+        """Whether a run on ``setting`` falls under this key (a part the key leaves out matches anything).
+
+        Parameters
+        ----------
+        setting
+            The run's device, capability and dtype.
+        """
         return (
             (self.device is None or self.device == setting.device)
             and (self.capability is None or self.capability == setting.capability)
@@ -154,7 +179,13 @@ class ExpectedShapeBias:
     entry: str | None = None
 
     def named(self, word: str) -> str:
-        """``word`` with the keyed entry that decided (``FAIL [cuda/bf16]``), or alone for a flat expectation."""
+        """``word`` with the keyed entry that decided (``FAIL [cuda/bf16]``), or alone for a flat expectation.
+
+        Parameters
+        ----------
+        word
+            ``PASS``, ``FAIL``, ...
+        """
         return f"{word} [{self.entry}]" if self.entry else word
 
     def describe(self) -> str:
@@ -167,7 +198,13 @@ class ExpectedShapeBias:
 
     def for_setting(self, setting: RunSetting) -> ExpectedShapeBias:
         """This expectation for a run on ``setting``: the default fields, overridden by every matching keyed
-        entry from the least to the most specific; :attr:`entry` names the most specific one that matched."""
+        entry from the least to the most specific; :attr:`entry` names the most specific one that matched.
+
+        Parameters
+        ----------
+        setting
+            The run's device, capability and dtype.
+        """
         if not self.keyed:
             return self
         values: dict[str, Any] = {
@@ -184,12 +221,26 @@ class ExpectedShapeBias:
         )  # fmt: skip
 
     def for_evaluation(self, evaluation: Any) -> ExpectedShapeBias:
-        """:meth:`for_setting` of the setting an evaluation ran on (its provenance's device and precision)."""
+        """:meth:`for_setting` of the setting an evaluation ran on (its provenance's device and precision).
+
+        Parameters
+        ----------
+        evaluation
+            The evaluation.
+        """
         return self if self.entry is not None else self.for_setting(RunSetting.of_evaluation(evaluation))
 
 
 def parse_keyed(table: Any, where: str) -> tuple[KeyedExpectation, ...]:
-    """An ``expectations`` table as keyed entries, checked; an error names ``where`` and the key."""
+    """An ``expectations`` table as keyed entries, checked; an error names ``where`` and the key.
+
+    Parameters
+    ----------
+    table
+        The ``expectations`` table as read from TOML.
+    where
+        Its place (file and model), for the error.
+    """
     if table is None:
         return ()
     if not isinstance(table, Mapping):
@@ -213,7 +264,17 @@ def parse_keyed(table: Any, where: str) -> tuple[KeyedExpectation, ...]:
 
 
 def check_field(name: str, value: Any, where: str) -> Any:
-    """One expectation field checked: fractions for ``expected``/``tolerance``, a count for ``flip_budget``."""
+    """One expectation field checked: fractions for ``expected``/``tolerance``, a count for ``flip_budget``.
+
+    Parameters
+    ----------
+    name
+        The field's name.
+    value
+        Its value as read.
+    where
+        Its place (file, model and key), for the error.
+    """
     if name in ("source", "note"):
         if not isinstance(value, str):
             raise DataError(f"{where}: {name!r} must be a string, got {value!r}")
@@ -231,6 +292,13 @@ def check_field(name: str, value: Any, where: str) -> Any:
 
 @lru_cache(maxsize=4)
 def load_expected(path: Path | None = None) -> dict[str, Any]:
+    """The expected-values file (the package's own unless ``path``), read as TOML; a bad one is one DataError line.
+
+    Parameters
+    ----------
+    path
+        Another expected-values file.
+    """
     path = path or package_data(EXPECTED_FILE)
     try:
         return tomllib.loads(path.read_text())
@@ -244,7 +312,17 @@ def expected_for(
     model: str, path: Path | None = None, *, setting: RunSetting | None = None
 ) -> ExpectedShapeBias | None:
     """The expected value of a registered model entry (by name), or None if it has no entry; with ``setting``,
-    resolved for a run there (:meth:`ExpectedShapeBias.for_setting`)."""
+    resolved for a run there (:meth:`ExpectedShapeBias.for_setting`).
+
+    Parameters
+    ----------
+    model
+        The registry name.
+    path
+        Another expected-values file (default: the package's).
+    setting
+        The run's device, capability and dtype.
+    """
     entry = load_expected(path).get("models", {}).get(model)
     if entry is None:
         return None
@@ -266,4 +344,11 @@ def expected_for(
 
 
 def deit_policy(path: Path | None = None) -> dict[str, Any]:
+    """The ``[deit]`` table of the expected-values file: how the DeiT cases are held to their published values.
+
+    Parameters
+    ----------
+    path
+        Another expected-values file (default: the package's).
+    """
     return dict(load_expected(path).get("deit", {}))

@@ -53,7 +53,15 @@ class ExpectedStatus:
 
 def configuration_of(label: str | None, provenance: Mapping[str, object]) -> str:
     """A recorded case's configuration, ``NORMALIZATION/DEVICE/DTYPE`` (``model/cuda/bf16``); a part the record
-    does not state (a model that could not be loaded has no provenance) is ``?``."""
+    does not state (a model that could not be loaded has no provenance) is ``?``.
+
+    Parameters
+    ----------
+    label
+        The run's label (its normalization), if recorded.
+    provenance
+        The run's provenance record.
+    """
     normalization = (label or "?").split(" ")[0] or "?"
     device = provenance.get("device")
     kind = device.get("type") if isinstance(device, Mapping) else None
@@ -73,7 +81,13 @@ def _configuration_matches(recorded: str, listed: str) -> bool:
 
 def read_status_file(path: Path) -> dict[tuple[str, str], ExpectedStatus]:
     """The expected statuses of a nightly status file, by (model, configuration); a bad file is one DataError
-    line naming the file, the model and the key."""
+    line naming the file, the model and the key.
+
+    Parameters
+    ----------
+    path
+        The status file (TOML).
+    """
     try:
         data = tomllib.loads(path.read_text())
     except FileNotFoundError:
@@ -123,7 +137,13 @@ def _status(value: object, where: str) -> ExpectedStatus:
 
 
 def format_status_file(statuses: Mapping[tuple[str, str], ExpectedStatus]) -> str:
-    """A status file's text (TOML), models and configurations sorted; what ``--accept`` writes."""
+    """A status file's text (TOML), models and configurations sorted; what ``--accept`` writes.
+
+    Parameters
+    ----------
+    statuses
+        The expected status of each (model, configuration).
+    """
     lines = [
         "# The nightly's expected status per (model, configuration): pass, known-failure (with a reason) or skip.",
         "# A configuration is NORMALIZATION/DEVICE/DTYPE. Read by `modelval runs verdict --status FILE`.",
@@ -209,7 +229,15 @@ def classify_nightly(
     statuses: Mapping[tuple[str, str], ExpectedStatus], attempts: Mapping[tuple[str, str], Sequence[Attempt]]
 ) -> list[NightlyCase]:
     """Every configuration listed or recorded, classified. A recorded configuration with a part unknown (``?``)
-    is taken as the one listed configuration of its model that it matches, when there is exactly one."""
+    is taken as the one listed configuration of its model that it matches, when there is exactly one.
+
+    Parameters
+    ----------
+    statuses
+        The status file's expected status of each (model, configuration).
+    attempts
+        The nightly's recorded attempts of each (model, configuration).
+    """
     merged: dict[tuple[str, str], list[Attempt]] = {key: [] for key in statuses}
     for (model, configuration), found in attempts.items():
         key = (model, configuration)
@@ -230,7 +258,17 @@ def accepted_statuses(
     statuses: Mapping[tuple[str, str], ExpectedStatus], cases: Sequence[NightlyCase], *, when: str
 ) -> dict[tuple[str, str], ExpectedStatus]:
     """The status file after accepting a nightly: fixed and new passing configurations pass, new failures become
-    known failures (their reason: the verdict, to be edited), configurations that did not run are skipped."""
+    known failures (their reason: the verdict, to be edited), configurations that did not run are skipped.
+
+    Parameters
+    ----------
+    statuses
+        The status file as it is.
+    cases
+        The nightly's classified cases.
+    when
+        The date the acceptance is recorded with.
+    """
     updated = dict(statuses)
     for case in cases:
         key = (case.model, case.configuration)
@@ -257,6 +295,13 @@ class NightlyVerdict:
     accepted: str | None = None
 
     def by_outcome(self, outcome: str) -> list[NightlyCase]:
+        """The cases with this outcome.
+
+        Parameters
+        ----------
+        outcome
+            One of :data:`OUTCOMES`.
+        """
         return [case for case in self.cases if case.outcome == outcome]
 
     def counts(self) -> dict[str, int]:

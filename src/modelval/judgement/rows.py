@@ -66,7 +66,21 @@ class ReportRow:
 
     @classmethod
     def for_error(cls, model: str, label: str, source: str, normalization: str, error: str) -> ReportRow:
-        """The row of a case whose model could not be loaded or run: the verdict ``ERROR`` and its reason."""
+        """The row of a case whose model could not be loaded or run: the verdict ``ERROR`` and its reason.
+
+        Parameters
+        ----------
+        model
+            The model's name.
+        label
+            Its display label.
+        source
+            Where it was loaded from.
+        normalization
+            The normalization the case asked for.
+        error
+            The one-line error.
+        """
         from modelval.behaviour.shape_bias import compute_shape_bias
 
         empty = compute_shape_bias([], n_bootstrap=0)
@@ -204,7 +218,15 @@ def _pct(value: float | None) -> str:
 
 
 def signed_pp(value: float | None, digits: int = 2) -> str:
-    """A difference of two percentages, in percentage points: ``+0.68 pp`` (never ``-0.00``)."""
+    """A difference of two percentages, in percentage points: ``+0.68 pp`` (never ``-0.00``).
+
+    Parameters
+    ----------
+    value
+        A difference of two fractions (``None``: none, shown as ``n/a``).
+    digits
+        Decimal places.
+    """
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "n/a"
     text = f"{value * 100:+.{digits}f}"
@@ -266,17 +288,40 @@ def _text_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 
 
 def format_comparison(rows: Sequence[ReportRow]) -> str:
-    """The "Model | Source | Normalization | Shape bias | Expected | Difference | Verdict" table."""
+    """The "Model | Source | Normalization | Shape bias | Expected | Difference | Verdict" table.
+
+    Parameters
+    ----------
+    rows
+        The report rows.
+    """
     return _text_table(COMPARISON_COLUMNS, [_comparison_cells(r) for r in rows])
 
 
 def format_breakdown(rows: Sequence[ReportRow]) -> str:
+    """The per-case breakdown table: hits, conflicts, cue-conflict accuracy and the interval.
+
+    Parameters
+    ----------
+    rows
+        The report rows.
+    """
     return _text_table(BREAKDOWN_COLUMNS, [_breakdown_cells(r) for r in rows])
 
 
 def format_per_category(result: ShapeBiasResult, *, unmapped: Sequence[str] = (), withheld: bool = False) -> str:
     """Hits per shape category and their shape bias (``unmapped`` categories: the head cannot answer them;
-    ``withheld``: the model is not a working classifier, so no shape bias is shown)."""
+    ``withheld``: the model is not a working classifier, so no shape bias is shown).
+
+    Parameters
+    ----------
+    result
+        The shape-bias result.
+    unmapped
+        Categories the head has no output for.
+    withheld
+        The sanity gate withholds the shape bias.
+    """
     header = ("Category", "Shape hits", "Texture hits", "Other", "Shape bias")
 
     def value(category: str, bias: float) -> str:
@@ -292,7 +337,15 @@ def format_per_category(result: ShapeBiasResult, *, unmapped: Sequence[str] = ()
 
 
 def format_report(rows: Sequence[ReportRow], *, per_category: bool = True) -> str:
-    """The full human-readable report: comparison, breakdown, and per-category detail."""
+    """The full human-readable report: comparison, breakdown, and per-category detail.
+
+    Parameters
+    ----------
+    rows
+        The report rows.
+    per_category
+        Also each row's per-category detail.
+    """
     parts = ["SHAPE BIAS COMPARISON", format_comparison(rows), "", "DETAILED BREAKDOWN", format_breakdown(rows)]
     if per_category:
         for row in rows:
@@ -314,11 +367,24 @@ def _unpublished_notes(rows: Sequence[ReportRow], *, blank: bool = True) -> list
 
 
 def format_comparison_notes(rows: Sequence[ReportRow]) -> str:
-    """The lines under a comparison table that explain its ``no published value`` entries ("" when none)."""
+    """The lines under a comparison table that explain its ``no published value`` entries ("" when none).
+
+    Parameters
+    ----------
+    rows
+        The report rows.
+    """
     return "\n".join(_unpublished_notes(rows, blank=False))
 
 
 def format_markdown(rows: Sequence[ReportRow]) -> str:
+    """The report as Markdown: the comparison table, then the breakdown.
+
+    Parameters
+    ----------
+    rows
+        The report rows.
+    """
     def md(header: Sequence[str], body: Sequence[Sequence[str]]) -> str:
         lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
         return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in body])

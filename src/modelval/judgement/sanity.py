@@ -204,14 +204,30 @@ class Sanity:
 
 
 def sanity_check(result: ShapeBiasResult, threshold: float = SANITY_THRESHOLD) -> Sanity:
-    """Whether the decisions behind ``result`` look like a working ImageNet classifier's."""
+    """Whether the decisions behind ``result`` look like a working ImageNet classifier's.
+
+    Parameters
+    ----------
+    result
+        The shape-bias result of the run.
+    threshold
+        The cue-conflict accuracy a working classifier reaches at least.
+    """
     accuracy = result.cue_accuracy
     return Sanity(passed=not math.isnan(accuracy) and accuracy >= threshold, cue_accuracy=accuracy, threshold=threshold)
 
 
 def sanity_of(result: ShapeBiasResult, early: EarlyDecision | None) -> Sanity:
     """The gate's verdict on a run: the early sample's when it stopped the run (``result`` then covers the
-    sample only), else the full result's (with the early decision, if any, attached)."""
+    sample only), else the full result's (with the early decision, if any, attached).
+
+    Parameters
+    ----------
+    result
+        The run's result (the sample's, when the early decision stopped it).
+    early
+        The early sample's decision (``None``: no probe ran).
+    """
     if early is not None and not early.passed:
         return Sanity(passed=False, cue_accuracy=early.sample_accuracy, early=early)
     check = sanity_check(result)
@@ -244,6 +260,23 @@ def probe_sanity(
     the run without the probe: same batches, same decisions. ``forward`` are the keyword arguments of
     :func:`modelval.evaluation.category_probabilities` (batch size, device, aggregation, amp, label map).
     Returns ``None`` when the set is too small for a sample to save anything (a subset of the stimuli).
+
+    Parameters
+    ----------
+    model
+        The model.
+    config
+        Its preprocessing.
+    stimuli
+        The stimulus set.
+    step
+        Conflict stimuli added to the sample each round.
+    limit
+        The largest sample before the full run decides.
+    seed
+        The sample's random seed.
+    **forward
+        The keyword arguments of :func:`~modelval.evaluation.evaluate` (device, batch size, ...).
     """
     import torch
 
