@@ -68,6 +68,11 @@ def forget_digests(model: Any) -> None:
 
     Only needed after a write torch does not count (through ``tensor.data`` or a NumPy view of a CPU tensor,
     see :func:`state_dict_digest`).
+
+    Parameters
+    ----------
+    model
+        The module (anything else: nothing is remembered).
     """
     for memo in (_WEIGHTS, _ARCHITECTURES):
         try:
@@ -85,6 +90,11 @@ def values_kept(model: Any) -> Iterator[None]:
     Without it, modelval's own move or channels-last round trip would make every evaluation hash the weights
     again. Only the layout change itself may run inside the block, never the model's code: a weight the
     model writes is then seen as a change.
+
+    Parameters
+    ----------
+    model
+        The module whose tensors are re-laid inside the block.
     """
     state_dict = getattr(model, "state_dict", None)
     remembered = _remembered(_WEIGHTS, model) if callable(state_dict) else None
@@ -153,6 +163,11 @@ def state_dict_digest(model: Any) -> str | None:
     tensor data. A replaced parameter, a ``load_state_dict`` or a move gives a fresh digest (a move: the same
     value). Writes torch does not count are not seen: through ``tensor.data`` (a tensor with its own counter) or
     a NumPy array sharing a CPU tensor's memory; call :func:`forget_digests` after those.
+
+    Parameters
+    ----------
+    model
+        The module (anything without ``state_dict``: ``None``).
     """
     state_dict = getattr(model, "state_dict", None)
     if not callable(state_dict):
@@ -319,6 +334,11 @@ def architecture_digest(model: Any) -> str:
 
     The ``repr`` is taken on every call (it is what is hashed, and cheap: ~2 ms for a ViT-L); the source file is
     read again only when its size, modification time or inode changed, or for another model object.
+
+    Parameters
+    ----------
+    model
+        The module, or any callable.
     """
     cls = type(model)
     head = f"{cls.__module__}.{cls.__qualname__}|{model!r}|"
@@ -362,6 +382,11 @@ def module_state_digest(model: Any) -> str | None:
     value, its hooks by their code. Private attributes (a leading ``_``) are left out: libraries keep caches and
     counters there that change as the model runs, and a key that changed with them would never hit. The output
     cache's probe (a forward on a few fixed stimuli, compared with the stored rows) catches what lives there.
+
+    Parameters
+    ----------
+    model
+        The module (a plain callable: ``None``).
     """
     import torch
 

@@ -37,6 +37,11 @@ def package_version(name: str) -> str | None:
 
     Every output-cache key names three versions, and reading one parses the package's metadata file (~0.6 ms,
     half of a remembered key's cost); the code a process runs does not change version under it.
+
+    Parameters
+    ----------
+    name
+        The distribution's name (``torch``, ``timm``, ...).
     """
     try:
         return metadata.version(name)
@@ -100,7 +105,13 @@ def _process_session() -> str:
 
 def device_record(device: Any) -> dict[str, str]:
     """The ``"device"`` part of a provenance record: the torch device type and its human name, and a CUDA
-    device's compute capability (``"9.0"``: what expectations keyed by capability match)."""
+    device's compute capability (``"9.0"``: what expectations keyed by capability match).
+
+    Parameters
+    ----------
+    device
+        The resolved torch device.
+    """
     record = {"type": getattr(device, "type", str(device)).split(":")[0], "name": _device_name(device)}
     if record["type"] == "cuda":
         record["capability"] = _compute_capability(device)
@@ -141,12 +152,25 @@ def _cpu_name() -> str:
 
 
 def json_digest(value: Any) -> str:
-    """SHA-256 of a JSON-ready value in canonical form (sorted keys, no spaces)."""
+    """SHA-256 of a JSON-ready value in canonical form (sorted keys, no spaces).
+
+    Parameters
+    ----------
+    value
+        A JSON-ready value.
+    """
     text = json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(text.encode()).hexdigest()
 
 
 def file_digest(path: str | os.PathLike[str]) -> str:
+    """SHA-256 of a file's bytes.
+
+    Parameters
+    ----------
+    path
+        The file.
+    """
     from modelval.download import sha256_of
 
     return sha256_of(path)

@@ -91,6 +91,13 @@ class RunRecord:
     provenance: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self, *, decisions: bool = False) -> dict[str, Any]:
+        """The record, JSON-ready.
+
+        Parameters
+        ----------
+        decisions
+            Also the per-image decisions (large).
+        """
         payload = {
             "id": self.id,
             "created": self.created,
@@ -145,7 +152,25 @@ class RunStore:
         decisions: Mapping[str, Sequence[str]] | None = None,
         label: str | None = None,
     ) -> int:
-        """Add a run; its id."""
+        """Add a run; its id.
+
+        Parameters
+        ----------
+        command
+            The command that produced the run (``shape-bias``, ``baseline``, ...).
+        model
+            The model (or observer) it ran.
+        dataset
+            The stimulus set.
+        summary
+            Its numbers and verdict.
+        provenance
+            What produced it.
+        decisions
+            Per image, ``[shape, response]``.
+        label
+            What tells two runs of one command and model apart (the protocol).
+        """
         created = str(provenance.get("created") or "")
         with self._connect() as connection:
             cursor = connection.execute(
@@ -171,6 +196,17 @@ class RunStore:
 
         A row modelval did not write is left out, and said so: to ``skipped`` (a function taking the one-line
         reason), else as a :class:`RunStoreWarning`.
+
+        Parameters
+        ----------
+        model
+            Only this model's runs.
+        command
+            Only this command's runs.
+        limit
+            At most this many.
+        skipped
+            Told the reason of each row left out.
         """
         query, values = "SELECT * FROM runs", []
         conditions = []
@@ -198,6 +234,13 @@ class RunStore:
         return records
 
     def get(self, run_id: int) -> RunRecord:
+        """Run ``run_id``; an unknown id is one DataError line.
+
+        Parameters
+        ----------
+        run_id
+            The run's id (``modelval runs list`` shows them).
+        """
         _check_run_id(run_id)
         with self._connect() as connection:
             row = connection.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
@@ -208,7 +251,19 @@ class RunStore:
     def window(self, command: str, *, since: str, until: int, session: str | None = None) -> list[RunRecord]:
         """The runs of ``command`` created at ``since`` (an ISO time, UTC as recorded) or later, up to run id
         ``until``, oldest first, and of one ``session`` (``provenance.session``) when given: one nightly's records.
-        A row modelval did not write is a :class:`DataError`."""
+        A row modelval did not write is a :class:`DataError`.
+
+        Parameters
+        ----------
+        command
+            The command.
+        since
+            The earliest creation time (ISO, UTC).
+        until
+            The last run id.
+        session
+            Only this session's runs.
+        """
         query = "SELECT * FROM runs WHERE command = ? AND created >= ? AND id <= ?"
         values: list[object] = [command, since, until]
         if session is not None:
@@ -219,7 +274,13 @@ class RunStore:
         return [_record(row, self.path) for row in rows]
 
     def latest(self, command: str) -> RunRecord | None:
-        """The newest run of ``command``, or ``None`` when there is none."""
+        """The newest run of ``command``, or ``None`` when there is none.
+
+        Parameters
+        ----------
+        command
+            The command.
+        """
         with self._connect() as connection:
             row = connection.execute(
                 "SELECT * FROM runs WHERE command = ? ORDER BY id DESC LIMIT 1", (command,)
@@ -227,7 +288,13 @@ class RunStore:
         return None if row is None else _record(row, self.path)
 
     def previous(self, run: RunRecord) -> RunRecord | None:
-        """The last run before ``run`` of the same command, model and label (a nightly's "last night")."""
+        """The last run before ``run`` of the same command, model and label (a nightly's "last night").
+
+        Parameters
+        ----------
+        run
+            A recorded run.
+        """
         with self._connect() as connection:
             row = connection.execute(
                 "SELECT * FROM runs WHERE command = ? AND model IS ? AND label IS ? AND id < ? "
@@ -291,6 +358,11 @@ def default_run_store(enabled: bool | None = None) -> RunStore | None:
 
     What a shell passes to the front door: the command line and the pytest plugin record their runs; a library
     call records nothing unless the caller passes a store (``modelval.shape_bias(..., run_store=RunStore())``).
+
+    Parameters
+    ----------
+    enabled
+        Whether to record (``None``: unless ``$MODELVAL_NO_RUN_STORE`` says not to).
     """
     return RunStore() if _run_store_enabled(enabled) else None
 
@@ -307,7 +379,15 @@ def record_run(
     label: str | None = None,
 ) -> int | None:
     """Record a run in ``store`` (nothing when it is ``None``); its id. A store that cannot be written is a
-    warning: the result itself is fine, only its record is missing."""
+    warning: the result itself is fine, only its record is missing.
+
+    Parameters
+    ----------
+    store
+        The run store, or ``None``.
+    command, model, dataset, summary, provenance, decisions, label
+        As :meth:`RunStore.record`.
+    """
     if store is None:
         return None
     try:
@@ -322,7 +402,15 @@ def record_run(
 
 def since_last_run(store: RunStore | None, run_id: int | None) -> RunDiff | None:
     """The difference between recorded run ``run_id`` of ``store`` and the run before it of the same command,
-    model and label (``None`` when nothing was recorded or there is no earlier run)."""
+    model and label (``None`` when nothing was recorded or there is no earlier run).
+
+    Parameters
+    ----------
+    store
+        The run store, or ``None``.
+    run_id
+        The recorded run's id, or ``None``.
+    """
     if store is None or run_id is None:
         return None
     try:
@@ -388,6 +476,15 @@ class RunDiff:
 
 
 def diff_runs(a: RunRecord, b: RunRecord) -> RunDiff:
+    """What differs from run ``a`` to run ``b``: each summary value that changed, and the decisions that flipped.
+
+    Parameters
+    ----------
+    a
+        The earlier run.
+    b
+        The later run.
+    """
     values = {
         key: (a.summary.get(key), b.summary.get(key))
         for key in dict.fromkeys([*a.summary, *b.summary])

@@ -42,7 +42,13 @@ class ValidationCase:
 
 
 def build_user_cases(models: Iterable[UserModel]) -> list[ValidationCase]:
-    """The cases of a models file: each model under each of its ``normalizations``."""
+    """The cases of a models file: each model under each of its ``normalizations``.
+
+    Parameters
+    ----------
+    models
+        The models file's entries.
+    """
     roles = {"model": "correct", "wrong": "wrong", "imagenet": "forced", "half": "forced"}
     cases = []
     for user in models:
@@ -52,7 +58,15 @@ def build_user_cases(models: Iterable[UserModel]) -> list[ValidationCase]:
 
 
 def build_cases(family: str = "all", entries: Iterable[ModelEntry] | None = None) -> list[ValidationCase]:
-    """Every registered entry x (correct, wrong) normalization, optionally for one family."""
+    """Every registered entry x (correct, wrong) normalization, optionally for one family.
+
+    Parameters
+    ----------
+    family
+        A registry family (``resnet50``, ``deit``, ...; :data:`FAMILY_ALIASES`) or ``all``.
+    entries
+        The entries to choose from (default: the registry's).
+    """
     families = None if family == "all" else FAMILY_ALIASES.get(family, (family,))
     cases = []
     for entry in entries if entries is not None else list_models():

@@ -82,7 +82,13 @@ class SubmititSettings:
         return cls(Path(folder) if folder else cls.folder, cluster, parameters)
 
     def executor_parameters(self, jobs: int) -> dict[str, Any]:
-        """submitit's ``update_parameters`` keywords for ``jobs`` jobs (numbers as numbers)."""
+        """submitit's ``update_parameters`` keywords for ``jobs`` jobs (numbers as numbers).
+
+        Parameters
+        ----------
+        jobs
+            How many jobs the array holds.
+        """
         given = {key: int(value) if value.isdigit() else value for key, value in self.parameters.items()}
         chosen: dict[str, Any] = {"timeout_min": 60, "slurm_array_parallelism": max(1, jobs)}
         if self.cluster in ("auto", "slurm"):
@@ -114,7 +120,13 @@ _HTTP2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x0
 
 
 def ray_address_problem(address: str | None) -> str | None:
-    """Why ``address`` is not a Ray address (one line, with the forms that are), or None."""
+    """Why ``address`` is not a Ray address (one line, with the forms that are), or None.
+
+    Parameters
+    ----------
+    address
+        The address given (``None``: none).
+    """
     if address is None or address in ("auto", "local"):
         return None
     match = _RAY_ADDRESS.match(address)
@@ -124,7 +136,13 @@ def ray_address_problem(address: str | None) -> str | None:
 
 
 def check_ray_address(address: str | None) -> str | None:
-    """``address`` when :func:`ray_address_problem` finds nothing; else an InputValidationError (exit status 2)."""
+    """``address`` when :func:`ray_address_problem` finds nothing; else an InputValidationError (exit status 2).
+
+    Parameters
+    ----------
+    address
+        The address given (``None``: none).
+    """
     problem = ray_address_problem(address)
     if problem is not None:
         raise InputValidationError(f"the Ray address ($RAY_ADDRESS, or ray_address in modelval.toml) {problem}")
@@ -134,7 +152,15 @@ def check_ray_address(address: str | None) -> str | None:
 def reach_ray_cluster(address: str | None, timeout: float | None = None) -> None:
     """Within ``timeout`` seconds, check that ``HOST:PORT`` (or ``ray://HOST:PORT``) accepts a connection and
     answers as a gRPC server does; else a one-line :class:`DataError`. ``auto``, ``local`` and ``None`` are
-    Ray's to resolve. With ``$RAY_USE_TLS`` set only the connection is checked (the answer is encrypted)."""
+    Ray's to resolve. With ``$RAY_USE_TLS`` set only the connection is checked (the answer is encrypted).
+
+    Parameters
+    ----------
+    address
+        The cluster's address.
+    timeout
+        Seconds to wait (default: :data:`RAY_CONNECT_TIMEOUT`).
+    """
     check_ray_address(address)
     if address is None or address in ("auto", "local"):
         return
@@ -175,6 +201,19 @@ def evaluate_models(
     ``submitit`` submits one job per model as a job array (``submitit``: its settings). A model
     that cannot be loaded or run is left out here: its cases meet the error again when they are judged and
     fail with it, one line each, as in a serial run.
+
+    Parameters
+    ----------
+    runner
+        The validation runner; its ``runs`` receive the evaluations.
+    work
+        Each model and the normalizations to evaluate it under.
+    executor
+        ``serial``, ``ray`` or ``submitit``.
+    address
+        With ``ray``: the cluster (``None``: a local one).
+    submitit
+        With ``submitit``: its settings.
     """
     _check_executor(executor)
     if executor == "ray":
@@ -347,6 +386,13 @@ class ModelJob:
         return _evaluate_one_model(stimuli, settings, users, model, normalizations)
 
     def checkpoint(self, *args: Any, **kwargs: Any) -> Any:
+        """What submitit resubmits when the job is preempted: this job again (it resumes from the output cache).
+
+        Parameters
+        ----------
+        *args, **kwargs
+            The job's arguments, as submitted.
+        """
         import submitit
 
         return submitit.helpers.DelayedSubmission(self, *args, **kwargs)

@@ -93,13 +93,28 @@ class ValidationRunner:
         return {key: run.evaluation for key, run in self.runs.items()}
 
     def add_user_models(self, models: Iterable[UserModel]) -> None:
+        """Add a models file's entries (by id) to the models the runner can evaluate.
+
+        Parameters
+        ----------
+        models
+            The entries.
+        """
         for user in models:
             self.user_models[user.id] = user
 
     # --- running ---------------------------------------------------------------------------------
 
     def resolve_normalization(self, model: str, normalization: str) -> str:
-        """ "wrong" -> the other common normalization of the model's own (loaded) one."""
+        """ "wrong" -> the other common normalization of the model's own (loaded) one.
+
+        Parameters
+        ----------
+        model
+            The model.
+        normalization
+            ``model``, ``wrong`` or a named normalization.
+        """
         if normalization != "wrong":
             return normalization
         own = self.model_run(model, "model").evaluation.config
@@ -110,6 +125,13 @@ class ValidationRunner:
 
         With the sanity probe on: a model that is certainly not a working classifier is evaluated on a random
         sample only (its cases fail the gate either way); a working one gets the full run.
+
+        Parameters
+        ----------
+        model
+            The model (a registry name or a models-file id).
+        normalization
+            ``model``, ``wrong`` or a named normalization.
         """
         normalization = self.resolve_normalization(model, normalization)
         key = (model, normalization)
@@ -124,7 +146,15 @@ class ValidationRunner:
         return self.runs[key]
 
     def evaluate(self, model: str, normalization: str = "model") -> Evaluation:
-        """The evaluation of ``model`` under ``normalization`` (see :meth:`model_run`)."""
+        """The evaluation of ``model`` under ``normalization`` (see :meth:`model_run`).
+
+        Parameters
+        ----------
+        model
+            The model (a registry name or a models-file id).
+        normalization
+            ``model``, ``wrong`` or a named normalization.
+        """
         return self.model_run(model, normalization).evaluation
 
     def _run_model(self, model: str, normalization: str) -> ModelRun:
@@ -196,7 +226,15 @@ class ValidationRunner:
     ) -> Verdict:
         """Run and judge one case (:func:`modelval.judgement.verdicts.judge`); its row joins :attr:`rows` (and the
         run store, when one was given). A model that cannot be loaded or run fails this case with its one-line
-        reason (an ``ERROR`` row)."""
+        reason (an ``ERROR`` row).
+
+        Parameters
+        ----------
+        case
+            The case.
+        source_equivalence
+            The offline check that the model's sources hold the same weights (for the diagnosis).
+        """
         try:
             verdict = self._judge(case, source_equivalence)
         except ModelvalError as error:
@@ -287,5 +325,11 @@ def cross_source_tolerance() -> float:
 
 
 def detached_runs(runs: dict[tuple[str, str], ModelRun]) -> dict[tuple[str, str], ModelRun]:
-    """``runs`` without their modules: what one process sends another (an xdist worker, a Ray task)."""
+    """``runs`` without their modules: what one process sends another (an xdist worker, a Ray task).
+
+    Parameters
+    ----------
+    runs
+        The runs by (model, normalization).
+    """
     return {key: run.detached() for key, run in runs.items()}

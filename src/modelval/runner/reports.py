@@ -67,7 +67,13 @@ def _write_reports(
 
 
 def format_notes(rows: Sequence[ReportRow]) -> list[str]:
-    """One line per row with a note (e.g. a batch size lowered after running out of memory), for under a table."""
+    """One line per row with a note (e.g. a batch size lowered after running out of memory), for under a table.
+
+    Parameters
+    ----------
+    rows
+        The report rows.
+    """
     return [f"note: {row.label} ({row.normalization}): {row.note}" for row in rows if row.note]
 
 
@@ -80,7 +86,19 @@ def write_validation_reports(
     """Everything ``pytest --report-dir`` writes: the tables as JSON/CSV/Markdown, per-image decision
     CSVs in the published raw-data format (``decisions/<model>__<normalization>.csv``), one
     per-category plot per model (``plots/<model>.png``, all its normalizations in one figure, withheld
-    numbers left out) and, for the rows recorded in ``run_store``, what changed since the last run."""
+    numbers left out) and, for the rows recorded in ``run_store``, what changed since the last run.
+
+    Parameters
+    ----------
+    rows
+        The report rows.
+    evaluations
+        Each (model, normalization)'s evaluation.
+    directory
+        The report folder.
+    run_store
+        Where the rows were recorded (``None``: no "since the last run").
+    """
     from modelval.behaviour.decisions import write_decisions
 
     directory = Path(directory)
