@@ -65,6 +65,13 @@ class BenchmarkReport:
         return payload
 
     def to_json(self, indent: int | None = 2) -> str:
+        """The report as JSON text.
+
+        Parameters
+        ----------
+        indent
+            JSON indentation (``None``: one line).
+        """
         return jsonio.dumps(self.to_dict(), indent=indent)
 
     def to_markdown(self) -> str:
@@ -94,22 +101,47 @@ def benchmark(
 ) -> BenchmarkReport:
     """model-vs-human's benchmark (:mod:`modelval.behaviour.benchmark`) of decision files and models.
 
-    ``decisions``: decision CSVs (the label is the file's ``subj``), or ``{label: [files]}``; each file is one
-    dataset, read from its image names or its file name (model-vs-human's ``edge_...``/``silhouette_...``),
-    or given as ``(file, dataset)``. ``models``: evaluated on each of ``datasets`` (default: the 17, in
-    model-vs-human's order; ``options.data_root`` only with one dataset). ``reference_dir``: where the human
-    decisions are (default: the data home's ``reference/``, else the user cache);
-    every dataset's human files are checked against the published manifest before anything is evaluated,
-    and a folder that differs is refused unless ``allow_modified_reference`` (the report's
-    ``reference_data`` then says what differs). ``all_conditions`` keeps the conditions model-vs-human's
-    benchmark leaves out; ``brain_score`` adds Brain-Score's Geirhos2021 ceiled error consistency;
-    ``degenerate_kappa`` (``"one"``: model-vs-human's rule, ``"nan"``: left out) says how a kappa cell counts
-    where an observer is always right or always wrong in the condition. ``options.bootstrap`` resamples give
-    every value an interval and every rank a rank interval; ``options.permutations`` sign flips test every
-    pair of complete observers (``options.seed``). ``metadata`` (a JSON or CSV file, or ``{label: {field:
-    value}}``; see :func:`read_metadata`) gives observers their parameters and training data; without it, an
+    Every dataset's human files are checked against the published manifest before anything is evaluated. An
     evaluated model's parameters are counted from its module and its training data is what its registry entry
-    or timm tag states, and a decision file whose label is a registry name gets that entry's.
+    or timm tag states (``metadata`` overrides), and a decision file whose label is a registry name gets that
+    entry's.
+
+    Parameters
+    ----------
+    decisions
+        Decision CSVs (the label is the file's ``subj``), or ``{label: [files]}``; each file is one dataset, read
+        from its image names or its file name (model-vs-human's ``edge_...``), or given as ``(file, dataset)``.
+    models
+        Models to evaluate on each dataset (specs, modules or loaded models).
+    datasets
+        The datasets (default: the 17, in model-vs-human's order; ``options.data_root`` only with one).
+    reference_dir
+        The human decisions (default: the data home's ``reference/``, else the user cache).
+    all_conditions
+        Keep the conditions model-vs-human's benchmark leaves out.
+    na_handling
+        How a missing answer counts: ``wrong`` or ``exclude``.
+    brain_score
+        Add Brain-Score's Geirhos2021 ceiled error consistency.
+    degenerate_kappa
+        A kappa cell where an observer is always right or always wrong: ``one`` (model-vs-human's rule) or
+        ``nan`` (left out).
+    allow_modified_reference
+        Accept human files that differ from the manifest (the report's ``reference_data`` says what differs).
+    metadata
+        Observers' parameters and training data: a JSON or CSV file, or ``{label: {field: value}}``
+        (:func:`read_metadata`).
+    sanity_gate
+        Withhold the numbers of a model that is not a working classifier.
+    preprocess
+        The preprocessing of an ``nn.Module`` given in ``models``.
+    options
+        The evaluation options: ``bootstrap`` resamples give every value an interval and every rank a rank
+        interval, ``permutations`` sign flips test every pair of complete observers, with ``seed``.
+    model_options
+        How the models are loaded.
+    **settings
+        Single options of ``options`` or ``model_options`` (``device="cpu"``).
     """
     from modelval.api.observers import observer_trials
     from modelval.behaviour.benchmark import benchmark_table
@@ -197,6 +229,11 @@ def read_metadata(source: PathLike | Mapping[str, Mapping[str, Any]]) -> dict[st
     "training_kind": "supervised"}, ...}``; CSV: a ``label`` column and any of those four (an empty cell is
     not known). Every field is optional; ``source`` may say where the values are from (default: the file).
     Numbers may be written ``1.28e6`` but must be whole and positive.
+
+    Parameters
+    ----------
+    source
+        A JSON or CSV file, or the values themselves.
     """
     import csv
     import json

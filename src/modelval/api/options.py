@@ -146,6 +146,15 @@ def resolve_options(
 
     ``shape_bias("efficientnet_lite0", normalization="imagenet", device="cuda")`` routes each keyword
     to the options object that has it; an unknown keyword is a ``TypeError`` listing the known ones.
+
+    Parameters
+    ----------
+    options
+        The evaluation options (``None``: defaults).
+    model_options
+        How the model is loaded (``None``: defaults).
+    settings
+        Single options given as keywords.
     """
     unknown = sorted(set(settings) - _EVALUATION_FIELDS - _MODEL_FIELDS)
     if unknown:

@@ -102,7 +102,15 @@ def _built_elsewhere(context: Any) -> Any:
 
 
 def load_stimuli(options: EvaluationOptions, *, offline: bool | None = None) -> StimulusSet:
-    """The decoded stimuli of ``options.dataset``, found (and fetched unless ``offline``) and verified."""
+    """The decoded stimuli of ``options.dataset``, found (and fetched unless ``offline``) and verified.
+
+    Parameters
+    ----------
+    options
+        The evaluation options (the dataset, its folder, the cache).
+    offline
+        Never download (``None``: the ``offline`` setting).
+    """
     from modelval.datasets.fetch import ensure_stimuli
     from modelval.datasets.stimulus_set import StimulusSet
     from modelval.records.store import cache_on
@@ -393,7 +401,13 @@ def _flip_budget(model: Any, evaluation: Any) -> Any:
 
 
 def open_output_cache(enabled: bool | None) -> OutputCache | None:
-    """The per-user output cache, or ``None`` when turned off (``enabled=False`` or ``$MODELVAL_NO_CACHE``)."""
+    """The per-user output cache, or ``None`` when turned off (``enabled=False`` or ``$MODELVAL_NO_CACHE``).
+
+    Parameters
+    ----------
+    enabled
+        Whether to cache (``None``: unless ``$MODELVAL_NO_CACHE``).
+    """
     from modelval.records.output_cache import OutputCache
     from modelval.records.store import cache_on
 
@@ -420,6 +434,11 @@ def decode_cache_entry(stimuli: StimulusSet) -> dict[str, str] | None:
     A hit on what feels like a first run is real: any earlier run that loaded these stimuli stored them, also one
     that failed afterwards (weights not available offline, a factory that raised), since the stimuli are loaded
     before the weights. The entry's time says when.
+
+    Parameters
+    ----------
+    stimuli
+        The loaded stimulus set.
     """
     if stimuli.cache_status not in ("hit", "miss", "rebuilt") or stimuli.digests is None:
         return None

@@ -68,9 +68,34 @@ def sensitivity_card(
 ) -> SensitivityCard:
     """Run every variant with one forward per distinct input, and give each its paired change.
 
-    ``label_map`` reads a head that is not ImageNet-1k (see :class:`~modelval.behaviour.categories.LabelMap`).
-    ``resample`` is the bootstrap's unit (``None``: texture images). With ``output_cache`` an input whose
-    outputs are stored (e.g. the reference protocol after ``modelval shape-bias``) needs no forward pass.
+    Parameters
+    ----------
+    model
+        The classifier.
+    source_config
+        The model's own preprocessing (the reference protocol's).
+    stimuli
+        The cue-conflict stimuli.
+    model_name
+        Its name, stored beside cached outputs.
+    batch_size
+        Images per forward.
+    device
+        Where it runs.
+    progress
+        A progress bar on stderr.
+    n_bootstrap
+        Paired bootstrap resamples of each change.
+    seed
+        The bootstrap's and the permutation test's seed.
+    resample
+        The bootstrap's unit (``None``: texture images).
+    permutations
+        The paired permutation test's permutations.
+    label_map
+        A head that is not ImageNet-1k (:class:`~modelval.behaviour.categories.LabelMap`).
+    output_cache
+        Where outputs are stored: an input whose outputs are stored needs no forward.
     """
     from modelval.runtime import resolve_device
 
@@ -141,6 +166,13 @@ def sensitivity_card(
 
 
 def format_card(card: SensitivityCard) -> str:
+    """The sensitivity card as a table: each factor's variant against the reference protocol.
+
+    Parameters
+    ----------
+    card
+        The card.
+    """
     reference = card.reference.result
     lines = [
         f"Protocol sensitivity of {card.model}: reference shape bias {reference.shape_bias:.2%} "

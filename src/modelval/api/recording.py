@@ -29,17 +29,36 @@ class JSONResult:
         raise NotImplementedError
 
     def to_json(self, indent: int | None = 2) -> str:
+        """The result as JSON text.
+
+        Parameters
+        ----------
+        indent
+            JSON indentation (``None``: one line).
+        """
         return jsonio.dumps(self.to_dict(), indent=indent)
 
 
 def protocol_label(options: EvaluationOptions) -> str:
-    """How a run was made, as the run store's label: runs with the same label are comparable."""
+    """How a run was made, as the run store's label: runs with the same label are comparable.
+
+    Parameters
+    ----------
+    options
+        The evaluation options.
+    """
     protocol = f"normalization={options.normalization} resize={options.resize} aggregation={options.aggregation}"
     return f"{options.dataset}: {protocol}"
 
 
 def decision_file_provenance(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """The record of a result recomputed from a decision file: the environment and the file's digest."""
+    """The record of a result recomputed from a decision file: the environment and the file's digest.
+
+    Parameters
+    ----------
+    path
+        The decision file.
+    """
     from modelval.records.provenance import environment, file_digest
 
     return {**environment(), "decisions_file": {"path": str(path), "sha256": file_digest(path)}}

@@ -284,6 +284,13 @@ class RescoreReport:
         return payload
 
     def to_json(self, indent: int | None = 2) -> str:
+        """The report as JSON text.
+
+        Parameters
+        ----------
+        indent
+            JSON indentation (``None``: one line).
+        """
         return jsonio.dumps(self.to_dict(), indent=indent)
 
 

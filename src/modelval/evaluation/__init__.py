@@ -88,7 +88,15 @@ class Evaluation:
 
 
 def decisions_from_probabilities(stimuli: Sequence[Stimulus], probabilities: np.ndarray) -> list[Decision]:
-    """Argmax over the 16 categories (ties go to the first category in alphabetical order)."""
+    """Argmax over the 16 categories (ties go to the first category in alphabetical order).
+
+    Parameters
+    ----------
+    stimuli
+        The stimuli, in the order of the rows.
+    probabilities
+        ``(N, 16)`` category probabilities.
+    """
     choice = probabilities.argmax(axis=1)
     return [Decision(s.name, s.shape, s.texture, CATEGORIES[int(c)]) for s, c in zip(stimuli, choice, strict=True)]
 

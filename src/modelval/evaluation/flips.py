@@ -51,7 +51,21 @@ def decision_flips(
     """Compare two runs image by image; warn when more than ``warn_rate`` of the decisions flipped, or, when the
     model states a flip ``budget`` for this device and dtype (``budget_entry``: the expectation entry it came
     from, :mod:`modelval.judgement.expected`), when more than ``budget`` decisions flipped. ``warn_rate=None``
-    never warns."""
+    never warns.
+
+    Parameters
+    ----------
+    reference
+        The reference run's decisions (fp32, CPU).
+    candidate
+        The other run's decisions, on the same stimuli.
+    warn_rate
+        Warn above this share of flipped decisions (``None``: never).
+    budget
+        The flips the model's expectation allows on this device and dtype.
+    budget_entry
+        The expectation entry the budget came from.
+    """
     if [d.imagename for d in reference] != [d.imagename for d in candidate]:
         raise ValueError("the two runs must cover the same stimuli in the same order")
     flipped = [

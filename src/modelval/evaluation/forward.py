@@ -34,7 +34,13 @@ AMP_DTYPES: dict[str, torch.dtype] = {"bf16": torch.bfloat16, "fp16": torch.floa
 
 
 def logits_of(output: object) -> torch.Tensor:
-    """Accept plain tensors and HuggingFace-style outputs with a ``.logits`` attribute."""
+    """Accept plain tensors and HuggingFace-style outputs with a ``.logits`` attribute.
+
+    Parameters
+    ----------
+    output
+        What the model returned.
+    """
     logits = getattr(output, "logits", output)
     if not isinstance(logits, torch.Tensor):
         raise ModelOutputError(f"the model returned {type(output).__name__}, expected a logits tensor (N, 1000)")
@@ -42,7 +48,13 @@ def logits_of(output: object) -> torch.Tensor:
 
 
 def describe_model(model: object) -> str:
-    """``"Tiny (nets.py)"``: the model's class (or function) and the file its code is in, for error messages."""
+    """``"Tiny (nets.py)"``: the model's class (or function) and the file its code is in, for error messages.
+
+    Parameters
+    ----------
+    model
+        The model.
+    """
     plain = inspect.isfunction(model) or inspect.ismethod(model)
     name = getattr(model, "__qualname__", repr(model)) if plain else type(model).__qualname__
     code = getattr(model if plain else getattr(type(model), "forward", None), "__code__", None)
@@ -64,6 +76,19 @@ def checked_logits(
     softmax of a NaN row is NaN and its argmax is class 0 ("airplane"), a decision the model never made.
     ``first`` is the index of the batch's first image in ``names`` (the images' names, when known), so the
     message can name the images.
+
+    Parameters
+    ----------
+    output
+        What the model returned for one batch.
+    batch
+        The batch's size.
+    model
+        The model (named in the error).
+    first
+        The batch's first image's index in ``names``.
+    names
+        The images' names.
     """
     logits = getattr(output, "logits", output)
     if not isinstance(logits, torch.Tensor):
@@ -113,6 +138,13 @@ def place_model(model: Model, device: torch.device) -> str | None:
     current one, so a model already in place is never moved. A module whose tensors sit on several devices (a
     model split by hand) is refused: modelval feeds one device. A plain callable is left alone (``None``): its
     own code decides where its tensors are, and a mismatch inside it is reported by the forward.
+
+    Parameters
+    ----------
+    model
+        The model.
+    device
+        The resolved device.
     """
     if not isinstance(model, torch.nn.Module):
         return None
@@ -182,6 +214,31 @@ def category_probabilities(
     ``amp="bf16"`` runs the forward under bfloat16 autocast (decisions may flip, see
     :func:`decision_flips`); ``channels_last`` runs model and inputs in NHWC layout. Softmax and the
     category mapping always run in float32.
+
+    Parameters
+    ----------
+    model
+        The classifier (an ``nn.Module`` or a callable returning logits).
+    images
+        uint8 stimuli, ``(N, 3, H, W)``.
+    config
+        The preprocessing.
+    batch_size
+        Images per forward.
+    device
+        Where it runs (``"auto"``: CUDA when available).
+    aggregation
+        How the 1000 ImageNet probabilities become 16 (``mean`` or ``sum`` of each category's classes).
+    progress
+        A progress bar on stderr.
+    amp
+        ``bf16`` or ``fp16`` autocast (``None``: float32).
+    channels_last
+        NHWC layout.
+    label_map
+        A head other than ImageNet-1k's, read through this map.
+    names
+        The images' names, for the errors.
     """
     return category_probabilities_by_aggregation(
         model,
@@ -218,6 +275,17 @@ def category_probabilities_by_aggregation(
 
     A forward that raises, or returns no ``(batch, classes)`` logits, or NaN/infinite ones, stops with one
     :class:`~modelval.errors.ModelvalError` line naming the model (and, with ``names``, the images).
+
+    Parameters
+    ----------
+    model, images, config
+        As :func:`category_probabilities`.
+    aggregations
+        Each aggregation to compute.
+    batch_size, device, progress, amp, channels_last, label_map, names
+        As :func:`category_probabilities`.
+    cache, cache_key
+        The output cache and this forward's key (:func:`output_key`).
     """
     mappers = {aggregation: CategoryMapper(aggregation, label_map) for aggregation in aggregations}
     check = next(iter(mappers.values())).label_map.check_outputs
@@ -295,6 +363,21 @@ def model_outputs(
     A batch that runs out of device memory is run again at half the size (as timm's bulk runner does), and each
     halving is appended to ``memory_notes``; one image at a time that still does not fit stops with one
     :class:`~modelval.errors.OutOfMemory` line. Any other device error (an illegal memory access) is never retried.
+
+    Parameters
+    ----------
+    model, images, config
+        As :func:`category_probabilities`.
+    batch_size, device, progress, amp, channels_last, names
+        As :func:`category_probabilities`.
+    check_width
+        Sees the number of outputs after the first batch.
+    cache, cache_key
+        The output cache and this forward's key (:func:`output_key`).
+    cache_meta
+        Stored beside the outputs (the model's name).
+    memory_notes
+        Receives a line for each halving of the batch.
     """
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
@@ -423,7 +506,15 @@ MAPPING_ROWS = 256
 def probabilities_from_outputs(
     outputs: np.ndarray, mappers: dict[Aggregation, CategoryMapper]
 ) -> dict[Aggregation, np.ndarray]:
-    """Softmax of raw ``outputs`` in float32, mapped to the 16 categories by each mapper: ``{aggregation: (N, 16)}``."""
+    """Softmax of raw ``outputs`` in float32, mapped to the 16 categories by each mapper: ``{aggregation: (N, 16)}``.
+
+    Parameters
+    ----------
+    outputs
+        Raw outputs, ``(N, K)``.
+    mappers
+        Each aggregation's mapper to the 16 categories.
+    """
     result = {aggregation: np.empty((len(outputs), len(CATEGORIES)), dtype=np.float32) for aggregation in mappers}
     with torch.inference_mode():
         for start in range(0, len(outputs), MAPPING_ROWS):
@@ -461,6 +552,19 @@ def output_key(
     The weights and architecture digests are remembered per model object (:mod:`modelval.records.provenance`)
     and the stimuli's per stimulus set, so a second key of the same model hashes no weights again. Put the
     model on its device first (:func:`place_model`): a move changes its tensors, so the digest is computed again.
+
+    Parameters
+    ----------
+    model
+        The model.
+    config
+        The preprocessing.
+    stimuli
+        The stimulus set.
+    amp, channels_last
+        As :func:`category_probabilities`.
+    device
+        Where it runs.
     """
     weights = state_dict_digest(model)
     fields: dict[str, object] = {

@@ -28,7 +28,13 @@ BY_NAME = {s.name: s for s in SETTINGS}
 
 
 def add_options(parser: pytest.Parser) -> None:
-    """Register every setting as ``--modelval-*`` and as an ini key ``modelval_*``."""
+    """Register every setting as ``--modelval-*`` and as an ini key ``modelval_*``.
+
+    Parameters
+    ----------
+    parser
+        pytest's parser.
+    """
     group = parser.getgroup("modelval", "modelval: shape-bias validation of image classifiers")
     for declared in SETTINGS:
         text = declared.describe()
@@ -47,6 +53,13 @@ def setting(config: pytest.Config, name: str) -> Any:
 
     Paths come back as absolute :class:`~pathlib.Path` objects; a bad value is a ``pytest.UsageError`` naming
     where it was given.
+
+    Parameters
+    ----------
+    config
+        pytest's config.
+    name
+        The setting's name.
     """
     declared = BY_NAME[name]
     base = Path(config.invocation_params.dir)
@@ -80,6 +93,11 @@ def check_settings(config: pytest.Config) -> None:
     ``tpu`` was torch's list of device types with a traceback through ``runtime.py`` once a case ran. A
     ``--modelval-report-dir`` that names a file, or a name too long for the file system, failed only after
     every test had passed, with 84 lines of traceback.
+
+    Parameters
+    ----------
+    config
+        pytest's config.
     """
     for name in BY_NAME:
         setting(config, name)  # each value read and checked (the device by the command line's own check)
@@ -194,6 +212,14 @@ def _in_plugin_words(message: str) -> str:
 
 
 def allow_missing_data(config: pytest.Config) -> bool:
+    """Whether a case whose data are missing skips (``--modelval-allow-missing-data``) instead of failing; never
+    under ``$MODELVAL_STRICT_DATA``.
+
+    Parameters
+    ----------
+    config
+        pytest's config.
+    """
     from modelval.settings import value
 
     return bool(setting(config, "allow_missing_data")) and not value("strict_data")
@@ -204,6 +230,15 @@ def missing_resource(config: pytest.Config, message: str, *, kind: Literal["data
 
     Missing data fails unless ``--modelval-allow-missing-data``: a validation that validated nothing must not
     pass green. Missing downloaded weights skip unless ``--modelval-strict-weights`` (no network in most CI).
+
+    Parameters
+    ----------
+    config
+        pytest's config.
+    message
+        The one-line message.
+    kind
+        ``data`` or ``weights`` (each has its own allowance).
     """
     message = _in_plugin_words(message)
     if kind == "weights":
@@ -216,7 +251,13 @@ def missing_resource(config: pytest.Config, message: str, *, kind: Literal["data
 
 
 def find_models_file(config: pytest.Config) -> Path | None:
-    """The models file: the setting, else one in the folder pytest was started in, else in the rootdir."""
+    """The models file: the setting, else one in the folder pytest was started in, else in the rootdir.
+
+    Parameters
+    ----------
+    config
+        pytest's config.
+    """
     from modelval.runner.models_file import find_models_file as find_in
 
     given = setting(config, "models_file")
@@ -230,7 +271,15 @@ def find_models_file(config: pytest.Config) -> Path | None:
 
 
 def worker_device(requested: str, worker: str | None) -> str:
-    """``cuda`` on an xdist worker with several GPUs visible: ``cuda:K mod count`` for worker gwK."""
+    """``cuda`` on an xdist worker with several GPUs visible: ``cuda:K mod count`` for worker gwK.
+
+    Parameters
+    ----------
+    requested
+        The device setting.
+    worker
+        The xdist worker's id (``gw0``, ...; ``None``: no xdist).
+    """
     if worker is None or not worker.startswith("gw") or requested not in ("auto", "cuda"):
         return requested
     import torch

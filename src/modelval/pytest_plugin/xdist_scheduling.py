@@ -60,14 +60,37 @@ class ModelvalScheduling:
         return self._chosen if self._chosen is not None else self._candidates[0]
 
     def add_node(self, node: Any) -> None:
+        """xdist's scheduler protocol: a worker joined (passed to the scheduler in use, or to both candidates).
+
+        Parameters
+        ----------
+        node
+            The worker.
+        """
         for scheduler in self._candidates if self._chosen is None else (self._chosen,):
             scheduler.add_node(node)
 
     def add_node_collection(self, node: Any, collection: Any) -> None:
+        """xdist's scheduler protocol: a worker's collection (passed on as :meth:`add_node`).
+
+        Parameters
+        ----------
+        node
+            The worker.
+        collection
+            Its collected test ids.
+        """
         for scheduler in self._candidates if self._chosen is None else (self._chosen,):
             scheduler.add_node_collection(node, collection)
 
     def remove_node(self, node: Any) -> Any:
+        """xdist's scheduler protocol: a worker left; the test it was running, if any.
+
+        Parameters
+        ----------
+        node
+            The worker.
+        """
         if self._chosen is not None:
             return self._chosen.remove_node(node)
         load, grouping = self._candidates
