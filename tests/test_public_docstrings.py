@@ -173,3 +173,41 @@ def test_the_examples_are_checked():
     assert failures(original.replace("0.5\n", "0.6\n")) == 1
     assert not NUMBER.search("'airplane/airplane1-bicycle2.png'")
     assert NUMBER.search("(162, 572)") and NUMBER.search("0.2207") and NUMBER.search("[-1e-05]")
+
+
+def _undocumented_below_the_doors() -> list[str]:
+    """Every public function and method of every public module of the package that takes parameters and whose
+    docstring (inherited from a base class where it overrides one, as ``help()`` shows it) has no Parameters
+    section. pytest's hooks and the plugin's fixtures are pytest's to call: their parameters are pytest's."""
+    import importlib
+    import pkgutil
+
+    missing = []
+    for info in pkgutil.walk_packages(modelval.__path__, "modelval."):
+        if any(part.startswith("_") for part in info.name.split(".")):
+            continue
+        module = importlib.import_module(info.name)
+        for name, value in vars(module).items():
+            if name.startswith("_") or getattr(value, "__module__", None) != module.__name__:
+                continue
+            members = [(name, value)] if inspect.isfunction(value) else []
+            if inspect.isclass(value):
+                members = [(f"{name}.{n}", m) for n, m in vars(value).items() if not n.startswith("_")]
+                members = [(n, getattr(value, n.split(".")[1])) for n, m in members if inspect.isfunction(m)
+                           or isinstance(m, classmethod | staticmethod)]  # fmt: skip
+            for qualname, function in members:
+                if name.startswith("pytest_") or hasattr(function, "_fixture_function_marker"):
+                    continue
+                fixture = getattr(function, "__pytest_wrapped__", None) or "pytest_fixture" in repr(function)
+                if fixture:
+                    continue
+                parameters = [p for p in inspect.signature(function).parameters if p not in ("self", "cls")]
+                if parameters and "Parameters\n" not in (inspect.getdoc(function) or ""):
+                    missing.append(f"{module.__name__}.{qualname}")
+    return missing
+
+
+def test_every_public_function_says_its_parameters():
+    """Issue 39: every public function that takes parameters has a numpydoc Parameters section."""
+    missing = _undocumented_below_the_doors()
+    assert not missing, f"{len(missing)} without a Parameters section: {', '.join(missing[:40])}"

@@ -31,7 +31,6 @@ _EXPORTS = {
     "ModelSpec": "modelval.models.specs",
     "check_spec_consent": "modelval.models.specs",
     "runs_code": "modelval.models.specs",
-    "is_spec": "modelval.models.specs",
     "parse_spec": "modelval.models.specs",
     "WeightsStatus": "modelval.models.weights",
     "ZeroShotSettings": "modelval.models.zero_shot",

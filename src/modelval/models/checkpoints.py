@@ -59,6 +59,11 @@ def weights_file_problem(path: str | os.PathLike[str]) -> str | None:
     """What makes ``path`` no weights file at all (empty, cut short, another kind of file), from its first bytes
     and its zip listing alone; None when it looks like one (``model.safetensors``, a ``torch.save`` archive or
     a legacy pickle). Nothing is unpickled: the file may be hostile.
+
+    Parameters
+    ----------
+    path
+        The file.
     """
     import json
     import struct
@@ -102,7 +107,15 @@ def weights_file_problem(path: str | os.PathLike[str]) -> str | None:
 def refusing_pickled_objects(path: str | os.PathLike[str], repair: str) -> Iterator[None]:
     """Inside: a library's ``torch.load(..., weights_only=True)`` of ``path`` that meets objects other than
     tensors becomes one :class:`DataError` with ``repair`` (what to do), never torch's advice to pass
-    ``weights_only=False`` (which would run the file's code). Every other exception passes unchanged."""
+    ``weights_only=False`` (which would run the file's code). Every other exception passes unchanged.
+
+    Parameters
+    ----------
+    path
+        The weights file the library loads.
+    repair
+        What the user can do (the end of the error).
+    """
     try:
         yield
     except DataError:
@@ -117,7 +130,15 @@ def refusing_pickled_objects(path: str | os.PathLike[str], repair: str) -> Itera
 
 
 def load_state_dict_file(path: str | os.PathLike[str], *, key: str | None = None) -> dict[str, torch.Tensor]:
-    """Load a checkpoint and return its state dict (optionally the one stored under ``key``)."""
+    """Load a checkpoint and return its state dict (optionally the one stored under ``key``).
+
+    Parameters
+    ----------
+    path
+        The checkpoint (``torch.save`` archive or ``.safetensors``), loaded with ``weights_only``.
+    key
+        The state dict under this key.
+    """
     import torch
 
     payload = _load_checkpoint(path)
@@ -132,7 +153,15 @@ def load_state_dict_file(path: str | os.PathLike[str], *, key: str | None = None
 
 
 def strip_prefix(state_dict: Mapping[str, torch.Tensor], prefix: str = "module.") -> dict[str, torch.Tensor]:
-    """Remove ``nn.DataParallel``'s ``module.`` prefix (or another) from every key that has it."""
+    """Remove ``nn.DataParallel``'s ``module.`` prefix (or another) from every key that has it.
+
+    Parameters
+    ----------
+    state_dict
+        The state dict.
+    prefix
+        The prefix to remove.
+    """
     return {k[len(prefix) :] if k.startswith(prefix) else k: v for k, v in state_dict.items()}
 
 
@@ -314,6 +343,17 @@ def load_into(
     layouts). ``prefix`` (``--strip-prefix``, e.g. Lightning's ``model.``) is removed from every key that
     has it; without it ``nn.DataParallel``'s ``module.`` is dropped when the model's keys have none. When
     the keys do not fit, the error names the other state dicts in the file and the prefix that would fit.
+
+    Parameters
+    ----------
+    model
+        The built module.
+    path
+        The checkpoint.
+    key
+        The state dict under this key (``--checkpoint-key``).
+    prefix
+        Removed from every key that has it (``--strip-prefix``).
     """
     path = Path(path)
     payload = _load_checkpoint(path)

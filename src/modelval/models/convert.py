@@ -24,7 +24,15 @@ DEIT_DIMENSIONS: dict[str, tuple[int, int]] = {"tiny": (192, 3), "small": (384, 
 
 
 def hf_vit_config(variant: str, *, num_labels: int = 1000):
-    """A ``ViTConfig`` matching ``deit_<variant>_patch16_224``, built locally (no download)."""
+    """A ``ViTConfig`` matching ``deit_<variant>_patch16_224``, built locally (no download).
+
+    Parameters
+    ----------
+    variant
+        ``tiny``, ``small`` or ``base``.
+    num_labels
+        The head's classes.
+    """
     from transformers import ViTConfig
 
     hidden, heads = DEIT_DIMENSIONS[variant]
@@ -50,7 +58,15 @@ def hf_vit_config(variant: str, *, num_labels: int = 1000):
 
 
 def timm_vit_to_hf_vit(state_dict: Mapping[str, torch.Tensor], *, depth: int = 12) -> dict[str, torch.Tensor]:
-    """timm/DeiT ``VisionTransformer`` state dict -> ``ViTForImageClassification`` state dict."""
+    """timm/DeiT ``VisionTransformer`` state dict -> ``ViTForImageClassification`` state dict.
+
+    Parameters
+    ----------
+    state_dict
+        timm's state dict.
+    depth
+        The number of transformer blocks.
+    """
     sd = dict(state_dict)
     out = {
         "vit.embeddings.cls_token": sd.pop("cls_token"),
@@ -89,6 +105,15 @@ def save_hf_vit_checkpoint(state_dict: Mapping[str, torch.Tensor], variant: str,
 
     The keys are those of the checkpoints on the Hub (``vit.encoder.layer.N...``); newer transformers
     rename them while loading, so the folder goes through exactly the conversion real checkpoints do.
+
+    Parameters
+    ----------
+    state_dict
+        timm's state dict.
+    variant
+        ``tiny``, ``small`` or ``base``.
+    directory
+        The folder to write.
     """
     from safetensors.torch import save_file
 
@@ -104,6 +129,13 @@ def load_hf_image_classifier(path_or_repo: str | Path, **kwargs: object):
 
     transformers only warns about them and initializes missing ones randomly, which would give a
     plausible-looking but meaningless model.
+
+    Parameters
+    ----------
+    path_or_repo
+        A local folder or a Hub repository.
+    **kwargs
+        Passed to ``from_pretrained`` (``cache_dir``, ``local_files_only``, ``revision``).
     """
     from transformers import AutoModelForImageClassification
 
@@ -115,6 +147,14 @@ def load_hf_image_classifier(path_or_repo: str | Path, **kwargs: object):
 
 
 def hf_vit_from_timm_state_dict(state_dict: Mapping[str, torch.Tensor], variant: str):
-    """A ``ViTForImageClassification`` holding the given timm/DeiT weights, via transformers' own loader."""
+    """A ``ViTForImageClassification`` holding the given timm/DeiT weights, via transformers' own loader.
+
+    Parameters
+    ----------
+    state_dict
+        timm's state dict.
+    variant
+        ``tiny``, ``small`` or ``base``.
+    """
     with tempfile.TemporaryDirectory() as directory:
         return load_hf_image_classifier(save_hf_vit_checkpoint(state_dict, variant, Path(directory)))

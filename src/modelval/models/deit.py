@@ -57,10 +57,24 @@ def _hub_entrypoint(variant: str) -> str:
 
 
 def hf_repo_id(variant: str) -> str:
+    """The Hub repository of a DeiT variant (``facebook/deit-small-patch16-224``).
+
+    Parameters
+    ----------
+    variant
+        ``tiny``, ``small`` or ``base``.
+    """
     return f"facebook/deit-{variant}-patch16-224"
 
 
 def timm_model_name(variant: str) -> str:
+    """timm's pretrained name of a DeiT variant (``deit_small_patch16_224.fb_in1k``).
+
+    Parameters
+    ----------
+    variant
+        ``tiny``, ``small`` or ``base``.
+    """
     return f"deit_{variant}_patch16_224.fb_in1k"
 
 
@@ -120,6 +134,11 @@ def timm_data_config(model_name: str) -> dict[str, Any]:
     ``test_crop_pct``) other than the training ones; timm's own inference script evaluates with those
     (timm PR #2769), so they are the source's eval transform. Without it the training-time values were
     recorded (``resnet50.a1_in1k``: 224 px and crop_pct 0.95 instead of 288 px and 1.0).
+
+    Parameters
+    ----------
+    model_name
+        timm's pretrained name (``resnet50.a1_in1k``).
     """
     from timm.data import resolve_data_config
 
@@ -131,6 +150,11 @@ def timm_preprocess(model_name: str) -> PreprocessConfig:
 
     timm's ``crop_mode`` (center, squash, border) is not a PreprocessConfig field: on the square stimuli all
     three are the same center crop of the same resize; :func:`timm_preprocess_origin` records it.
+
+    Parameters
+    ----------
+    model_name
+        timm's pretrained name.
     """
     data = timm_data_config(model_name)
     size = data["input_size"][-1]
@@ -144,7 +168,13 @@ def timm_preprocess(model_name: str) -> PreprocessConfig:
 
 
 def timm_preprocess_origin(model_name: str) -> str:
-    """Where :func:`timm_preprocess` comes from, with the resolution, crop_pct and crop_mode timm resolved."""
+    """Where :func:`timm_preprocess` comes from, with the resolution, crop_pct and crop_mode timm resolved.
+
+    Parameters
+    ----------
+    model_name
+        timm's pretrained name.
+    """
     data = timm_data_config(model_name)
     mode = data.get("crop_mode") or "center"
     square = "" if mode == "center" else " (on square images the same as center)"

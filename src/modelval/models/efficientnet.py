@@ -33,7 +33,13 @@ LITE_VARIANTS: dict[str, tuple[int, str]] = {
 
 
 def lite_preprocess(size: int) -> PreprocessConfig:
-    """The TensorFlow eval transform of a Lite model trained at ``size`` px: resize size/0.875, crop size."""
+    """The TensorFlow eval transform of a Lite model trained at ``size`` px: resize size/0.875, crop size.
+
+    Parameters
+    ----------
+    size
+        The training resolution in pixels.
+    """
     return PreprocessConfig(
         mean=HALF_MEAN, std=HALF_STD, interpolation="bicubic", resize=round(size / 0.875), crop=size
     )

@@ -77,6 +77,13 @@ def import_callable(text: str, *, base_dir: Path | None = None) -> tuple[Callabl
 
     The identity is the spec, the callable's name and the SHA-256 of the file that defines it (so an edited
     file is a different model); a callable without a readable source file is identified by its names alone.
+
+    Parameters
+    ----------
+    text
+        The spec (``file.py:fn`` or ``module.path:fn``).
+    base_dir
+        A relative file is read from here (the models file's folder).
     """
     from modelval.download import sha256_of
     from modelval.models.specs import parse_spec
@@ -96,7 +103,15 @@ def import_callable(text: str, *, base_dir: Path | None = None) -> tuple[Callabl
 
 
 def factory_entry(spec: ModelSpec, *, base_dir: Path | None = None) -> ModelEntry:
-    """``<module.path>:<callable>`` / ``<file.py>:<callable>``: an ``nn.Module`` or ``(module, PreprocessConfig)``."""
+    """``<module.path>:<callable>`` / ``<file.py>:<callable>``: an ``nn.Module`` or ``(module, PreprocessConfig)``.
+
+    Parameters
+    ----------
+    spec
+        The parsed spec.
+    base_dir
+        A relative file is read from here (the models file's folder).
+    """
     factory = _import_factory(spec, base_dir)
     made: dict[str, Any] = {}
 
@@ -195,7 +210,15 @@ def _wrong_kind(path: Path, wanted: str) -> str | None:
 
 
 def torchscript_entry(spec: ModelSpec, *, base_dir: Path | None = None) -> ModelEntry:
-    """``torchscript:<file>``: ``torch.jit.load`` (no Python code of the model's runs)."""
+    """``torchscript:<file>``: ``torch.jit.load`` (no Python code of the model's runs).
+
+    Parameters
+    ----------
+    spec
+        The parsed spec.
+    base_dir
+        A relative file is read from here (the models file's folder).
+    """
     path = _resolve_file(spec.target, base_dir)
 
     def build(context: LoadContext) -> nn.Module:
@@ -213,7 +236,15 @@ def torchscript_entry(spec: ModelSpec, *, base_dir: Path | None = None) -> Model
 
 
 def export_entry(spec: ModelSpec, *, base_dir: Path | None = None) -> ModelEntry:
-    """``export:<file.pt2>``: ``torch.export.load(file).module()``."""
+    """``export:<file.pt2>``: ``torch.export.load(file).module()``.
+
+    Parameters
+    ----------
+    spec
+        The parsed spec.
+    base_dir
+        A relative file is read from here (the models file's folder).
+    """
     path = _resolve_file(spec.target, base_dir)
 
     def build(context: LoadContext) -> nn.Module:

@@ -32,6 +32,11 @@ def processor_to_config(processor: Any) -> tuple[PreprocessConfig, list[str]]:
 
     A direct ``(h, w)`` resize is recorded as ``resize=h``: on square images (the cue-conflict stimuli)
     it equals the shorter-side resize a PreprocessConfig applies; the note says so.
+
+    Parameters
+    ----------
+    processor
+        A transformers image processor.
     """
     notes = [f"{type(processor).__name__}"]
     resize = crop = None
@@ -60,7 +65,19 @@ def load_processor(
     local_files_only: bool = True,
     revision: str | None = None,
 ):
-    """``AutoImageProcessor.from_pretrained`` (the real resolution from ``preprocessor_config.json``)."""
+    """``AutoImageProcessor.from_pretrained`` (the real resolution from ``preprocessor_config.json``).
+
+    Parameters
+    ----------
+    path_or_repo
+        A local folder or a Hub repository.
+    cache_dir
+        The HuggingFace cache.
+    local_files_only
+        Never download.
+    revision
+        The repository's revision.
+    """
     from transformers import AutoImageProcessor
 
     return AutoImageProcessor.from_pretrained(

@@ -52,7 +52,17 @@ def _isolated_hub_imports(hub_root: Path) -> Iterator[None]:
 
 
 def load_hub_model(repo_dir: Path, entrypoint: str, **kwargs: object) -> nn.Module:
-    """``torch.hub.load(repo_dir, entrypoint, source="local", **kwargs)``: the hub code path, without network."""
+    """``torch.hub.load(repo_dir, entrypoint, source="local", **kwargs)``: the hub code path, without network.
+
+    Parameters
+    ----------
+    repo_dir
+        The downloaded repository (its ``hubconf.py``).
+    entrypoint
+        The hub entry point.
+    **kwargs
+        Passed to the entry point (``pretrained=True``).
+    """
     import torch
 
     with _isolated_hub_imports(repo_dir), warnings.catch_warnings():
@@ -62,7 +72,15 @@ def load_hub_model(repo_dir: Path, entrypoint: str, **kwargs: object) -> nn.Modu
 
 
 def download_hub_code(github: str, *, force: bool = False) -> Path:
-    """Download a hub repository's code into ``$TORCH_HOME/hub`` (what ``torch.hub.load`` does first)."""
+    """Download a hub repository's code into ``$TORCH_HOME/hub`` (what ``torch.hub.load`` does first).
+
+    Parameters
+    ----------
+    github
+        ``owner/repo:ref``.
+    force
+        Download again even when it is there.
+    """
     import torch
 
     hub_root = Path(torch.hub.get_dir())

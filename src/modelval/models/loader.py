@@ -29,7 +29,23 @@ def entry_for_spec(
     base_dir: Path | None = None,
     zero_shot: ZeroShotSettings | None = None,
 ) -> ModelEntry:
-    """The :class:`ModelEntry` a spec stands for (a registry entry, or one built for this source)."""
+    """The :class:`ModelEntry` a spec stands for (a registry entry, or one built for this source).
+
+    Parameters
+    ----------
+    spec
+        A registry name or a spec (docs/models.md).
+    checkpoint
+        A state dict the entry will load.
+    trust_repo
+        Consent to run a ``hub:`` repository's code.
+    imagenet_head
+        Refuse an HF head that is not ImageNet-1k (a label map reads another).
+    base_dir
+        A relative file is read from here (the models file's folder).
+    zero_shot
+        How an image-text model becomes a classifier.
+    """
     parsed = spec if isinstance(spec, ModelSpec) else parse_spec(spec)
     if checkpoint is not None and parsed.kind in ("torchscript", "export"):
         raise ModelvalError(

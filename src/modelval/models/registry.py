@@ -13,7 +13,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # torch loads on first use: listing models or parsing specs stays light
     import torch
@@ -185,6 +185,13 @@ _REGISTRY: dict[str, ModelEntry] = {}
 
 
 def register_model(entry: ModelEntry) -> ModelEntry:
+    """Add ``entry`` to the registry (a name registered twice is a ``ValueError``); returns it.
+
+    Parameters
+    ----------
+    entry
+        The entry.
+    """
     if entry.name in _REGISTRY:
         raise ValueError(f"model {entry.name!r} is registered twice")
     _REGISTRY[entry.name] = entry
@@ -289,7 +296,15 @@ def load_model(
     offline: bool | None = None,
     progress: bool = True,
 ) -> LoadedModel:
-    """Build a registered model in eval mode with its preprocessing (see :func:`load_entry`)."""
+    """Build a registered model in eval mode with its preprocessing (see :func:`load_entry`).
+
+    Parameters
+    ----------
+    name
+        The registry name.
+    normalization, checkpoint_dir, device, offline, progress
+        As :func:`load_entry`.
+    """
     return load_entry(
         get_entry(name),
         normalization=normalization,
@@ -315,12 +330,29 @@ def load_entry(
 ) -> LoadedModel:
     """Build an entry (registered or made from a spec) in eval mode with its preprocessing.
 
-    ``normalization="model"`` keeps the entry's own mean/std; ``"imagenet"`` or ``"half"``
-    (0.5/0.5) force another one, so every model can run under the correct and the wrong one.
-    ``overrides`` replace single values; ``checkpoint`` loads a state dict into the built module (the one
-    under ``checkpoint_key``, with ``strip_prefix`` removed from its keys, when given). ``device`` defaults to
-    ``"auto"`` like the evaluation's, so a model loaded and evaluated on defaults sits where its inputs are fed;
-    a ``torch.device`` (resolved once by the caller) is used as it is.
+    Parameters
+    ----------
+    entry
+        The entry.
+    normalization
+        ``model`` keeps the entry's own mean/std; ``imagenet`` or ``half`` (0.5/0.5) force another, so every
+        model can run under the correct and the wrong one.
+    overrides
+        Single preprocessing values replaced.
+    checkpoint
+        A state dict to load into the built module.
+    checkpoint_dir
+        Where downloaded weights are kept (default: the ``checkpoint_dir`` setting).
+    device
+        Where the model is placed (``"auto"``, like the evaluation's; a ``torch.device`` is used as it is).
+    offline
+        Never download (default: the ``offline`` setting).
+    progress
+        Progress bars for downloads.
+    checkpoint_key
+        The state dict under this key of ``checkpoint``.
+    strip_prefix
+        Removed from the checkpoint's keys.
     """
     if normalization not in NORMALIZATION_CHOICES:
         raise ModelvalError(f"normalization must be one of {', '.join(NORMALIZATION_CHOICES)}, got {normalization!r}")
@@ -352,6 +384,15 @@ def reconfigured(
 
     A zoo runs every model under its own and the wrong normalization; building, loading and hashing its weights
     once serves both (the module is shared, not copied: it is only evaluated).
+
+    Parameters
+    ----------
+    loaded
+        The loaded model.
+    normalization
+        ``model``, ``imagenet`` or ``half``.
+    overrides
+        Single preprocessing values replaced.
     """
     if loaded.context is None:
         raise ValueError("this LoadedModel was not made by load_entry; load it again with the normalization")
@@ -406,6 +447,13 @@ def weights_status(name: str, checkpoint_dir: str | os.PathLike[str] | None = No
     that is not installed (``efficientnet_lite1`` without ``modelval[lite]``: its weights ship in that extra's
     package), else what ``load_model`` raises (model, files expected, URLs, fetch command), so tests can skip
     or fail with it.
+
+    Parameters
+    ----------
+    name
+        The registry name.
+    checkpoint_dir
+        Where downloaded weights are kept (default: the setting).
     """
     entry = get_entry(name)
     extra = entry.required_extra
@@ -428,6 +476,19 @@ def fetch_weights(
 
     Offline (``offline=True``, ``$MODELVAL_OFFLINE`` or ``$HF_HUB_OFFLINE``) nothing is downloaded: the cached
     parts are verified and their paths returned, and a missing one is a :class:`WeightsNotAvailableError`.
+
+    Parameters
+    ----------
+    name
+        The registry name, or an entry.
+    checkpoint_dir
+        Where downloaded weights are kept (default: the setting).
+    force
+        Download again even when they are there.
+    progress
+        Progress bars.
+    offline
+        Never download (default: the setting).
     """
     entry = name if isinstance(name, ModelEntry) else get_entry(name)
     directory = resolve_checkpoint_dir(checkpoint_dir)
@@ -446,8 +507,3 @@ def fetch_weights(
             message = parts_status(entry.name, entry.weights, directory).message
             raise WeightsNotAvailableError(f"{message}. The download failed: {error}") from None
     return paths
-
-
-def _replace_preprocess(entry: ModelEntry, **changes: Any) -> ModelEntry:
-    """A copy of ``entry`` with its preprocessing changed (for tests and audits)."""
-    return dataclasses.replace(entry, preprocess=dataclasses.replace(entry.preprocess, **changes))

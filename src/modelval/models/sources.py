@@ -23,7 +23,7 @@ if TYPE_CHECKING:  # torch loads on first use: listing models or parsing specs s
 from modelval.errors import DataError, DownloadError, ModelvalError, describe_exception, user_code
 from modelval.models.registry import LoadContext, ModelEntry, TrainingData
 from modelval.models.specs import ModelSpec
-from modelval.models.weights import HFRepo, HubCode, hf_cache_dir, torch_hub_dir
+from modelval.models.weights import HFRepo, HubCode, WeightsPart, hf_cache_dir, torch_hub_dir
 from modelval.preprocessing import PreprocessConfig
 
 DEFAULT_ORIGIN = "default (ImageNet mean/std, bilinear: the source ships no preprocessing)"
@@ -72,7 +72,15 @@ def _timm_training(name: str, tag: str | None) -> TrainingData | None:
 
 
 def timm_entry(spec: ModelSpec, *, pretrained: bool = True) -> ModelEntry:
-    """``timm:<name>[.<tag>]``: timm's pretrained loader, weights from the HF Hub cache."""
+    """``timm:<name>[.<tag>]``: timm's pretrained loader, weights from the HF Hub cache.
+
+    Parameters
+    ----------
+    spec
+        The parsed spec.
+    pretrained
+        Load the pretrained weights.
+    """
     import timm
 
     from modelval.models.deit import timm_data_config, timm_preprocess, timm_preprocess_origin
@@ -216,7 +224,17 @@ def _hf_errors(what: str) -> Iterator[None]:
 
 
 def hf_entry(spec: ModelSpec, *, imagenet_head: bool = True, zero_shot: ZeroShotSettings | None = None) -> ModelEntry:
-    """``hf:<repo_id>[@<revision>]``: AutoModelForImageClassification with the repository's processor."""
+    """``hf:<repo_id>[@<revision>]``: AutoModelForImageClassification with the repository's processor.
+
+    Parameters
+    ----------
+    spec
+        The parsed spec.
+    imagenet_head
+        Refuse a head that is not ImageNet-1k.
+    zero_shot
+        How a CLIP or SigLIP model becomes a classifier.
+    """
     repo_id, revision = spec.target, spec.detail
     repo = HFRepo(repo_id, optional_files=("preprocessor_config.json",), revision=revision)
 
@@ -249,6 +267,13 @@ def hf_local_folder(spec: ModelSpec, base_dir: Path | None = None) -> Path | Non
 
     ``hf:./dir`` and ``hf:/abs/dir`` always name a folder (relative to ``base_dir``, the models file's folder,
     when given); ``hf:<owner>/<name>`` names one when that folder exists, as transformers itself reads it.
+
+    Parameters
+    ----------
+    spec
+        The parsed spec.
+    base_dir
+        A relative folder is read from here.
     """
     if spec.kind != "hf":
         return None
@@ -265,7 +290,19 @@ def hf_local_folder(spec: ModelSpec, base_dir: Path | None = None) -> Path | Non
 def hf_folder_entry(
     spec: ModelSpec, folder: Path, *, imagenet_head: bool = True, zero_shot: ZeroShotSettings | None = None
 ) -> ModelEntry:
-    """``hf:./<folder>``: a ``save_pretrained`` folder, its processor config as the preprocessing source."""
+    """``hf:./<folder>``: a ``save_pretrained`` folder, its processor config as the preprocessing source.
+
+    Parameters
+    ----------
+    spec
+        The parsed spec.
+    folder
+        The ``save_pretrained`` folder.
+    imagenet_head
+        Refuse a head that is not ImageNet-1k.
+    zero_shot
+        How a CLIP or SigLIP model becomes a classifier.
+    """
     if not (folder / "config.json").is_file():
         raise DataError(
             f"{spec.text}: {folder} is not a save_pretrained folder (no config.json); write it with "
@@ -303,6 +340,13 @@ def open_clip_entry(spec: ModelSpec, *, zero_shot: ZeroShotSettings | None = Non
     by open_clip into the HuggingFace cache; ``none`` builds the architecture with random weights (for testing
     the plumbing: the sanity gate withholds its shape bias). The preprocessing is the model's own transform:
     its mean, std and interpolation, and its resolution (a 336 px model is fed the stimuli resized to 336).
+
+    Parameters
+    ----------
+    spec
+        The parsed spec.
+    zero_shot
+        The class space, templates and logit scale of the head.
     """
     import open_clip
 
@@ -355,7 +399,7 @@ def open_clip_entry(spec: ModelSpec, *, zero_shot: ZeroShotSettings | None = Non
 
 
 @dataclass(frozen=True)
-class TorchvisionWeights:
+class TorchvisionWeights(WeightsPart):
     """A torchvision weights file where ``load_state_dict_from_url`` caches it ($TORCH_HOME/hub/checkpoints)."""
 
     source_url: str
@@ -411,7 +455,15 @@ def _torchvision_weights(builder: str, weights: str | None) -> Any:
 
 
 def torchvision_entry(spec: ModelSpec, *, pretrained: bool = True) -> ModelEntry:
-    """``torchvision:<builder>[.<WEIGHTS>]``: ``get_model(builder, weights=...)``, ``weights.transforms()``."""
+    """``torchvision:<builder>[.<WEIGHTS>]``: ``get_model(builder, weights=...)``, ``weights.transforms()``.
+
+    Parameters
+    ----------
+    spec
+        The parsed spec.
+    pretrained
+        Load the weights.
+    """
     import torchvision
 
     weights = _torchvision_weights(spec.target, spec.detail)
@@ -446,7 +498,15 @@ def torchvision_entry(spec: ModelSpec, *, pretrained: bool = True) -> ModelEntry
 
 
 def hub_entry(spec: ModelSpec, *, trust_repo: bool = False) -> ModelEntry:
-    """``hub:<owner>/<repo>[:<ref>]/<entry>``: ``torch.hub.load``, only with explicit trust."""
+    """``hub:<owner>/<repo>[:<ref>]/<entry>``: ``torch.hub.load``, only with explicit trust.
+
+    Parameters
+    ----------
+    spec
+        The parsed spec.
+    trust_repo
+        Consent to run the repository's code.
+    """
     github = f"{spec.target}:{spec.detail or 'main'}"
     if not trust_repo:
         raise ModelvalError(

@@ -54,7 +54,13 @@ class ModelSpec:
 
 
 def parse_spec(text: str) -> ModelSpec:
-    """Parse a model spec; a malformed one is a :class:`ModelvalError` that shows the accepted forms."""
+    """Parse a model spec; a malformed one is a :class:`ModelvalError` that shows the accepted forms.
+
+    Parameters
+    ----------
+    text
+        The spec as written.
+    """
     text = text.strip()
     if not text:
         raise ModelvalError("empty model spec; give a registry name or one of " + _FORMS)
@@ -128,17 +134,18 @@ def _parse_source(text: str, prefix: str, rest: str) -> ModelSpec:
     return ModelSpec(text, prefix, rest)  # torchscript:, export:
 
 
-def is_spec(text: str) -> bool:
-    """True for anything but a bare registry name."""
-    return not parse_spec(text).is_registry
-
-
 #: Spec kinds that run Python code the spec names: the user's module or file, a torch.hub repository.
 CODE_KINDS: tuple[str, ...] = ("factory", "hub")
 
 
 def runs_code(spec: str | ModelSpec) -> bool:
-    """True when loading ``spec`` imports and runs Python code it names (``file.py:fn``, ``module:fn``, ``hub:``)."""
+    """True when loading ``spec`` imports and runs Python code it names (``file.py:fn``, ``module:fn``, ``hub:``).
+
+    Parameters
+    ----------
+    spec
+        A spec, as written or parsed.
+    """
     parsed = spec if isinstance(spec, ModelSpec) else parse_spec(spec)
     return parsed.kind in CODE_KINDS
 
@@ -149,6 +156,17 @@ def check_spec_consent(spec: str, origin: str, *, given: str | None = None, trus
     A file (a baseline, a saved run) is data that others share and commit; it cannot consent to running the
     code it names. The consent is the spec given again on the command line (``given``, which then wins) or
     an explicit ``trusted`` (``--trust-repo``), as for ``hub:`` specs typed by hand.
+
+    Parameters
+    ----------
+    spec
+        The spec the file names.
+    origin
+        The file, for the refusal.
+    given
+        The spec given again on the command line.
+    trusted
+        Explicit consent (``--trust-repo``).
     """
     if given is not None:
         return given

@@ -41,19 +41,46 @@ class WeightsStatus(NamedTuple):
 
 
 class WeightsPart(Protocol):
-    """One thing a model needs (a file, a code checkout, a set of hub files)."""
+    """One thing a model needs (a file, a code checkout, a set of hub files); each kind subclasses this, so its
+    methods are documented here once."""
 
-    def locate(self, checkpoint_dir: Path) -> Path | None: ...
+    def locate(self, checkpoint_dir: Path) -> Path | None:
+        """The part on disk, or ``None`` when it is not there (nothing is downloaded).
 
-    def expected(self, checkpoint_dir: Path) -> str: ...
+        Parameters
+        ----------
+        checkpoint_dir
+            The weights folder (``checkpoint_dir`` setting); parts cached by a library ignore it.
+        """
 
-    def url(self) -> str: ...
+    def expected(self, checkpoint_dir: Path) -> str:
+        """Where the part is expected, in words, for the message that it is missing.
 
-    def fetch(self, checkpoint_dir: Path, *, progress: bool = True, force: bool = False) -> Path: ...
+        Parameters
+        ----------
+        checkpoint_dir
+            The weights folder.
+        """
+
+    def url(self) -> str:
+        """Where the part is downloaded from."""
+
+    def fetch(self, checkpoint_dir: Path, *, progress: bool = True, force: bool = False) -> Path:
+        """Download the part (verified) and return where it is.
+
+        Parameters
+        ----------
+        checkpoint_dir
+            The weights folder.
+        progress
+            A progress bar on stderr.
+        force
+            Download again even when it is there.
+        """
 
 
 @dataclass(frozen=True)
-class UrlCheckpoint:
+class UrlCheckpoint(WeightsPart):
     """A checkpoint file downloaded by modelval (hash prefix in its name, torch.hub convention)."""
 
     source_url: str
@@ -76,7 +103,7 @@ class UrlCheckpoint:
 
 
 @dataclass(frozen=True)
-class HubCode:
+class HubCode(WeightsPart):
     """A torch.hub repository checkout (what ``torch.hub.load(github_repo, ...)`` caches)."""
 
     repo: str  # "facebookresearch/deit"
@@ -121,7 +148,7 @@ def hf_cache_dir() -> Path:
 
 
 @dataclass(frozen=True)
-class HFRepo:
+class HFRepo(WeightsPart):
     """Files of a HuggingFace Hub model repository; ``weight_files`` are alternatives (first present wins)."""
 
     repo_id: str
@@ -134,6 +161,13 @@ class HFRepo:
         return f"https://huggingface.co/{self.repo_id}" + (f"/tree/{self.revision}" if self.revision else "")
 
     def cached_file(self, name: str) -> Path | None:
+        """The cached file ``name`` of the repository, or ``None``.
+
+        Parameters
+        ----------
+        name
+            A file of the repository (``config.json``).
+        """
         from huggingface_hub import try_to_load_from_cache
 
         found = try_to_load_from_cache(self.repo_id, name, cache_dir=hf_cache_dir(), revision=self.revision)
@@ -217,6 +251,17 @@ def _missing_message(
 
 
 def parts_status(name: str, parts: Sequence[WeightsPart], checkpoint_dir: Path) -> WeightsStatus:
+    """Whether every part of a model is on disk, and otherwise the message saying what is missing.
+
+    Parameters
+    ----------
+    name
+        The model's name.
+    parts
+        Its parts.
+    checkpoint_dir
+        The weights folder.
+    """
     missing = [p for p in parts if p.locate(checkpoint_dir) is None]
     if not missing:
         found = ", ".join(str(p.locate(checkpoint_dir)) for p in parts) or "bundled with the package"
@@ -231,6 +276,19 @@ def ensure_parts(
 
     Raises :class:`WeightsNotAvailableError` with the instruction text when something is missing
     and cannot be downloaded, and :class:`ChecksumError` (with the repair command) for a corrupt cache.
+
+    Parameters
+    ----------
+    name
+        The model's name.
+    parts
+        Its parts.
+    checkpoint_dir
+        The weights folder.
+    offline
+        Never download.
+    progress
+        Progress bars.
     """
     status = parts_status(name, parts, checkpoint_dir)
     if not status.available and offline:

@@ -20,6 +20,13 @@ class LogitsOf(nn.Module):
         self.inner = model
 
     def forward(self, pixel_values: torch.Tensor) -> torch.Tensor:
+        """The wrapped model's logits.
+
+        Parameters
+        ----------
+        pixel_values
+            Preprocessed images, ``(N, 3, H, W)``.
+        """
         return self.inner(pixel_values=pixel_values).logits
 
 
@@ -35,8 +42,22 @@ class ExportedModule(nn.Module):
         self.__dict__["program"] = program
 
     def forward(self, inputs: torch.Tensor) -> torch.Tensor:
+        """The exported program's output.
+
+        Parameters
+        ----------
+        inputs
+            Preprocessed images, ``(N, 3, H, W)``.
+        """
         return self.__dict__["program"](inputs)
 
     def to(self, *args: Any, **kwargs: Any) -> ExportedModule:
+        """Move the exported program too (kept outside the module tree, ``nn.Module.to`` would not reach it).
+
+        Parameters
+        ----------
+        *args, **kwargs
+            As ``nn.Module.to``.
+        """
         self.__dict__["program"] = self.__dict__["program"].to(*args, **kwargs)
         return self

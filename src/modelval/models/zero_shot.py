@@ -178,6 +178,13 @@ class ZeroShotClassifier(nn.Module):
         return json.dumps(self.zero_shot_record(), sort_keys=True)
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
+        """Logits of the classes: the scaled cosine of each image's embedding with each class's text embedding.
+
+        Parameters
+        ----------
+        images
+            Preprocessed images, ``(N, 3, H, W)``.
+        """
         features = self._encode_image(images)
         features = getattr(features, "pooler_output", features)
         features = F.normalize(features.float(), dim=-1)
@@ -205,7 +212,19 @@ def _bias_of(model: nn.Module) -> float | None:
 
 
 def open_clip_classifier(model: Any, tokenizer: Any, settings: ZeroShotSettings, source: str) -> ZeroShotClassifier:
-    """An open_clip model (``encode_image``, ``encode_text``) as a :class:`ZeroShotClassifier`."""
+    """An open_clip model (``encode_image``, ``encode_text``) as a :class:`ZeroShotClassifier`.
+
+    Parameters
+    ----------
+    model
+        The open_clip model.
+    tokenizer
+        Its tokenizer.
+    settings
+        The class space, templates and logit scale.
+    source
+        Where the model came from, for the record.
+    """
     templates = _templates_of(settings.templates)
     device = next(model.parameters()).device
     head = _build_classifier(
@@ -222,6 +241,17 @@ def hf_classifier(model: Any, tokenizer: Any, settings: ZeroShotSettings, source
 
     SigLIP's text tower was trained on texts padded to its full length (``padding="max_length"``), CLIP's on
     texts padded to the longest in the batch; each is tokenized as it was trained.
+
+    Parameters
+    ----------
+    model
+        The transformers model.
+    tokenizer
+        Its tokenizer.
+    settings
+        The class space, templates and logit scale.
+    source
+        Where the model came from, for the record.
     """
     templates = _templates_of(settings.templates)
     siglip = "siglip" in str(getattr(model.config, "model_type", ""))
