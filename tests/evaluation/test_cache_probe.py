@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from modelval.cli import main
 from modelval.datasets.stimulus_set import StimulusSet
 from modelval.evaluation import evaluate, output_key
-from modelval.evaluation.forward import _probe_indices, _same_outputs
+from modelval.evaluation.stored import probe_indices, same_outputs
 from modelval.preprocessing import PreprocessConfig
 from modelval.records.output_cache import OutputCache
 
@@ -164,7 +164,7 @@ def test_no_change_that_moves_the_outputs_is_ever_served_stored_outputs(what, am
     assert served.output_cache.startswith("miss"), (what, served.output_cache)
     assert np.array_equal(served.outputs, truth.outputs)
     again = evaluate(net, config, stimuli, progress=False, n_bootstrap=0, output_cache=cache, device="cpu")
-    assert again.output_cache == "hit" and _same_outputs(again.outputs, truth.outputs)
+    assert again.output_cache == "hit" and same_outputs(again.outputs, truth.outputs)
 
 
 # --- stored rows are verified before use ------------------------------------------------------------------
@@ -250,7 +250,7 @@ def test_a_stored_entry_that_fails_a_check_is_a_miss(damage, few, tmp_path):
         np.save(folder / "outputs.npy", outputs)
         meta["sha256"] = _array_digest(outputs)  # consistent, and still refused: a NaN is no stored answer
     elif damage == "probe":
-        np.save(folder / "probe.npy", np.zeros((len(_probe_indices(24)), 1000), dtype=np.float32))
+        np.save(folder / "probe.npy", np.zeros((len(probe_indices(24)), 1000), dtype=np.float32))
     elif damage == "rows":
         np.save(folder / "outputs.npy", outputs[:20])
         meta["sha256"], meta["shape"] = _array_digest(outputs[:20]), [20, 1000]

@@ -18,7 +18,7 @@ import torch
 
 from modelval.datasets.stimulus_set import StimulusSet
 from modelval.evaluation import evaluate, output_key
-from modelval.evaluation import forward as evaluation  # the forward path: where the key is computed
+from modelval.evaluation import stored as evaluation  # where the output-cache key is computed
 from modelval.parsing import size as parse_size
 from modelval.preprocessing import PreprocessConfig
 from modelval.records.output_cache import OutputCache

@@ -25,7 +25,6 @@ from modelval.datasets.stimulus_set import StimulusSet
 from modelval.evaluation.flips import AMP_FLIP_WARN_RATE, AmpFlipWarning, FlipReport, decision_flips
 from modelval.evaluation.forward import (
     AMP_DTYPES,
-    FORWARD_PATH_VERSION,
     MAPPING_ROWS,
     Amp,
     Model,
@@ -36,10 +35,10 @@ from modelval.evaluation.forward import (
     describe_model,
     logits_of,
     model_outputs,
-    output_key,
     place_model,
     probabilities_from_outputs,
 )
+from modelval.evaluation.stored import FORWARD_PATH_VERSION, output_key
 from modelval.preprocessing import PreprocessConfig
 from modelval.records.output_cache import OutputCache
 from modelval.records.provenance import device_record

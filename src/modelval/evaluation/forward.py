@@ -20,12 +20,11 @@ from tqdm.auto import tqdm
 
 from modelval.behaviour.categories import CATEGORIES, Aggregation, CategoryMapper
 from modelval.behaviour.label_map import LabelMap
-from modelval.datasets.stimulus_set import StimulusSet
 from modelval.errors import ModelOutputError, ModelvalError, OutOfMemory, placing, user_code
+from modelval.evaluation.stored import probe_indices, resumed_rows, stored_outputs
 from modelval.preprocessing import PreprocessConfig, prepare_batch
-from modelval.records.digests import architecture_digest, module_state_digest, state_dict_digest, values_kept
+from modelval.records.digests import values_kept
 from modelval.records.output_cache import OutputCache
-from modelval.records.provenance import json_digest, package_version
 from modelval.runtime import DEFAULT_BATCH_SIZE, canonical_device, resolve_device, tune_allocator
 
 Model = Callable[[torch.Tensor], object]
@@ -296,37 +295,6 @@ def category_probabilities_by_aggregation(
     return probabilities_from_outputs(outputs, mappers)
 
 
-def _stored(
-    cache: OutputCache, key: str, probe: np.ndarray, amp: Amp | None, rows: int
-) -> tuple[np.ndarray | None, str]:
-    """The stored outputs when the model answers the probe as their writer did, and what was discarded otherwise
-    (an entry, or an interrupted run's rows, another model left under the same key)."""
-    replaced = ""
-    stored = cache.load(key, rows=rows)
-    if stored is not None:
-        if _same_outputs(stored.probe, probe, amp):
-            return stored.outputs, ""
-        cache.discard(key)
-        replaced = " (a stored entry under this key answered otherwise on the probe stimuli: replaced)"
-    partial_probe = cache.partial_probe(key)
-    if partial_probe is not None and not _same_outputs(partial_probe, probe, amp):
-        cache.discard(key)
-        replaced = " (an interrupted run's rows under this key answered otherwise on the probe stimuli: discarded)"
-    cache.start_rows(key, probe)
-    return None, replaced
-
-
-def _resumed(cache: OutputCache, key: str, probe: np.ndarray, done: np.ndarray) -> np.ndarray | None:
-    """The rows an interrupted run of the same model stored (marked in ``done``), in a fresh output array."""
-    out: np.ndarray | None = None
-    for start, rows in cache.saved_rows(key, len(done), probe.shape[1]):
-        if out is None:
-            out = np.empty((len(done), probe.shape[1]), dtype=np.float32)
-        out[start : start + len(rows)] = rows
-        done[start : start + len(rows)] = True
-    return out
-
-
 def model_outputs(
     model: Model,
     images: torch.Tensor,
@@ -348,11 +316,12 @@ def model_outputs(
 
     The one forward path of modelval. ``amp="bf16"`` runs the forward under bfloat16 autocast (decisions
     may flip, see :func:`decision_flips`); ``channels_last`` runs model and inputs in NHWC layout. With a
-    ``cache`` and its ``cache_key`` (:func:`output_key`), stored outputs are returned without a forward
-    pass, each finished batch is kept so that an interrupted run resumes, and the whole is stored at the end.
-    Stored outputs (and an interrupted run's rows) are used only after the model, run on the probe stimuli
-    (:func:`_probe_indices`), answers as it did when they were written (:func:`_same_outputs`): an entry another
-    model left under the same key is replaced, never served.
+    ``cache`` and its ``cache_key`` (:func:`~modelval.evaluation.stored.output_key`), stored outputs are returned
+    without a forward pass, each finished batch is kept so that an interrupted run resumes, and the whole is
+    stored at the end.
+    Stored outputs (and an interrupted run's rows) are used only after the model, run on the probe stimuli,
+    answers as it did when they were written (:mod:`modelval.evaluation.stored`): an entry another model left
+    under the same key is replaced, never served.
     ``device``: a ``torch.device`` is used as it is (resolve ``"auto"`` once, above); an ``nn.Module`` elsewhere is
     moved there before the first forward (:func:`place_model`), and a forward that still meets tensors on two
     devices stops with one :class:`~modelval.errors.DeviceMismatchError` line.
@@ -414,13 +383,13 @@ def model_outputs(
             assert cache is not None and cache_key is not None
             # The probe: the model's answers on a few fixed stimuli. A stored entry (or an interrupted run's rows)
             # is used only when it was written by a model that answers the same: no digest sees everything.
-            probe = forward_rows(_probe_indices(len(images)))
+            probe = forward_rows(probe_indices(len(images)))
             if check_width is not None:
                 check_width(probe.shape[1])
-            stored, replaced = _stored(cache, cache_key, probe, amp, len(images))
+            stored, replaced = stored_outputs(cache, cache_key, probe, amp, len(images))
             if stored is not None:
                 return stored, "hit"
-            out = _resumed(cache, cache_key, probe, done)
+            out = resumed_rows(cache, cache_key, probe, done)
         reused = int(done.sum())
         pending = np.flatnonzero(~done)
         bar = tqdm(
@@ -473,31 +442,6 @@ def _after_out_of_memory(target: torch.device, size: int, notes: list[str] | Non
     return smaller
 
 
-#: Stimuli of the probe: the output cache's proof that stored outputs are this model's (see :func:`model_outputs`).
-PROBE_IMAGES = 4
-#: (rtol, atol relative to the largest stored value) of a probe's agreement, per precision. The probe is run
-#: alone both times, so the same model on the same kind of device gives the same bits or nearly (a GPU may pick
-#: another kernel); another model's answers differ by far more.
-PROBE_TOLERANCE: dict[str | None, tuple[float, float]] = {
-    None: (1e-3, 1e-4), "bf16": (2e-2, 1e-2), "fp16": (5e-3, 2e-3),
-}  # fmt: skip
-
-
-def _probe_indices(count: int) -> np.ndarray:
-    """The probe's stimuli among ``count``: :data:`PROBE_IMAGES` evenly spaced indices, fixed for the set."""
-    return np.unique(np.linspace(0, count - 1, min(PROBE_IMAGES, count)).round().astype(np.int64))
-
-
-def _same_outputs(stored: np.ndarray, fresh: np.ndarray, amp: Amp | None = None) -> bool:
-    """Whether two runs' outputs on the same stimuli agree within the precision's tolerance (:data:`PROBE_TOLERANCE`).
-    """
-    if stored.shape != fresh.shape:
-        return False
-    rtol, atol = PROBE_TOLERANCE.get(amp, PROBE_TOLERANCE["bf16"])
-    scale = max(1.0, float(np.abs(stored).max(initial=0.0)))
-    return bool(np.allclose(fresh, stored, rtol=rtol, atol=atol * scale))
-
-
 #: Rows mapped to categories at a time: fixed, so a fresh run and a run from stored outputs compute
 #: bit-identical probabilities whatever batch size produced the outputs.
 MAPPING_ROWS = 256
@@ -523,60 +467,3 @@ def probabilities_from_outputs(
             for aggregation, mapper in mappers.items():
                 result[aggregation][start : start + len(chunk)] = mapper(probabilities).numpy()
     return result
-
-
-#: Bumped whenever the forward path (decoding, prepare_batch, the forward, the stored outputs) changes
-#: meaning: it is part of every output-cache key, so no stored output of an older path is ever reused.
-FORWARD_PATH_VERSION = 2
-
-
-def output_key(
-    model: Model,
-    config: PreprocessConfig,
-    stimuli: StimulusSet,
-    *,
-    amp: Amp | None = None,
-    device: str | torch.device = "auto",
-    channels_last: bool = False,
-) -> tuple[str | None, dict[str, object]]:
-    """``(key, fields)`` of the output cache for this forward pass; ``key`` is ``None`` when the model has no
-    state dict to identify it (then nothing is cached).
-
-    Every input that can change an output is a field: the weights (state-dict digest), the architecture (the
-    module tree and the source file of its class), the module state outside the state dict (plain attributes,
-    tensors kept as attributes, non-persistent buffers, hooks:
-    :func:`~modelval.records.digests.module_state_digest`), the resolved preprocessing, the stimuli's content, the
-    precision, the device class, channels-last, the forward path's version, and the versions of modelval,
-    torch and torchvision (a torch upgrade that moves the numbers must not be hidden by the cache).
-
-    The weights and architecture digests are remembered per model object (:mod:`modelval.records.provenance`)
-    and the stimuli's per stimulus set, so a second key of the same model hashes no weights again. Put the
-    model on its device first (:func:`place_model`): a move changes its tensors, so the digest is computed again.
-
-    Parameters
-    ----------
-    model
-        The model.
-    config
-        The preprocessing.
-    stimuli
-        The stimulus set.
-    amp, channels_last
-        As :func:`category_probabilities`.
-    device
-        Where it runs.
-    """
-    weights = state_dict_digest(model)
-    fields: dict[str, object] = {
-        "weights": weights,
-        "architecture": architecture_digest(model),
-        "module_state": module_state_digest(model),
-        "preprocessing": config.to_dict(),
-        "stimuli": stimuli.content_digest(),
-        "precision": amp or "fp32",
-        "device_class": _target(device).type,
-        "channels_last": channels_last,
-        "forward_path": FORWARD_PATH_VERSION,
-        "versions": {name: package_version(name) for name in ("modelval", "torch", "torchvision")},
-    }
-    return (json_digest(fields) if weights is not None else None), fields
