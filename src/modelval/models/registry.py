@@ -34,8 +34,6 @@ from modelval.paths import user_cache_dir
 from modelval.preprocessing import NORMALIZATION_CHOICES, Preprocess, PreprocessConfig, PreprocessOverrides
 from modelval.runtime import resolve_device
 
-CHECKPOINT_DIR_ENV = "MODELVAL_CHECKPOINT_DIR"
-
 
 @dataclass(frozen=True)
 class LoadContext:
@@ -283,8 +281,10 @@ def resolve_checkpoint_dir(checkpoint_dir: str | os.PathLike[str] | None = None)
     """
     if checkpoint_dir:
         return Path(checkpoint_dir).expanduser()
-    env = os.environ.get(CHECKPOINT_DIR_ENV)
-    return Path(env).expanduser() if env else user_cache_dir() / "checkpoints"
+    from modelval.settings import value
+
+    folder = value("checkpoint_dir")  # $MODELVAL_CHECKPOINT_DIR
+    return Path(folder).expanduser() if folder else user_cache_dir() / "checkpoints"
 
 
 def load_model(

@@ -85,15 +85,13 @@ def environment() -> dict[str, Any]:
     }
 
 
-#: Names the session a run belongs to (a nightly sets it for every step: its runs and its rerun).
-SESSION_ENV = "MODELVAL_SESSION"
-
-
 def session_id() -> str:
     """The session a record belongs to: ``$MODELVAL_SESSION`` when set (a nightly job sets it, so its validation
     step, its rerun of the failures and every pytest-xdist worker share one), else one id per process.
     ``modelval runs verdict`` takes a nightly's records by it."""
-    return os.environ.get(SESSION_ENV) or _process_session()
+    from modelval.settings import value
+
+    return value("session") or _process_session()
 
 
 @lru_cache(maxsize=1)

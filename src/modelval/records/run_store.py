@@ -27,12 +27,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from modelval import jsonio
+from modelval import jsonio, settings
 from modelval.errors import DataError
 from modelval.parsing import IntRange
 
-RUNS_DB_ENV = "MODELVAL_RUNS_DB"
-NO_RUN_STORE_ENV = "MODELVAL_NO_RUN_STORE"
+RUNS_DB_ENV = settings.SETTINGS["runs_db"].env
 SCHEMA_VERSION = 1
 
 #: Provenance fields that differ between any two runs and say nothing about why numbers moved.
@@ -60,14 +59,9 @@ class RunStoreWarning(UserWarning):
     """A run could not be recorded (the result itself is fine)."""
 
 
-def _run_store_enabled(flag: bool | None = None) -> bool:
-    if flag is not None:
-        return flag
-    return os.environ.get(NO_RUN_STORE_ENV, "").lower() not in ("1", "true", "yes")
-
-
 def default_runs_db() -> Path:
-    override = os.environ.get(RUNS_DB_ENV)
+    """``$MODELVAL_RUNS_DB`` (or the config file's ``runs_db``), else ``runs.sqlite`` in the user data folder."""
+    override = settings.value("runs_db")
     if override:
         return Path(override).expanduser()
     import platformdirs
@@ -364,7 +358,7 @@ def default_run_store(enabled: bool | None = None) -> RunStore | None:
     enabled
         Whether to record (``None``: unless ``$MODELVAL_NO_RUN_STORE`` says not to).
     """
-    return RunStore() if _run_store_enabled(enabled) else None
+    return RunStore() if settings.value("run_store", enabled) else None
 
 
 def record_run(
