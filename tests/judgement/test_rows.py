@@ -140,7 +140,7 @@ def test_a_second_run_into_the_same_folder_leaves_only_its_own_files(tmp_path):
 
 
 def _lite0_row(decisions, protocol):
-    from modelval.judgement.baseline import committed_baseline
+    from modelval.judgement.committed import committed_baseline
     from modelval.judgement.verdicts import MAX_BASELINE_FLIPS
 
     expected = expected_for("efficientnet_lite0")

@@ -8,7 +8,8 @@ import sqlite3
 import pytest
 
 from modelval.cli import main
-from modelval.records.run_store import RunStore, diff_runs, since_last_run
+from modelval.records.run_diff import diff_runs, since_last_run
+from modelval.records.run_store import RunStore
 
 
 def _provenance(**changes):

@@ -214,7 +214,7 @@ def shape_bias(
         provenance=run.provenance(),
     )  # fmt: skip
     if expected is not None and expected.value is None and expected.baseline and not unmapped:
-        from modelval.judgement.baseline import committed_baseline
+        from modelval.judgement.committed import committed_baseline
         from modelval.judgement.verdicts import MAX_BASELINE_FLIPS
 
         used = {key: str(getattr(options, key)) for key in ("normalization", "resize", "aggregation", "dataset")}

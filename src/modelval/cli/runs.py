@@ -137,7 +137,8 @@ def _run_show(args: argparse.Namespace) -> int:
 
 def _run_diff(args: argparse.Namespace) -> int:
     from modelval.errors import DataError
-    from modelval.records.run_store import RunStore, diff_runs
+    from modelval.records.run_diff import diff_runs
+    from modelval.records.run_store import RunStore
 
     store = RunStore()
     if args.second is None:

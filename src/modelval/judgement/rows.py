@@ -19,7 +19,7 @@ from modelval.judgement.sanity import VERDICT as SANITY_VERDICT
 from modelval.judgement.verdict import Verdict, error_verdict
 
 if TYPE_CHECKING:
-    from modelval.judgement.baseline import CommittedBaseline
+    from modelval.judgement.committed import CommittedBaseline
 
 #: What the Expected column says for a registered model of which no shape bias is published.
 NO_PUBLISHED_VALUE = "no published value"

@@ -27,7 +27,7 @@ from modelval.judgement.verdict import Verdict, flips_between
 if TYPE_CHECKING:
     from modelval.behaviour.decisions import Decision
     from modelval.behaviour.shape_bias import ShapeBiasResult
-    from modelval.judgement.baseline import CommittedBaseline
+    from modelval.judgement.committed import CommittedBaseline
     from modelval.preprocessing import PreprocessConfig
 
 #: Decisions allowed to flip against a committed baseline. Float differences between CPUs/BLAS builds
@@ -200,7 +200,7 @@ def against_baseline(case: Case) -> Verdict:
     case
         The case; ``case.baseline`` is a decision CSV, or the registry's committed baseline beside the run.
     """
-    from modelval.judgement.baseline import CommittedBaseline
+    from modelval.judgement.committed import CommittedBaseline
 
     baseline = case.baseline
     committed = baseline if isinstance(baseline, CommittedBaseline) else None

@@ -154,7 +154,7 @@ def _write_since_last_run(rows: Sequence[ReportRow], directory: Path, run_store:
     What a nightly report needs: which numbers moved, which decisions flipped and which provenance fields
     (versions, preprocessing, weights) differ since the last recorded run; "first recorded run" otherwise.
     """
-    from modelval.records.run_store import since_last_run
+    from modelval.records.run_diff import since_last_run
 
     recorded = [row for row in rows if row.run_id is not None]
     if not recorded:
