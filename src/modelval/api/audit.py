@@ -200,7 +200,7 @@ def _hf_transform(processor: Any) -> Transform:
 def _timm_transform(model_name: str) -> Transform:
     from timm.data import create_transform
 
-    from modelval.models.deit import timm_data_config
+    from modelval.models.sources import timm_data_config
 
     pipeline = create_transform(**timm_data_config(model_name), is_training=False)
     return lambda images: torch.stack([pipeline(i) for i in images])
@@ -211,7 +211,8 @@ def _source_pipelines(entry: ModelEntry) -> list[tuple[SourceReport, Transform]]
     if entry.source == "huggingface":
         return _hf_pipelines(entry)
     if entry.source == "timm":
-        from modelval.models.deit import timm_data_config, timm_model_name, timm_preprocess, timm_preprocess_origin
+        from modelval.models.deit import timm_model_name
+        from modelval.models.sources import timm_data_config, timm_preprocess, timm_preprocess_origin
 
         model_name = timm_model_name(entry.variant)
         config = timm_preprocess(model_name)

@@ -20,14 +20,14 @@ facebookresearch/deit), so differences between sources come from the code path o
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # torch loads on first use: listing models or parsing specs stays light
     from torch import nn
 
-from modelval.errors import ModelvalError
 from modelval.models.checkpoints import load_state_dict_file
 from modelval.models.registry import LoadContext, ModelEntry, register_model
+from modelval.models.sources import timm_data_config, timm_preprocess, timm_preprocess_origin
 from modelval.models.weights import HFRepo, HubCode, UrlCheckpoint, hf_cache_dir
 from modelval.preprocessing import HALF_MEAN, HALF_STD, IMAGENET_MEAN, IMAGENET_STD, PreprocessConfig
 
@@ -112,76 +112,6 @@ def _hf_shipped_preprocess(repo_id: str) -> tuple[PreprocessConfig, list[str]]:
         return HF_SHIPPED_PREPROCESS, [f"{repo_id} not in the HF cache: documented config, not read from the file"]
     config, notes = processor_to_config(load_processor(repo_id, cache_dir=hf_cache_dir()))
     return config, [f"read from the cached preprocessor_config.json of {repo_id}", *notes]
-
-
-def _timm_pretrained_cfg(model_name: str) -> Any:
-    """timm's pretrained config of ``model_name``; a clear error when this timm does not know it."""
-    import timm
-
-    try:
-        cfg = timm.models.get_pretrained_cfg(model_name)
-    except RuntimeError:  # an unknown pretrained tag
-        cfg = None
-    if cfg is None:
-        raise ModelvalError(f"timm {timm.__version__} has no pretrained config for {model_name!r}")
-    return cfg
-
-
-def timm_data_config(model_name: str) -> dict[str, Any]:
-    """timm's evaluation data config of a pretrained model, as its inference script resolves it.
-
-    ``use_test_size=True``: a pretrained config may name a test resolution and crop (``test_input_size``,
-    ``test_crop_pct``) other than the training ones; timm's own inference script evaluates with those
-    (timm PR #2769), so they are the source's eval transform. Without it the training-time values were
-    recorded (``resnet50.a1_in1k``: 224 px and crop_pct 0.95 instead of 288 px and 1.0).
-
-    Parameters
-    ----------
-    model_name
-        timm's pretrained name (``resnet50.a1_in1k``).
-    """
-    from timm.data import resolve_data_config
-
-    return dict(resolve_data_config({}, pretrained_cfg=_timm_pretrained_cfg(model_name).to_dict(), use_test_size=True))
-
-
-def timm_preprocess(model_name: str) -> PreprocessConfig:
-    """timm's own resolution of a pretrained config (:func:`timm_data_config`), as a PreprocessConfig.
-
-    timm's ``crop_mode`` (center, squash, border) is not a PreprocessConfig field: on the square stimuli all
-    three are the same center crop of the same resize; :func:`timm_preprocess_origin` records it.
-
-    Parameters
-    ----------
-    model_name
-        timm's pretrained name.
-    """
-    data = timm_data_config(model_name)
-    size = data["input_size"][-1]
-    return PreprocessConfig(
-        mean=data["mean"],
-        std=data["std"],
-        interpolation=data["interpolation"],
-        resize=math.floor(size / data["crop_pct"]),
-        crop=size,
-    )
-
-
-def timm_preprocess_origin(model_name: str) -> str:
-    """Where :func:`timm_preprocess` comes from, with the resolution, crop_pct and crop_mode timm resolved.
-
-    Parameters
-    ----------
-    model_name
-        timm's pretrained name.
-    """
-    data = timm_data_config(model_name)
-    mode = data.get("crop_mode") or "center"
-    square = "" if mode == "center" else " (on square images the same as center)"
-    return (
-        f"timm pretrained_cfg of {model_name} (resolve_data_config, use_test_size=True: {data['input_size'][-1]} px, "
-        f"crop_pct {data['crop_pct']}, crop_mode {mode}{square})"
-    )
 
 
 def _timm_preprocess(variant: str):

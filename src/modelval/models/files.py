@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 from modelval.errors import DataError, ModelvalError, UserCodeError, describe_exception, user_code
 from modelval.models.registry import LoadContext, ModelEntry
-from modelval.models.sources import DEFAULT_ORIGIN, _entry
+from modelval.models.sources import DEFAULT_ORIGIN, spec_entry
 from modelval.models.specs import ModelSpec
 from modelval.preprocessing import PreprocessConfig
 
@@ -136,7 +136,7 @@ def factory_entry(spec: ModelSpec, *, base_dir: Path | None = None) -> ModelEntr
             return PreprocessConfig(), f"{DEFAULT_ORIGIN}: {spec.detail}() returned a bare module"
         return shipped, f"the PreprocessConfig {spec.detail}() returned"
 
-    return _entry(
+    return spec_entry(
         spec,
         "factory",
         build,
@@ -232,7 +232,7 @@ def torchscript_entry(spec: ModelSpec, *, base_dir: Path | None = None) -> Model
         except (RuntimeError, ValueError) as error:
             raise DataError(f"{path}: not a loadable TorchScript file: {str(error).splitlines()[0]}") from None
 
-    return _entry(spec, "torchscript", build, provenance=f"torch.jit.load({str(path)!r})")
+    return spec_entry(spec, "torchscript", build, provenance=f"torch.jit.load({str(path)!r})")
 
 
 def export_entry(spec: ModelSpec, *, base_dir: Path | None = None) -> ModelEntry:
@@ -269,7 +269,7 @@ def export_entry(spec: ModelSpec, *, base_dir: Path | None = None) -> ModelEntry
 
         return ExportedModule(program.module())
 
-    return _entry(spec, "torch.export", build, provenance=f"torch.export.load({str(path)!r}).module()")
+    return spec_entry(spec, "torch.export", build, provenance=f"torch.export.load({str(path)!r}).module()")
 
 
 def _check_exported_batch(program: Any, path: Path) -> None:

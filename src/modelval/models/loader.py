@@ -14,7 +14,7 @@ if TYPE_CHECKING:  # torch loads on first use: listing models or parsing specs s
 
 from modelval.errors import ModelvalError
 from modelval.extras import require_for_source
-from modelval.models import files, sources
+from modelval.models import files, hf, sources
 from modelval.models.registry import LoadedModel, ModelEntry, get_entry, load_entry
 from modelval.models.specs import ModelSpec, parse_spec
 from modelval.preprocessing import PreprocessConfig, PreprocessOverrides
@@ -57,10 +57,10 @@ def entry_for_spec(
     if parsed.kind == "timm":
         return sources.timm_entry(parsed, pretrained=checkpoint is None)
     if parsed.kind == "hf":
-        folder = sources.hf_local_folder(parsed, base_dir)
+        folder = hf.hf_local_folder(parsed, base_dir)
         if folder is not None:
-            return sources.hf_folder_entry(parsed, folder, imagenet_head=imagenet_head, zero_shot=zero_shot)
-        return sources.hf_entry(parsed, imagenet_head=imagenet_head, zero_shot=zero_shot)
+            return hf.hf_folder_entry(parsed, folder, imagenet_head=imagenet_head, zero_shot=zero_shot)
+        return hf.hf_entry(parsed, imagenet_head=imagenet_head, zero_shot=zero_shot)
     if parsed.kind == "open_clip":
         return sources.open_clip_entry(parsed, zero_shot=zero_shot)
     if parsed.kind == "torchvision":

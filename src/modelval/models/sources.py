@@ -8,9 +8,9 @@ programs, factories that return a bare module) it is ImageNet's, and the provena
 
 from __future__ import annotations
 
-import contextlib
 import difflib
-from collections.abc import Callable, Iterator
+import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,7 +20,7 @@ if TYPE_CHECKING:  # torch loads on first use: listing models or parsing specs s
 
     from modelval.models.zero_shot import ZeroShotSettings
 
-from modelval.errors import DataError, DownloadError, ModelvalError, describe_exception, user_code
+from modelval.errors import DownloadError, ModelvalError, user_code
 from modelval.models.registry import LoadContext, ModelEntry, TrainingData
 from modelval.models.specs import ModelSpec
 from modelval.models.weights import HFRepo, HubCode, WeightsPart, hf_cache_dir, torch_hub_dir
@@ -29,7 +29,21 @@ from modelval.preprocessing import PreprocessConfig
 DEFAULT_ORIGIN = "default (ImageNet mean/std, bilinear: the source ships no preprocessing)"
 
 
-def _entry(spec: ModelSpec, source: str, build: Callable[[LoadContext], nn.Module], **fields: Any) -> ModelEntry:
+def spec_entry(spec: ModelSpec, source: str, build: Callable[[LoadContext], nn.Module], **fields: Any) -> ModelEntry:
+    """The entry a spec stands for: ``build`` makes its module; unless ``fields`` say otherwise, ImageNet's
+    preprocessing, recorded as the default (the source ships none).
+
+    Parameters
+    ----------
+    spec
+        The parsed spec.
+    source
+        The library it loads through (``timm``, ``huggingface``, ...).
+    build
+        Makes the module from the load context.
+    **fields
+        Further fields of the :class:`~modelval.models.registry.ModelEntry`.
+    """
     fields.setdefault("preprocess", PreprocessConfig())
     fields.setdefault("preprocess_origin", DEFAULT_ORIGIN)
     return ModelEntry(
@@ -71,6 +85,76 @@ def _timm_training(name: str, tag: str | None) -> TrainingData | None:
     return TrainingData(data, first[0][1], kind, f"timm pretrained tag {name}.{tag}")
 
 
+def _timm_pretrained_cfg(model_name: str) -> Any:
+    """timm's pretrained config of ``model_name``; a clear error when this timm does not know it."""
+    import timm
+
+    try:
+        cfg = timm.models.get_pretrained_cfg(model_name)
+    except RuntimeError:  # an unknown pretrained tag
+        cfg = None
+    if cfg is None:
+        raise ModelvalError(f"timm {timm.__version__} has no pretrained config for {model_name!r}")
+    return cfg
+
+
+def timm_data_config(model_name: str) -> dict[str, Any]:
+    """timm's evaluation data config of a pretrained model, as its inference script resolves it.
+
+    ``use_test_size=True``: a pretrained config may name a test resolution and crop (``test_input_size``,
+    ``test_crop_pct``) other than the training ones; timm's own inference script evaluates with those
+    (timm PR #2769), so they are the source's eval transform. Without it the training-time values were
+    recorded (``resnet50.a1_in1k``: 224 px and crop_pct 0.95 instead of 288 px and 1.0).
+
+    Parameters
+    ----------
+    model_name
+        timm's pretrained name (``resnet50.a1_in1k``).
+    """
+    from timm.data import resolve_data_config
+
+    return dict(resolve_data_config({}, pretrained_cfg=_timm_pretrained_cfg(model_name).to_dict(), use_test_size=True))
+
+
+def timm_preprocess(model_name: str) -> PreprocessConfig:
+    """timm's own resolution of a pretrained config (:func:`timm_data_config`), as a PreprocessConfig.
+
+    timm's ``crop_mode`` (center, squash, border) is not a PreprocessConfig field: on the square stimuli all
+    three are the same center crop of the same resize; :func:`timm_preprocess_origin` records it.
+
+    Parameters
+    ----------
+    model_name
+        timm's pretrained name.
+    """
+    data = timm_data_config(model_name)
+    size = data["input_size"][-1]
+    return PreprocessConfig(
+        mean=data["mean"],
+        std=data["std"],
+        interpolation=data["interpolation"],
+        resize=math.floor(size / data["crop_pct"]),
+        crop=size,
+    )
+
+
+def timm_preprocess_origin(model_name: str) -> str:
+    """Where :func:`timm_preprocess` comes from, with the resolution, crop_pct and crop_mode timm resolved.
+
+    Parameters
+    ----------
+    model_name
+        timm's pretrained name.
+    """
+    data = timm_data_config(model_name)
+    mode = data.get("crop_mode") or "center"
+    square = "" if mode == "center" else " (on square images the same as center)"
+    return (
+        f"timm pretrained_cfg of {model_name} (resolve_data_config, use_test_size=True: {data['input_size'][-1]} px, "
+        f"crop_pct {data['crop_pct']}, crop_mode {mode}{square})"
+    )
+
+
 def timm_entry(spec: ModelSpec, *, pretrained: bool = True) -> ModelEntry:
     """``timm:<name>[.<tag>]``: timm's pretrained loader, weights from the HF Hub cache.
 
@@ -82,8 +166,6 @@ def timm_entry(spec: ModelSpec, *, pretrained: bool = True) -> ModelEntry:
         Load the pretrained weights.
     """
     import timm
-
-    from modelval.models.deit import timm_data_config, timm_preprocess, timm_preprocess_origin
 
     name = spec.target
     if not timm.is_model(name.split(".")[0]):
@@ -119,7 +201,7 @@ def timm_entry(spec: ModelSpec, *, pretrained: bool = True) -> ModelEntry:
             return timm.create_model(name, pretrained=pretrained, pretrained_cfg_overlay={"file": str(weights)})
 
     native = timm_data_config(name)["input_size"][-1] if cfg is not None else None
-    return _entry(
+    return spec_entry(
         spec,
         "timm",
         build,
@@ -130,203 +212,6 @@ def timm_entry(spec: ModelSpec, *, pretrained: bool = True) -> ModelEntry:
         weights_url=parts[0].url() if parts else (cfg.url if cfg is not None else None),
         provenance=f"timm.create_model({name!r}, pretrained={pretrained})",
         training=_timm_training(name.split(".")[0], cfg.tag) if pretrained and cfg is not None else None,
-    )
-
-
-# --- HuggingFace -------------------------------------------------------------------------------
-
-#: An HF config passes as ImageNet-1k when this share of its 1000 labels match torchvision's names.
-IMAGENET_LABEL_AGREEMENT = 0.9
-
-
-def _check_imagenet_id2label(id2label: dict[int, str], repo: str) -> None:
-    """Refuse an HF classifier whose labels are not ImageNet-1k (it needs a label map)."""
-    from torchvision.models._meta import _IMAGENET_CATEGORIES
-
-    if len(id2label) != len(_IMAGENET_CATEGORIES):
-        raise ModelvalError(
-            f"{repo}: the head has {len(id2label)} labels (config.id2label), not ImageNet-1k's 1000: pass "
-            "--label-map FILE.json mapping each of the 16 categories to its output indices"
-        )
-
-    def first_name(label: str) -> str:
-        return label.split(",")[0].strip().lower().replace("_", " ")
-
-    agree = sum(
-        first_name(str(id2label.get(i, id2label.get(str(i), "")))) == first_name(name)  # type: ignore[call-overload]
-        for i, name in enumerate(_IMAGENET_CATEGORIES)
-    )
-    if agree < IMAGENET_LABEL_AGREEMENT * len(_IMAGENET_CATEGORIES):
-        raise ModelvalError(
-            f"{repo}: config.id2label has 1000 labels but only {agree} match ImageNet-1k's class names in order; "
-            "the head is not ImageNet-1k: pass --label-map FILE.json for its classes"
-        )
-
-
-def _hf_classifier(
-    where: str, source: str | Path, imagenet_head: bool, zero_shot: ZeroShotSettings | None = None, **options: Any
-) -> nn.Module:
-    """The transformers classifier of an HF repository in the cache or a local folder, in one code path.
-
-    transformers' own errors on a broken ``config.json``, one without ``model_type``, or an empty, garbage
-    or pickle-bearing weights file (``weights_only`` loading refuses its objects, and no code runs) are
-    tracebacks of 40 lines; here each is one line naming the folder and the exception.
-    """
-    from transformers import AutoConfig
-
-    from modelval.models.convert import load_hf_image_classifier
-    from modelval.models.wrappers import LogitsOf
-
-    with _hf_errors(f"{where}: transformers cannot read its config.json"):
-        config = AutoConfig.from_pretrained(source, **options)
-    if getattr(config, "model_type", None) in ZERO_SHOT_MODEL_TYPES:
-        from modelval.models.zero_shot import ZeroShotSettings
-
-        return _hf_zero_shot(where, source, zero_shot or ZeroShotSettings(), **options)
-    if imagenet_head:
-        _check_imagenet_id2label(dict(config.id2label), where)
-    with _hf_errors(f"{where}: transformers cannot load the model"):
-        return LogitsOf(load_hf_image_classifier(source, **options))
-
-
-#: ``config.model_type`` of the transformers image-text models read as zero-shot classifiers.
-ZERO_SHOT_MODEL_TYPES: tuple[str, ...] = ("clip", "siglip", "siglip2")
-
-
-def _hf_zero_shot(where: str, source: str | Path, settings: ZeroShotSettings, **options: Any) -> nn.Module:
-    """A transformers CLIPModel / SiglipModel and its tokenizer as a zero-shot classifier."""
-    from transformers import AutoModel, AutoTokenizer
-
-    from modelval.models.zero_shot import hf_classifier
-
-    with _hf_errors(f"{where}: transformers cannot load the model"):
-        model = AutoModel.from_pretrained(source, **options).eval()
-    with _hf_errors(f"{where}: transformers cannot load its tokenizer"):
-        tokenizer = AutoTokenizer.from_pretrained(source, **options)
-    return hf_classifier(model, tokenizer, settings, source=f"transformers {type(model).__name__} {where}")
-
-
-@contextlib.contextmanager
-def _hf_errors(what: str) -> Iterator[None]:
-    """transformers' exceptions (OSError, ValueError, UnpicklingError, safetensors', ...) as one DataError line."""
-    try:
-        yield
-    except ModelvalError:
-        raise
-    except Exception as error:
-        if "weights_only" in str(error):
-            # torch's message advises weights_only=False, i.e. running the file's code: never do that.
-            raise DataError(
-                f"{what}: a weights file holds objects other than tensors, which weights_only loading refuses "
-                "(loading it otherwise would run code, which modelval never does); save it as model.safetensors"
-            ) from error
-        raise DataError(f"{what} ({describe_exception(error)})") from error
-
-
-def hf_entry(spec: ModelSpec, *, imagenet_head: bool = True, zero_shot: ZeroShotSettings | None = None) -> ModelEntry:
-    """``hf:<repo_id>[@<revision>]``: AutoModelForImageClassification with the repository's processor.
-
-    Parameters
-    ----------
-    spec
-        The parsed spec.
-    imagenet_head
-        Refuse a head that is not ImageNet-1k.
-    zero_shot
-        How a CLIP or SigLIP model becomes a classifier.
-    """
-    repo_id, revision = spec.target, spec.detail
-    repo = HFRepo(repo_id, optional_files=("preprocessor_config.json",), revision=revision)
-
-    def build(context: LoadContext) -> nn.Module:
-        options = dict(cache_dir=hf_cache_dir(), local_files_only=True, revision=revision)
-        return _hf_classifier(repo_id, repo_id, imagenet_head, zero_shot, **options)
-
-    def resolve(context: LoadContext) -> tuple[PreprocessConfig, str]:
-        from modelval.models.hf import load_processor, processor_to_config
-
-        if repo.cached_file("preprocessor_config.json") is None:
-            return PreprocessConfig(), f"{DEFAULT_ORIGIN}: {repo_id} has no preprocessor_config.json"
-        with _hf_errors(f"{repo_id}: transformers cannot read its preprocessor_config.json"):
-            config, _ = processor_to_config(load_processor(repo_id, cache_dir=hf_cache_dir(), revision=revision))
-        return config, f"{repo_id} preprocessor_config.json (AutoImageProcessor)"
-
-    return _entry(
-        spec,
-        "huggingface",
-        build,
-        resolve_preprocess=resolve,
-        weights=(repo,),
-        weights_url=repo.url(),
-        provenance=f"transformers AutoModelForImageClassification {repo_id}" + (f"@{revision}" if revision else ""),
-    )
-
-
-def hf_local_folder(spec: ModelSpec, base_dir: Path | None = None) -> Path | None:
-    """The local ``save_pretrained`` folder an ``hf:`` spec names, or None for a Hub repository.
-
-    ``hf:./dir`` and ``hf:/abs/dir`` always name a folder (relative to ``base_dir``, the models file's folder,
-    when given); ``hf:<owner>/<name>`` names one when that folder exists, as transformers itself reads it.
-
-    Parameters
-    ----------
-    spec
-        The parsed spec.
-    base_dir
-        A relative folder is read from here.
-    """
-    if spec.kind != "hf":
-        return None
-    path = Path(spec.target).expanduser()
-    if not path.is_absolute() and base_dir is not None:
-        path = base_dir / path
-    if spec.local:
-        if not path.is_dir():
-            raise DataError(f"{spec.text}: no folder {path} (a local save_pretrained folder was named)")
-        return path
-    return path if spec.detail is None and path.is_dir() else None
-
-
-def hf_folder_entry(
-    spec: ModelSpec, folder: Path, *, imagenet_head: bool = True, zero_shot: ZeroShotSettings | None = None
-) -> ModelEntry:
-    """``hf:./<folder>``: a ``save_pretrained`` folder, its processor config as the preprocessing source.
-
-    Parameters
-    ----------
-    spec
-        The parsed spec.
-    folder
-        The ``save_pretrained`` folder.
-    imagenet_head
-        Refuse a head that is not ImageNet-1k.
-    zero_shot
-        How a CLIP or SigLIP model becomes a classifier.
-    """
-    if not (folder / "config.json").is_file():
-        raise DataError(
-            f"{spec.text}: {folder} is not a save_pretrained folder (no config.json); write it with "
-            "model.save_pretrained(folder) and processor.save_pretrained(folder)"
-        )
-
-    def build(context: LoadContext) -> nn.Module:
-        return _hf_classifier(str(folder), folder, imagenet_head, zero_shot, local_files_only=True)
-
-    def resolve(context: LoadContext) -> tuple[PreprocessConfig, str]:
-        from modelval.models.hf import load_processor, processor_to_config
-
-        if not (folder / "preprocessor_config.json").is_file():
-            return PreprocessConfig(), f"{DEFAULT_ORIGIN}: {folder} has no preprocessor_config.json"
-        with _hf_errors(f"{folder}: transformers cannot read its preprocessor_config.json"):
-            config, _ = processor_to_config(load_processor(folder))
-        return config, f"{folder / 'preprocessor_config.json'} (AutoImageProcessor)"
-
-    return _entry(
-        spec,
-        "huggingface",
-        build,
-        resolve_preprocess=resolve,
-        provenance=f"transformers AutoModelForImageClassification from the local folder {folder}",
     )
 
 
@@ -382,7 +267,7 @@ def open_clip_entry(spec: ModelSpec, *, zero_shot: ZeroShotSettings | None = Non
             tokenizer = open_clip.get_tokenizer(name)
         return open_clip_classifier(model, tokenizer, settings, source=f"open_clip {name}/{tag}")
 
-    return _entry(
+    return spec_entry(
         spec,
         "open_clip",
         build,
@@ -481,7 +366,7 @@ def torchvision_entry(spec: ModelSpec, *, pretrained: bool = True) -> ModelEntry
         # The real path: get_model -> weights.get_state_dict -> load_state_dict_from_url (cached file).
         return torchvision.models.get_model(spec.target, weights=weights if pretrained else None)
 
-    return _entry(
+    return spec_entry(
         spec,
         "torchvision",
         build,
@@ -533,7 +418,7 @@ def hub_entry(spec: ModelSpec, *, trust_repo: bool = False) -> ModelEntry:
                     raise ModelvalError(f"{spec.text}: {github} has no entry point {entrypoint!r}: {error}") from None
                 raise
 
-    return _entry(
+    return spec_entry(
         spec,
         "torch.hub",
         build,
