@@ -25,7 +25,8 @@ import torch
 from PIL import Image
 
 from modelval.behaviour.shape_bias import ShapeBiasResult
-from modelval.models.registry import ModelEntry, get_entry, list_models
+from modelval.models.entry import ModelEntry
+from modelval.models.registry import get_entry, list_models
 from modelval.preprocessing import (
     NORMALIZATION_CHOICES,
     PreprocessConfig,

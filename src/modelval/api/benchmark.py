@@ -286,7 +286,8 @@ def _observer_metadata(
     is a registry name, by that entry."""
     from modelval.behaviour.benchmark import ModelMetadata
     from modelval.errors import DataError
-    from modelval.models.registry import ModelEntry, list_models
+    from modelval.models.entry import ModelEntry
+    from modelval.models.registry import list_models
 
     stated = read_metadata(given) if given is not None else {}
     strangers = sorted(set(stated) - set(observers))

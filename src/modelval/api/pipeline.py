@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from modelval.datasets.stimulus_set import StimulusSet
     from modelval.evaluation import Evaluation
     from modelval.judgement.sanity import EarlyDecision
-    from modelval.models.registry import LoadedModel
+    from modelval.models.entry import LoadedModel
     from modelval.preprocessing import PreprocessConfig
     from modelval.records.output_cache import OutputCache
 
@@ -138,7 +138,7 @@ def module_entry(module: nn.Module, preprocess: PreprocessConfig, name: str):
     name
         Its name in reports.
     """
-    from modelval.models.registry import ModelEntry
+    from modelval.models.entry import ModelEntry
 
     return ModelEntry(
         name=name, family="user", variant="module", source="python", preprocess=preprocess,
@@ -176,7 +176,8 @@ def load(
     """
     from pathlib import Path
 
-    from modelval.models.registry import LoadedModel, load_entry
+    from modelval.models.entry import LoadedModel
+    from modelval.models.registry import load_entry
 
     opts = model_options or ModelOptions()
     if isinstance(model, LoadedModel):
@@ -208,7 +209,7 @@ def check_model(model: Any, preprocess: PreprocessConfig | None) -> None:
     model, preprocess
         As :func:`run_model` takes them.
     """
-    from modelval.models.registry import LoadedModel
+    from modelval.models.entry import LoadedModel
 
     if isinstance(model, LoadedModel):
         return

@@ -14,10 +14,10 @@ from modelval.models import (
 )
 
 _EXPORTS = {
-    "LoadContext": "modelval.models.registry",
-    "LoadedModel": "modelval.models.registry",
-    "ModelConfig": "modelval.models.registry",
-    "ModelEntry": "modelval.models.registry",
+    "LoadContext": "modelval.models.entry",
+    "LoadedModel": "modelval.models.entry",
+    "ModelConfig": "modelval.models.entry",
+    "ModelEntry": "modelval.models.entry",
     "fetch_weights": "modelval.models.registry",
     "get_entry": "modelval.models.registry",
     "list_models": "modelval.models.registry",

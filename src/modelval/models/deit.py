@@ -26,7 +26,8 @@ if TYPE_CHECKING:  # torch loads on first use: listing models or parsing specs s
     from torch import nn
 
 from modelval.models.checkpoints import load_state_dict_file
-from modelval.models.registry import LoadContext, ModelEntry, register_model
+from modelval.models.entry import LoadContext, ModelEntry
+from modelval.models.registry import register_model
 from modelval.models.sources import timm_data_config, timm_preprocess, timm_preprocess_origin
 from modelval.models.weights import HFRepo, HubCode, UrlCheckpoint, hf_cache_dir
 from modelval.preprocessing import HALF_MEAN, HALF_STD, IMAGENET_MEAN, IMAGENET_STD, PreprocessConfig

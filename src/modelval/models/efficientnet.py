@@ -21,7 +21,8 @@ if TYPE_CHECKING:  # torch loads on first use: listing models or parsing specs s
 from modelval.errors import WeightsNotAvailableError
 from modelval.extras import install_hint
 from modelval.models.checkpoints import load_state_dict_file
-from modelval.models.registry import IMAGENET_1K, LoadContext, ModelEntry, register_model
+from modelval.models.entry import IMAGENET_1K, LoadContext, ModelEntry
+from modelval.models.registry import register_model
 from modelval.preprocessing import HALF_MEAN, HALF_STD, PreprocessConfig
 
 #: variant -> (training resolution, weight file inside its wheel)

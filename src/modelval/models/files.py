@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from torch import nn
 
 from modelval.errors import DataError, ModelvalError, UserCodeError, describe_exception, user_code
-from modelval.models.registry import LoadContext, ModelEntry
+from modelval.models.entry import LoadContext, ModelEntry
 from modelval.models.sources import DEFAULT_ORIGIN, spec_entry
 from modelval.models.specs import ModelSpec
 from modelval.preprocessing import PreprocessConfig

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from modelval.errors import DataError, ModelvalError, describe_exception
-from modelval.models.registry import LoadContext, ModelEntry
+from modelval.models.entry import LoadContext, ModelEntry
 from modelval.models.sources import DEFAULT_ORIGIN, spec_entry
 from modelval.models.specs import ModelSpec
 from modelval.models.weights import HFRepo, hf_cache_dir

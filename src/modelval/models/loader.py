@@ -15,7 +15,8 @@ if TYPE_CHECKING:  # torch loads on first use: listing models or parsing specs s
 from modelval.errors import ModelvalError
 from modelval.extras import require_for_source
 from modelval.models import files, hf, sources
-from modelval.models.registry import LoadedModel, ModelEntry, get_entry, load_entry
+from modelval.models.entry import LoadedModel, ModelEntry
+from modelval.models.registry import get_entry, load_entry
 from modelval.models.specs import ModelSpec, parse_spec
 from modelval.preprocessing import PreprocessConfig, PreprocessOverrides
 

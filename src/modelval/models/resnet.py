@@ -14,7 +14,8 @@ if TYPE_CHECKING:  # torch loads on first use: listing models or parsing specs s
     from torch import nn
 
 from modelval.models.checkpoints import load_state_dict_file, strip_prefix
-from modelval.models.registry import LoadContext, ModelEntry, register_model
+from modelval.models.entry import LoadContext, ModelEntry
+from modelval.models.registry import register_model
 from modelval.models.weights import UrlCheckpoint
 from modelval.preprocessing import IMAGENET_MEAN, IMAGENET_STD, PreprocessConfig
 

@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # torch loads on first use: listing models or parsing specs s
     from modelval.models.zero_shot import ZeroShotSettings
 
 from modelval.errors import DownloadError, ModelvalError, user_code
-from modelval.models.registry import LoadContext, ModelEntry, TrainingData
+from modelval.models.entry import LoadContext, ModelEntry, TrainingData
 from modelval.models.specs import ModelSpec
 from modelval.models.weights import HFRepo, HubCode, WeightsPart, hf_cache_dir, torch_hub_dir
 from modelval.preprocessing import PreprocessConfig
@@ -42,7 +42,7 @@ def spec_entry(spec: ModelSpec, source: str, build: Callable[[LoadContext], nn.M
     build
         Makes the module from the load context.
     **fields
-        Further fields of the :class:`~modelval.models.registry.ModelEntry`.
+        Further fields of the :class:`~modelval.models.entry.ModelEntry`.
     """
     fields.setdefault("preprocess", PreprocessConfig())
     fields.setdefault("preprocess_origin", DEFAULT_ORIGIN)

@@ -16,7 +16,7 @@ that source's own loader (see :mod:`modelval.models.sources`)::
     export:<file.pt2>                   torch.export.load
 
 This module is the syntax; :mod:`modelval.models.loader` turns a spec into a
-:class:`~modelval.models.registry.ModelEntry` (its weights parts, builder and preprocessing as
+:class:`~modelval.models.entry.ModelEntry` (its weights parts, builder and preprocessing as
 data), so registry entries and specs share one loading path, one offline policy and one set of
 error messages.
 """

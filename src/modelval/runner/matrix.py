@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 
     from modelval.datasets.stimulus_set import StimulusSet
     from modelval.evaluation import Evaluation
-    from modelval.models.registry import LoadedModel
+    from modelval.models.entry import LoadedModel
     from modelval.records.run_store import RunStore
 
 __all__ = ["MAX_BASELINE_FLIPS", "MIN_FLIPS_DETECTED", "ValidationRunner", "Verdict"]
