@@ -24,6 +24,7 @@ from modelval.behaviour.cue_conflict import (
     stimulus_sources,
 )
 from modelval.behaviour.decisions import Decision, by_stimulus, read_decisions, write_decisions
+from modelval.behaviour.experiments import DATASET_NAMES, EXPERIMENTS, Experiment, experiment, get_dataset
 from modelval.behaviour.humans import (
     HumanAgreement,
     HumanCeiling,
@@ -40,59 +41,16 @@ from modelval.behaviour.paired import PairedComparison, compare_paired, mcnemar_
 from modelval.behaviour.permutation import PermutationTest, exact_permutation_test, holm, permutation_test
 from modelval.behaviour.resampling import RESAMPLING_UNITS, bootstrap_weights, resampling_for
 from modelval.behaviour.shape_bias import ShapeBiasResult, bootstrap_interval, compute_shape_bias
-from modelval.behaviour.trials import DATASETS, Trial, dataset_of, read_trials, trials_from_decisions
+from modelval.behaviour.trials import dataset_of, read_trials
 
 __all__ = [
-    "AGGREGATIONS",
-    "CATEGORIES",
-    "DATASETS",
-    "EXPECTED_CONFLICTS",
-    "EXPECTED_IMAGES",
-    "IMAGENET_LABEL_MAP",
-    "RESAMPLING_UNITS",
-    "Aggregation",
-    "CategoryMapper",
-    "Decision",
-    "HumanAgreement",
-    "HumanCeiling",
-    "HumanComparison",
-    "HumanPanel",
-    "KappaMatrix",
-    "LabelMap",
-    "PairedComparison",
-    "PermutationTest",
-    "ShapeBiasResult",
-    "Stimulus",
-    "Trial",
-    "aggregation_matrix",
-    "bootstrap_interval",
-    "bootstrap_weights",
-    "by_stimulus",
-    "category_index",
-    "compare_paired",
-    "compare_with_humans",
-    "compute_shape_bias",
-    "dataset_of",
-    "error_consistency",
-    "exact_permutation_test",
-    "holm",
-    "human_agreement",
-    "human_ceiling",
-    "kappa_matrix",
-    "kappa_max",
-    "load_human_panel",
-    "map_to_categories",
-    "mcnemar_exact",
-    "parse_caption_judge",
-    "parse_stimulus_name",
-    "parse_vqa",
-    "permutation_test",
-    "read_decisions",
-    "read_label_map",
-    "read_responses",
-    "read_trials",
-    "resampling_for",
-    "stimulus_sources",
-    "trials_from_decisions",
-    "write_decisions",
-]
+    "AGGREGATIONS", "CATEGORIES", "DATASET_NAMES", "EXPECTED_CONFLICTS", "EXPECTED_IMAGES", "EXPERIMENTS",
+    "IMAGENET_LABEL_MAP", "RESAMPLING_UNITS", "Aggregation", "CategoryMapper", "Decision", "Experiment",
+    "HumanAgreement", "HumanCeiling", "HumanComparison", "HumanPanel", "KappaMatrix", "LabelMap", "PairedComparison",
+    "PermutationTest", "ShapeBiasResult", "Stimulus", "aggregation_matrix", "bootstrap_interval", "bootstrap_weights",
+    "by_stimulus", "category_index", "compare_paired", "compare_with_humans", "compute_shape_bias", "dataset_of",
+    "error_consistency", "exact_permutation_test", "experiment", "get_dataset", "holm", "human_agreement",
+    "human_ceiling", "kappa_matrix", "kappa_max", "load_human_panel", "map_to_categories", "mcnemar_exact",
+    "parse_caption_judge", "parse_stimulus_name", "parse_vqa", "permutation_test", "read_decisions", "read_label_map",
+    "read_responses", "read_trials", "resampling_for", "stimulus_sources", "write_decisions",
+]  # fmt: skip

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from modelval.behaviour.categories import CATEGORIES
-from modelval.behaviour.trials import Trial
+from modelval.behaviour.decisions import Decision
 from modelval.errors import DataError
 
 
@@ -50,7 +50,7 @@ class AccuracyResult:
         }
 
 
-def accuracy_of(trials: Sequence[Trial], dataset: str) -> AccuracyResult:
+def accuracy_of(trials: Sequence[Decision], dataset: str) -> AccuracyResult:
     """Accuracy over ``trials`` (one per image) and for each of the 16 categories."""
     if not trials:
         raise DataError("no trials to score")

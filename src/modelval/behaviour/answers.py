@@ -191,72 +191,6 @@ def is_response_file(path: str | os.PathLike[str]) -> bool:
     return "image" in header and "imagename" not in header
 
 
-@dataclass(frozen=True)
-class ParsedAnswer:
-    """One row of a response file: the stimulus, the raw answer, the published label and the one used."""
-
-    image: str
-    answer: str
-    published: str | None
-    decision: str | None
-
-
-def read_answers(path: str | os.PathLike[str], *, parse: str | None = None) -> list[ParsedAnswer]:
-    """The rows of a published response file, each with the class it is read as (``parse``: a parser or ``None``).
-
-    ``parse=None`` takes ``pred_label`` as published (``None``, empty or not one of the 16 is no class);
-    ``"vqa"`` and ``"caption-names"`` re-parse ``response``; ``"caption-judge"`` reads ``pred_llm_judge`` when
-    the file has it, else ``response``.
-    """
-    path = Path(path)
-    if parse is not None and parse not in PARSERS:
-        raise DataError(f"unknown --parse {parse!r}; use one of {', '.join(PARSERS)}")
-    with reading_csv(path, what="response file") as reader:
-        columns = list(reader.fieldnames or [])
-        if "image" not in columns:
-            raise DataError(
-                f"{path}: no 'image' column; a published response file has {', '.join(RESPONSE_COLUMNS[:3])}, ..."
-            )
-        source = "pred_label"
-        if parse == "caption-judge" and "pred_llm_judge" in columns:
-            source = "pred_llm_judge"
-        elif parse is not None:
-            source = "response"
-        if source not in columns:
-            raise DataError(f"{path}: no {source!r} column to read the answers from (it has {', '.join(columns)})")
-        rows = []
-        seen: dict[str, int] = {}
-        for line, row in enumerate(reader, start=2):
-            if None in row or None in row.values():
-                raise DataError(f"{path}, line {line}: the row has more or fewer fields than the header")
-            image = (row["image"] or "").strip()
-            name = image if image.endswith(".png") else f"{image}.png"
-            try:
-                parse_stimulus_name(name)
-            except DataError as error:
-                raise DataError(f"{path}, line {line}: {error}") from None
-            first = seen.setdefault(name, line)
-            if first != line:
-                raise DataError(f"{path}: two rows for the image {image!r} (lines {first} and {line})")
-            published = row.get("pred_label")
-            published = published.strip() if published and published.strip() in CATEGORIES else None
-            answer = row[source] or ""
-            decision = published if parse is None else parse_answer(answer, parse)
-            rows.append(ParsedAnswer(name, answer, published, decision))
-    if not rows:
-        raise DataError(f"{path}: no rows")
-    return rows
-
-
-def decisions_from_answers(answers: Sequence[ParsedAnswer]) -> list[Decision]:
-    """Each row as a :class:`Decision`; no class is the ``na`` response (an abstention)."""
-    decisions = []
-    for row in answers:
-        shape, texture = parse_stimulus_name(row.image)
-        decisions.append(Decision(row.image, shape, texture, row.decision or NO_RESPONSE))
-    return decisions
-
-
 def read_responses(path: str | os.PathLike[str], *, parse: str | None = None) -> list[Decision]:
     """The decisions of a published VLM / CLIP response file (Gavrikov et al.'s ``raw-data`` format).
 
@@ -265,13 +199,15 @@ def read_responses(path: str | os.PathLike[str], *, parse: str | None = None) ->
     path
         The CSV file (``image, response, pred_label, ...``; ``image`` without folder or ``.png``).
     parse
-        ``None`` (the default) takes ``pred_label`` as published; ``"vqa"``, ``"caption-judge"`` or
-        ``"caption-names"`` re-parse the raw answers (see the module docstring).
+        ``None`` (the default) takes ``pred_label`` as published (``None``, empty or not one of the 16 is no
+        class); ``"vqa"`` and ``"caption-names"`` re-parse ``response``; ``"caption-judge"`` reads
+        ``pred_llm_judge`` when the file has it, else ``response`` (see the module docstring).
 
     Returns
     -------
     list of Decision
-        One per row, in the file's order, ``imagename`` with ``.png``; no class is the response ``"na"``.
+        One per row, in the file's order, ``imagename`` with ``.png``; no class is the response ``"na"``;
+        ``answer`` is the text the class was read from.
 
     Raises
     ------
@@ -288,7 +224,41 @@ def read_responses(path: str | os.PathLike[str], *, parse: str | None = None) ->
     >>> len(decisions), sum(d.response == "na" for d in decisions)
     (1280, 131)
     """
-    return decisions_from_answers(read_answers(path, parse=parse))
+    path = Path(path)
+    if parse is not None and parse not in PARSERS:
+        raise DataError(f"unknown --parse {parse!r}; use one of {', '.join(PARSERS)}")
+    with reading_csv(path, what="response file") as reader:
+        columns = list(reader.fieldnames or [])
+        if "image" not in columns:
+            raise DataError(
+                f"{path}: no 'image' column; a published response file has {', '.join(RESPONSE_COLUMNS[:3])}, ..."
+            )
+        source = "pred_label" if parse is None else "response"
+        if parse == "caption-judge" and "pred_llm_judge" in columns:
+            source = "pred_llm_judge"
+        if source not in columns:
+            raise DataError(f"{path}: no {source!r} column to read the answers from (it has {', '.join(columns)})")
+        rows = []
+        seen: dict[str, int] = {}
+        for line, row in enumerate(reader, start=2):
+            if None in row or None in row.values():
+                raise DataError(f"{path}, line {line}: the row has more or fewer fields than the header")
+            image = (row["image"] or "").strip()
+            name = image if image.endswith(".png") else f"{image}.png"
+            try:
+                shape, texture = parse_stimulus_name(name)
+            except DataError as error:
+                raise DataError(f"{path}, line {line}: {error}") from None
+            first = seen.setdefault(name, line)
+            if first != line:
+                raise DataError(f"{path}: two rows for the image {image!r} (lines {first} and {line})")
+            answer = row[source] or ""
+            label = (answer.strip() if parse is None else parse_answer(answer, parse)) or NO_RESPONSE
+            response = label if label in CATEGORIES else NO_RESPONSE
+            rows.append(Decision(name, shape, texture, response, answer=answer))
+    if not rows:
+        raise DataError(f"{path}: no rows")
+    return rows
 
 
 def abstentions_of(decisions: Sequence[Decision]) -> int:

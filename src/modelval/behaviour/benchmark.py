@@ -56,9 +56,9 @@ from modelval.behaviour.conditions import (
     humans_by_condition,
     trials_by_condition,
 )
+from modelval.behaviour.decisions import Decision
 from modelval.behaviour.experiments import BENCHMARK_DATASETS, experiment
 from modelval.behaviour.humans import HumanPanel
-from modelval.behaviour.trials import Trial
 
 METRICS: tuple[str, ...] = ("ood_accuracy", "accuracy_difference", "observed_consistency", "error_consistency")
 HIGHER_FIRST = {
@@ -206,7 +206,7 @@ def _mean(values: Sequence[float]) -> float:
     return float(np.mean(values)) if len(values) else math.nan
 
 
-def pooled_accuracy(observers: Sequence[Sequence[Trial]], dataset: str, conditions: Sequence[str]) -> float:
+def pooled_accuracy(observers: Sequence[Sequence[Decision]], dataset: str, conditions: Sequence[str]) -> float:
     """Correct / trials over ``conditions`` of ``dataset``, all the observers' trials pooled ('na' is wrong)."""
     kept = set(conditions)
     correct = total = 0
@@ -219,7 +219,7 @@ def pooled_accuracy(observers: Sequence[Sequence[Trial]], dataset: str, conditio
 
 
 def score_observer(
-    trials: Sequence[Trial],
+    trials: Sequence[Decision],
     panel: HumanPanel,
     *,
     subject: str | None = None,
@@ -690,7 +690,7 @@ def _c(value: float) -> str:
 
 
 def benchmark_table(
-    observers: Mapping[str, Mapping[str, Sequence[Trial]]],
+    observers: Mapping[str, Mapping[str, Sequence[Decision]]],
     panels: Mapping[str, HumanPanel],
     *,
     all_conditions: bool = False,

@@ -36,8 +36,8 @@ from itertools import combinations
 
 import numpy as np
 
-from modelval.behaviour.decisions import NO_RESPONSE
-from modelval.behaviour.trials import Trial, aligned
+from modelval.behaviour.decisions import NO_RESPONSE, Decision
+from modelval.behaviour.trials import aligned
 from modelval.errors import DataError
 from modelval.runtime import check_seed
 
@@ -92,7 +92,7 @@ class DatasetCells:
 
 
 def dataset_cells(
-    observers: Mapping[str, Sequence[Trial]], panel_observers: Mapping[str, Sequence[Trial]], dataset: str,
+    observers: Mapping[str, Sequence[Decision]], panel_observers: Mapping[str, Sequence[Decision]], dataset: str,
     conditions: Sequence[str],
 ) -> DatasetCells:  # fmt: skip
     """The cells of ``dataset``: ``observers[label] -> trials`` and the humans, per kept condition."""
@@ -119,7 +119,7 @@ def dataset_cells(
     return DatasetCells(dataset, names, cells, self_index)
 
 
-def _vectors(trials: Sequence[Trial], images: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+def _vectors(trials: Sequence[Decision], images: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     index = {t.image: t for t in trials}
     try:
         chosen = [index[image] for image in images]

@@ -29,9 +29,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from modelval.behaviour.decisions import Decision
 from modelval.behaviour.experiments import canonical_condition, experiment
 from modelval.behaviour.humans import DEFAULT_SEED, HumanPanel, compare_with_humans
-from modelval.behaviour.trials import Trial
 from modelval.errors import DataError
 
 __all__ = [
@@ -47,15 +47,15 @@ __all__ = [
 ]
 
 
-def trials_by_condition(trials: Sequence[Trial], dataset: str) -> dict[str, list[Trial]]:
+def trials_by_condition(trials: Sequence[Decision], dataset: str) -> dict[str, list[Decision]]:
     """``{condition: trials}`` in the dataset's condition order (model-vs-human's); absent levels left out."""
     entry = experiment(dataset)
-    groups: dict[str, list[Trial]] = {value: [] for value in entry.values}
+    groups: dict[str, list[Decision]] = {value: [] for value in entry.values}
     for trial in trials:
         try:
             groups[canonical_condition(trial.condition, dataset)].append(trial)
         except DataError as error:
-            raise DataError(f"{trial.imagename or trial.image}: {error}") from None
+            raise DataError(f"{trial.imagename}: {error}") from None
     return {value: found for value, found in groups.items() if found}
 
 
@@ -84,12 +84,12 @@ class ConditionAccuracy:
         }
 
 
-def accuracy_by_condition(trials: Sequence[Trial], dataset: str) -> list[ConditionAccuracy]:
+def accuracy_by_condition(trials: Sequence[Decision], dataset: str) -> list[ConditionAccuracy]:
     """Accuracy in each condition of ``dataset`` the trials cover (``na`` is wrong, as upstream)."""
     entry = experiment(dataset)
     return [
         ConditionAccuracy(
-            value, entry.label_of(value), sum(t.correct for t in found), len(found), value not in entry.excluded
+            value, entry.condition_label(value), sum(t.correct for t in found), len(found), value not in entry.excluded
         )
         for value, found in trials_by_condition(trials, dataset).items()
     ]
@@ -142,7 +142,7 @@ def panel_in_condition(panel: HumanPanel, condition: str) -> HumanPanel:
 
 
 def compare_by_condition(
-    trials: Sequence[Trial],
+    trials: Sequence[Decision],
     panel: HumanPanel,
     *,
     subject: str | None = None,
@@ -182,7 +182,7 @@ def compare_by_condition(
         results.append(
             ConditionComparison(
                 condition=value,
-                label=entry.label_of(value),
+                label=entry.condition_label(value),
                 n_trials=result.images,
                 accuracy=result.accuracy,
                 error_consistency=result.error_consistency,
@@ -284,7 +284,7 @@ class ConditionPair:
 
 
 def paired_by_condition(
-    trials_a: Sequence[Trial], trials_b: Sequence[Trial], dataset: str, *, names: tuple[str, str] = ("A", "B")
+    trials_a: Sequence[Decision], trials_b: Sequence[Decision], dataset: str, *, names: tuple[str, str] = ("A", "B")
 ) -> list[ConditionPair]:
     """A against B in each condition: the trials matched by short image name within the condition."""
     from modelval.behaviour.consistency import error_consistency
@@ -305,7 +305,7 @@ def paired_by_condition(
         rows.append(
             ConditionPair(
                 condition=value,
-                label=entry.label_of(value),
+                label=entry.condition_label(value),
                 n_trials=len(images),
                 accuracy_a=float(a.mean()),
                 accuracy_b=float(b.mean()),

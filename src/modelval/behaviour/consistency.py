@@ -37,8 +37,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from modelval.behaviour.decisions import NO_RESPONSE
-from modelval.behaviour.trials import Trial, aligned
+from modelval.behaviour.decisions import NO_RESPONSE, Decision
+from modelval.behaviour.trials import aligned
 
 NA_HANDLING: tuple[str, ...] = ("wrong", "exclude")
 NA_DESCRIPTIONS = {
@@ -130,7 +130,7 @@ class ObserverVectors:
     answered: np.ndarray
 
     @classmethod
-    def of(cls, trials: Sequence[Trial], images: Sequence[str]) -> ObserverVectors:
+    def of(cls, trials: Sequence[Decision], images: Sequence[str]) -> ObserverVectors:
         index = {t.image: t for t in trials}
         chosen = [index[image] for image in images]
         return cls(
@@ -181,7 +181,7 @@ class KappaMatrix:
         }
 
 
-def kappa_matrix(observers: Mapping[str, Sequence[Trial]], *, na_handling: str = "wrong") -> KappaMatrix:
+def kappa_matrix(observers: Mapping[str, Sequence[Decision]], *, na_handling: str = "wrong") -> KappaMatrix:
     """Error consistency, kappa_max and observed consistency of every pair of ``observers`` (diagonal: 1)."""
     names = list(observers)
     if not names:

@@ -44,17 +44,15 @@ from modelval.behaviour.consistency import (
     pair_keep,
     weighted_kappa,
 )
-from modelval.behaviour.cue_conflict import parse_stimulus_name
-from modelval.behaviour.decisions import NO_RESPONSE
-from modelval.behaviour.experiments import TEXTURE_VS_SHAPE, experiment
+from modelval.behaviour.decisions import NO_RESPONSE, Decision
+from modelval.behaviour.experiments import get_dataset
 from modelval.behaviour.resampling import (
     RESAMPLING_DESCRIPTIONS,
     bootstrap_weights,
     percentile_interval,
     resampling_for,
-    resolve_unit,
 )
-from modelval.behaviour.trials import FILE_PREFIXES, Trial, aligned, check_dataset, read_trials
+from modelval.behaviour.trials import aligned, read_trials
 from modelval.errors import DataError
 from modelval.runtime import check_seed
 
@@ -101,7 +99,7 @@ class HumanPanel:
     """The published human observers of one experiment: name -> trials (all sessions of a subject pooled)."""
 
     dataset: str
-    observers: dict[str, list[Trial]]
+    observers: dict[str, list[Decision]]
     files: dict[str, list[Path]] = field(default_factory=dict)
 
     def images(self) -> list[str]:
@@ -126,9 +124,9 @@ def human_files(reference_dir: str | os.PathLike[str], dataset: str) -> dict[str
     model-vs-human's ``raw-data/`` with one sub-folder per dataset (``colour/colour_subject-NN_session_1.csv``),
     or that sub-folder itself.
     """
-    folder = Path(reference_dir)
-    upstream = experiment(check_dataset(dataset)).upstream
-    for where, prefix in ((folder, FILE_PREFIXES[dataset]), (folder / upstream, upstream), (folder, upstream)):
+    folder, entry = Path(reference_dir), get_dataset(dataset)
+    upstream = entry.upstream
+    for where, prefix in ((folder, entry.file_prefix), (folder / upstream, upstream), (folder, upstream)):
         found: dict[str, list[Path]] = {}
         for path in sorted(where.glob(f"{prefix}_subject-*.csv")):
             subject = path.name[len(prefix) + 1 :].split("_session")[0]
@@ -138,9 +136,9 @@ def human_files(reference_dir: str | os.PathLike[str], dataset: str) -> dict[str
     return {}
 
 
-def _pooled(subject: str, paths: Sequence[Path]) -> list[Trial]:
+def _pooled(subject: str, paths: Sequence[Path]) -> list[Decision]:
     """All sessions of one subject as one observer; an image answered in two sessions is an error."""
-    trials: list[Trial] = []
+    trials: list[Decision] = []
     seen: dict[str, Path] = {}
     for path in paths:
         for trial in read_trials(path):
@@ -158,12 +156,11 @@ def load_human_panel(reference_dir: str | os.PathLike[str], dataset: str) -> Hum
     """Read the human observers of ``dataset`` from the published raw-data folder (sessions pooled by subject)."""
     files = human_files(reference_dir, dataset)
     if len(files) < 2:
-        humans = experiment(dataset).humans
-        fetch = "modelval data download --humans" + ("" if humans == TEXTURE_VS_SHAPE else f" --dataset {dataset}")
+        entry = get_dataset(dataset)
         raise DataError(
-            f"found {len(files)} human observer(s) of {dataset} ({FILE_PREFIXES[dataset]}_subject-NN_*.csv) "
-            f"in {reference_dir}; need the published raw data: run `{fetch}`, or name the folder that holds "
-            "them (reference_dir= in Python, --reference-dir DIR on the command line)"
+            f"found {len(files)} human observer(s) of {dataset} ({entry.file_prefix}_subject-NN_*.csv) in "
+            f"{reference_dir}; need the published raw data: run `{entry.humans_command}`, or name the folder that "
+            "holds them (reference_dir= in Python, --reference-dir DIR on the command line)"
         )
     observers = {name: _pooled(name, paths) for name, paths in files.items()}
     first_name, first = next(iter(observers.items()))
@@ -318,7 +315,7 @@ class HumanComparison:
 
 
 def compare_with_humans(
-    trials: Sequence[Trial],
+    trials: Sequence[Decision],
     panel: HumanPanel,
     *,
     subject: str | None = None,
@@ -335,7 +332,7 @@ def compare_with_humans(
     bootstrap's unit (``None``: texture images on cue-conflict, images elsewhere).
     """
     check_na_handling(na_handling)
-    unit = resolve_unit(resample, cue_conflict=panel.dataset == "cue-conflict")
+    unit = get_dataset(panel.dataset).resampling(resample)
     subject = subject if subject is not None else (trials[0].subject if trials else "")
     names = [name for name in sorted(panel.observers) if name != subject]
     excluded = subject if subject in panel.observers else None
@@ -441,22 +438,18 @@ class HumanShapeImage:
 
 def human_shape_fractions(panel: HumanPanel) -> dict[str, tuple[int, int]]:
     """Cue-conflict: per conflict image, (humans who chose the shape, humans) ("na" is not the shape)."""
-    if panel.dataset != "cue-conflict":
+    if not get_dataset(panel.dataset).has_conflicts:
         raise DataError(f"shape decisions exist only on cue-conflict images, not on {panel.dataset}")
     counts: dict[str, list[int]] = {}
-    for trials in panel.observers.values():
-        for trial in trials:
-            shape, texture = parse_stimulus_name(trial.image)
-            if shape == texture:
-                continue
-            entry = counts.setdefault(trial.image, [0, 0])
-            entry[0] += trial.response == shape
-            entry[1] += 1
+    for trial in (trial for trials in panel.observers.values() for trial in trials if trial.is_conflict):
+        entry = counts.setdefault(trial.image, [0, 0])
+        entry[0] += trial.response == trial.shape
+        entry[1] += 1
     return {image: (hits, total) for image, (hits, total) in sorted(counts.items())}
 
 
 def texture_despite_humans(
-    trials: Sequence[Trial],
+    trials: Sequence[Decision],
     fractions: Mapping[str, tuple[int, int]],
     *,
     min_humans: int = HUMAN_SHAPE_MAJORITY,
@@ -466,8 +459,7 @@ def texture_despite_humans(
     for trial in trials:
         if trial.image not in fractions:
             continue
-        shape, texture = parse_stimulus_name(trial.image)
         hits, total = fractions[trial.image]
-        if trial.response == texture and hits >= min_humans:
-            found.append(HumanShapeImage(trial.image, shape, texture, trial.response, hits, total))
+        if trial.response == trial.texture and hits >= min_humans:
+            found.append(HumanShapeImage(trial.image, trial.shape, trial.texture, trial.response, hits, total))
     return sorted(found, key=lambda item: (-item.humans_shape, item.image))

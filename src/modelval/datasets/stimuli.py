@@ -185,9 +185,8 @@ def discover_stimuli(
         )
     if not root.is_dir():
         raise DataError(
-            f"{dataset} folder not found: {root}; {data_home_hint(get_dataset(dataset).folder + '/')}, "
-            f"or run `modelval data download{'' if dataset == 'cue-conflict' else ' --dataset ' + dataset}` "
-            "to fetch the stimuli"
+            f"{dataset} folder not found: {root}; {data_home_hint(entry.folder + '/')}, "
+            f"or run `{entry.download_command}` to fetch the stimuli"
         )
     stimuli: list[Stimulus] = []
     try:

@@ -79,7 +79,7 @@ class StimulusSet:
         def decode() -> torch.Tensor:
             return decode_stimuli(root, stimuli, workers=workers, progress=progress)
 
-        if dataset != "cue-conflict" or not cache_enabled(cache):
+        if not get_dataset(dataset).decode_cache or not cache_enabled(cache):
             return cls(root, stimuli, decode(), verification=verification, digests=digests, dataset=dataset)
         images, status = load_or_decode(root, stimuli, decode, cache_dir=cache_dir, digests=digests)
         return cls(root, stimuli, images, status, verification, digests, dataset)

@@ -17,8 +17,9 @@ import numpy as np
 from modelval.behaviour.accuracy import wilson_interval
 from modelval.behaviour.categories import CATEGORIES
 from modelval.behaviour.consistency import ObserverVectors
+from modelval.behaviour.decisions import Decision
+from modelval.behaviour.experiments import DATASET_NAMES
 from modelval.behaviour.humans import HumanPanel
-from modelval.behaviour.trials import DATASETS, Trial
 from modelval.figures.style import (
     DATASET_LABELS,
     HUMAN_COLOUR,
@@ -47,7 +48,7 @@ def human_accuracy(panel: HumanPanel, mode: str = "pooled", na_handling: str = "
     return correct / trials, each
 
 
-def model_accuracy(trials: Sequence[Trial]) -> tuple[float, tuple[float, float], int]:
+def model_accuracy(trials: Sequence[Decision]) -> tuple[float, tuple[float, float], int]:
     """(accuracy, Wilson 95% interval, images) of one observer's trials."""
     vector = ObserverVectors.of(trials, [t.image for t in trials])
     correct, images = int(vector.correct.sum()), int(vector.correct.size)
@@ -55,7 +56,7 @@ def model_accuracy(trials: Sequence[Trial]) -> tuple[float, tuple[float, float],
 
 
 def plot_accuracy_by_dataset(
-    models: Mapping[str, Mapping[str, Sequence[Trial]]],
+    models: Mapping[str, Mapping[str, Sequence[Decision]]],
     panels: Mapping[str, HumanPanel],
     *,
     humans_mode: str = "pooled",
@@ -106,7 +107,7 @@ def plot_accuracy_by_dataset(
     (['edges'], ['87%', '24%'])
     >>> plt.close(fig)
     """
-    datasets = [d for d in DATASETS if d in panels or any(d in v for v in models.values())]
+    datasets = [d for d in DATASET_NAMES if d in panels or any(d in v for v in models.values())]
     x = np.arange(len(datasets))
     fig, ax = new_axes(ax, (max(6.4, 0.5 * len(datasets) * (len(models) + 1) + 2.0), 4.8))
     width = 0.8 / (len(models) + 1)

@@ -32,10 +32,10 @@ import numpy as np
 
 from modelval.behaviour.categories import CATEGORIES
 from modelval.behaviour.consistency import kappa_matrix
+from modelval.behaviour.decisions import Decision
 from modelval.behaviour.humans import HumanComparison, HumanPanel
 from modelval.behaviour.paired import PairedComparison
 from modelval.behaviour.shape_bias import ShapeBiasResult, compute_shape_bias
-from modelval.behaviour.trials import Trial, decisions_from_trials
 from modelval.figures.style import (
     HUMAN_COLOUR,
     HUMAN_MODES,
@@ -65,9 +65,9 @@ __all__ = [
 ]
 
 
-def shape_bias_of(trials: Sequence[Trial]) -> ShapeBiasResult:
+def shape_bias_of(trials: Sequence[Decision]) -> ShapeBiasResult:
     """Shape bias (overall and per category) of cue-conflict trials, without a bootstrap."""
-    return compute_shape_bias(decisions_from_trials(trials), n_bootstrap=0)
+    return compute_shape_bias(trials, n_bootstrap=0)
 
 
 class HumanShapeBias:
@@ -78,9 +78,7 @@ class HumanShapeBias:
             raise ValueError(f"humans_mode must be one of {HUMAN_MODES}, got {mode!r}")
         self.mode = mode
         self.observers = {name: shape_bias_of(trials) for name, trials in sorted(panel.observers.items())}
-        pooled = compute_shape_bias(
-            [d for trials in panel.observers.values() for d in decisions_from_trials(trials)], n_bootstrap=0
-        )
+        pooled = compute_shape_bias([d for trials in panel.observers.values() for d in trials], n_bootstrap=0)
         self.decisions = {
             c: pooled.per_category[c].shape_hits + pooled.per_category[c].texture_hits for c in CATEGORIES
         }
@@ -114,7 +112,7 @@ def category_order(humans: HumanShapeBias | None) -> list[str]:
 
 
 def plot_shape_bias_figure(
-    models: Mapping[str, Sequence[Trial]],
+    models: Mapping[str, Sequence[Decision]],
     humans: HumanPanel | None,
     *,
     humans_mode: str = "pooled",
@@ -236,7 +234,7 @@ def _stimuli(result: ShapeBiasResult, category: str) -> int:
 
 
 def plot_shape_bias_boxplot(
-    models: Mapping[str, Sequence[Trial]],
+    models: Mapping[str, Sequence[Decision]],
     humans: HumanPanel | None,
     *,
     humans_mode: str = "pooled",
@@ -410,7 +408,7 @@ def plot_paired_categories(result: PairedComparison, *, axes: Any = None) -> Fig
 
 
 def write_human_figures(
-    models: Mapping[str, Mapping[str, Sequence[Trial]]],
+    models: Mapping[str, Mapping[str, Sequence[Decision]]],
     panels: Mapping[str, HumanPanel],
     comparisons: Mapping[str, Mapping[str, HumanComparison]],
     out_dir: str | Path,
@@ -438,9 +436,10 @@ def write_human_figures(
 
     out = Path(out_dir)
     written: list[Path] = []
-    cue = {label: d["cue-conflict"] for label, d in models.items() if "cue-conflict" in d}
+    conflicts = next((d for per in models.values() for d in per if experiment(d).has_conflicts), "")
+    cue = {label: d[conflicts] for label, d in models.items() if conflicts in d}
     if cue:
-        panel = panels.get("cue-conflict")
+        panel = panels.get(conflicts)
         styles = {label: index for index, label in enumerate(models)}  # the same colour in every figure
         figure = plot_shape_bias_figure(cue, panel, humans_mode=humans_mode, sources=sources, styles=styles)
         written += save(figure, out / "shape-bias.png", pdf=True, **REPORT_SAVE)
