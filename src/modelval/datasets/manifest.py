@@ -7,14 +7,14 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from modelval.datasets.registry import get_dataset
+from modelval.datasets.registry import DEFAULT_DATASET, get_dataset
 from modelval.datasets.stimuli import discover_stimuli
 from modelval.download import sha256_of
 from modelval.errors import ChecksumError, DataError
 from modelval.paths import package_data
 
 
-def manifest_path(dataset: str = "cue-conflict") -> Path:
+def manifest_path(dataset: str = DEFAULT_DATASET) -> Path:
     """The committed manifest of ``dataset`` (``modelval/data/<name>_manifest.json``)."""
     name = get_dataset(dataset).manifest
     if name is None:
@@ -25,7 +25,7 @@ def manifest_path(dataset: str = "cue-conflict") -> Path:
     return package_data(name)
 
 
-def load_manifest(path: str | os.PathLike[str] | None = None, *, dataset: str = "cue-conflict") -> dict[str, str]:
+def load_manifest(path: str | os.PathLike[str] | None = None, *, dataset: str = DEFAULT_DATASET) -> dict[str, str]:
     """``{relpath: sha256}`` of a published stimulus set (shipped in ``modelval/data/``)."""
     path = Path(path) if path else manifest_path(dataset)
     try:
@@ -35,7 +35,7 @@ def load_manifest(path: str | os.PathLike[str] | None = None, *, dataset: str = 
     return dict(payload["files"])
 
 
-def build_manifest(root: str | os.PathLike[str], *, dataset: str = "cue-conflict") -> dict[str, object]:
+def build_manifest(root: str | os.PathLike[str], *, dataset: str = DEFAULT_DATASET) -> dict[str, object]:
     """A manifest of the stimuli under ``root`` (how the ``modelval/data/*_manifest.json`` files were made)."""
     entry = get_dataset(dataset)
     stimuli = discover_stimuli(root, dataset=dataset)
@@ -47,7 +47,7 @@ def build_manifest(root: str | os.PathLike[str], *, dataset: str = "cue-conflict
 
 
 def verify_stimuli(
-    root: str | os.PathLike[str], manifest: dict[str, str] | None = None, *, dataset: str = "cue-conflict"
+    root: str | os.PathLike[str], manifest: dict[str, str] | None = None, *, dataset: str = DEFAULT_DATASET
 ) -> None:
     """Check that a stimulus folder holds exactly the published files, byte for byte (SHA-256).
 

@@ -9,6 +9,7 @@ A new stimulus set is one new entry in :data:`~modelval.behaviour.experiments.EX
 
 from modelval.behaviour.experiments import (
     DATASET_NAMES,
+    DEFAULT_DATASET,
     TEXTURE_VS_SHAPE_RAW,
     Experiment,
     get_dataset,
@@ -22,6 +23,7 @@ DatasetEntry = Experiment
 
 __all__ = [
     "DATASET_NAMES",
+    "DEFAULT_DATASET",
     "TEXTURE_VS_SHAPE_RAW",
     "DatasetEntry",
     "get_dataset",

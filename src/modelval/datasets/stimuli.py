@@ -20,7 +20,7 @@ from tqdm.auto import tqdm
 from modelval.behaviour.categories import CATEGORIES
 from modelval.behaviour.cue_conflict import EXPECTED_CONFLICTS, EXPECTED_IMAGES, Stimulus, parse_stimulus_name
 from modelval.behaviour.experiments import short_image_name
-from modelval.datasets.registry import get_dataset
+from modelval.datasets.registry import DEFAULT_DATASET, get_dataset
 from modelval.errors import DataError
 from modelval.paths import user_cache_dir
 from modelval.preprocessing import pil_to_uint8
@@ -114,7 +114,7 @@ def discover_stimuli(
     root: str | os.PathLike[str],
     *,
     expected_count: int | Literal["registry"] | None = "registry",
-    dataset: str = "cue-conflict",
+    dataset: str = DEFAULT_DATASET,
 ) -> list[Stimulus]:
     """List the images of a stimulus folder with their categories, checking the folder's layout.
 
@@ -261,7 +261,7 @@ def _discover_sessions(root: Path, dataset: str) -> list[Stimulus]:
     return stimuli
 
 
-def resolve_data_root(data_root: str | os.PathLike[str] | None = None, dataset: str = "cue-conflict") -> Path:
+def resolve_data_root(data_root: str | os.PathLike[str] | None = None, dataset: str = DEFAULT_DATASET) -> Path:
     """The dataset's folder: ``data_root``, else ``<data home>/<folder>``, else the per-user cache.
 
     Parameters
@@ -274,7 +274,7 @@ def resolve_data_root(data_root: str | os.PathLike[str] | None = None, dataset: 
     return _data_root_and_origin(data_root, dataset)[0]
 
 
-def data_root_origin(data_root: str | os.PathLike[str] | None = None, dataset: str = "cue-conflict") -> str:
+def data_root_origin(data_root: str | os.PathLike[str] | None = None, dataset: str = DEFAULT_DATASET) -> str:
     """Which setting :func:`resolve_data_root` took the folder from: the data root, the data home or the cache.
 
     Parameters
@@ -296,7 +296,7 @@ def _data_root_and_origin(data_root: str | os.PathLike[str] | None, dataset: str
     return default_data_root(dataset), "the per-user cache"
 
 
-def default_data_root(dataset: str = "cue-conflict") -> Path:
+def default_data_root(dataset: str = DEFAULT_DATASET) -> Path:
     """``<user cache>/<folder>``: where downloads go when nothing else is configured."""
     return user_cache_dir() / get_dataset(dataset).folder
 

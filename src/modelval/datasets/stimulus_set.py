@@ -13,7 +13,7 @@ import torch
 
 from modelval.datasets.cache import cache_enabled, load_or_decode
 from modelval.datasets.manifest import hash_stimuli, load_manifest, manifest_differences
-from modelval.datasets.registry import get_dataset
+from modelval.datasets.registry import DEFAULT_DATASET, get_dataset
 from modelval.datasets.stimuli import Stimulus, decode_stimuli, discover_stimuli
 from modelval.errors import DataError
 from modelval.records.digests import DIGESTS_COMPUTED
@@ -35,7 +35,7 @@ class StimulusSet:
     verification: str = "not checked"  # "verified", "modified: ...", or "not checked" (a subset)
     #: SHA-256 of each file's bytes, by relative path (``None`` for a set built in memory).
     digests: dict[str, str] | None = None
-    dataset: str = "cue-conflict"
+    dataset: str = DEFAULT_DATASET
     #: (what the content digest was computed from, the digest): every evaluation's cache key needs it, and the
     #: pixel digest of a set built in memory hashes every pixel. ``dataclasses.replace`` starts a new one.
     _content: tuple[tuple[Any, ...], str] | None = field(default=None, init=False, repr=False, compare=False)
@@ -50,7 +50,7 @@ class StimulusSet:
         expected_count: int | Literal["registry"] | None = "registry",
         cache: bool = True,
         cache_dir: str | os.PathLike[str] | None = None,
-        dataset: str = "cue-conflict",
+        dataset: str = DEFAULT_DATASET,
         verify: bool | None = None,
         allow_modified: bool = False,
     ) -> StimulusSet:
