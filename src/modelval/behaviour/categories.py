@@ -154,6 +154,7 @@ def aggregation_matrix(
     """An (outputs, 16) matrix M with ``probabilities @ M`` = the per-category mean (or sum) score (float32
     unless ``dtype`` says otherwise)."""
     import torch
+
     if aggregation not in ("mean", "sum"):
         raise ValueError(f"aggregation {aggregation!r} is not linear; use 'mean' or 'sum' here")
     matrix = torch.zeros(outputs, len(CATEGORIES), dtype=torch.float64)

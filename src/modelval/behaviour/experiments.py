@@ -230,8 +230,17 @@ def _texture_vs_shape(dataset: str, upstream: str, code: str, images: int, prefi
 
 
 def _release(
-    dataset: str, code: str, values: str, labels: str | None, xlabel: str, excluded: str, description: str,
-    *, images: int = 1280, observers: int = 4, **facts: Any,
+    dataset: str,
+    code: str,
+    values: str,
+    labels: str | None,
+    xlabel: str,
+    excluded: str,
+    description: str,
+    *,
+    images: int = 1280,
+    observers: int = 4,
+    **facts: Any,
 ) -> Experiment:
     """One of model-vs-human's 14 further datasets (ImageNet-derived unless told): its release archive, its
     condition ``values`` with their plotting ``labels`` (``None``: the values; no values: one condition)."""
