@@ -15,9 +15,9 @@ import pytest
 
 from modelval.behaviour import answers
 from modelval.behaviour.answers import (
-    judge_categories,
+    _judge_categories,
+    _parse_caption_names,
     parse_caption_judge,
-    parse_caption_names,
     parse_vqa,
     prompt_difference,
     read_prompt_search,
@@ -148,14 +148,14 @@ def test_vqa_rule(answer, expected):
 
 
 def test_caption_judge_letters():
-    assert judge_categories("H, I") == ("cat", "chair")
-    assert judge_categories("G. car\nP. truck") == ("car", "truck")
-    assert judge_categories("DI") == ("bird", "chair")
-    assert judge_categories("X") == () and judge_categories("X\\") == ()
+    assert _judge_categories("H, I") == ("cat", "chair")
+    assert _judge_categories("G. car\nP. truck") == ("car", "truck")
+    assert _judge_categories("DI") == ("bird", "chair")
+    assert _judge_categories("X") == () and _judge_categories("X\\") == ()
     assert parse_caption_judge("I") == "chair" and parse_caption_judge("F. bottle") == "bottle"
     assert parse_caption_judge("H, I") is None and parse_caption_judge("X") is None
-    assert parse_caption_names("A blurry photo of a bicycle.") == "bicycle"
-    assert parse_caption_names("two cats and a dog") is None and parse_caption_names("a scene") is None
+    assert _parse_caption_names("A blurry photo of a bicycle.") == "bicycle"
+    assert _parse_caption_names("two cats and a dog") is None and _parse_caption_names("a scene") is None
 
 
 def test_caption_judge_on_a_published_file(vlm_shapebias_dir):

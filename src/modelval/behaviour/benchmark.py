@@ -103,6 +103,13 @@ class DatasetScores:
     per_condition: tuple[ConditionComparison | HumanCondition, ...] = ()
 
     def value(self, metric: str) -> float:
+        """The value of ``metric``.
+
+        Parameters
+        ----------
+        metric
+            One of :data:`METRICS`.
+        """
         return float(getattr(self, metric))
 
     def to_dict(self) -> dict[str, object]:
@@ -145,11 +152,24 @@ class ModelMetadata:
     source: str = ""
 
     def value(self, name: str) -> int | str | None:
+        """The field ``name``.
+
+        Parameters
+        ----------
+        name
+            One of :data:`METADATA_FIELDS`.
+        """
         found: int | str | None = getattr(self, name)
         return found
 
     def filled_from(self, other: ModelMetadata) -> ModelMetadata:
-        """This metadata, each missing field taken from ``other`` (and ``other``'s source added when it gave one)."""
+        """This metadata, each missing field taken from ``other`` (and ``other``'s source added when it gave one).
+
+        Parameters
+        ----------
+        other
+            Metadata to fill the gaps from.
+        """
         taken = {
             name: other.value(name) for name in METADATA_FIELDS if self.value(name) in (None, "") and other.value(name)
         }
@@ -168,7 +188,17 @@ class ModelMetadata:
     @classmethod
     def from_mapping(cls, values: Mapping[str, object], *, source: str, where: str) -> ModelMetadata:
         """Metadata from ``{"parameters": ..., "training_images": ..., "training_data": ..., "training_kind": ...}``
-        (each optional; empty strings are missing); a bad key or value is an error naming ``where``."""
+        (each optional; empty strings are missing); a bad key or value is an error naming ``where``.
+
+        Parameters
+        ----------
+        values
+            The fields (each optional; empty strings are missing).
+        source
+            Where they came from.
+        where
+            What an error names.
+        """
         from modelval.errors import DataError
 
         unknown = sorted(set(values) - set(METADATA_FIELDS) - {"label", "source"})
@@ -196,6 +226,15 @@ class ModelMetadata:
 
 
 def kept_conditions(dataset: str, all_conditions: bool = False) -> tuple[str, ...]:
+    """The conditions of ``dataset`` the benchmark averages (every one with ``all_conditions``).
+
+    Parameters
+    ----------
+    dataset
+        One of :data:`~modelval.behaviour.experiments.DATASET_NAMES`.
+    all_conditions
+        Keep every condition (not only the benchmark's).
+    """
     entry = experiment(dataset)
     return entry.values if all_conditions else entry.benchmark_conditions
 
@@ -204,7 +243,7 @@ def _mean(values: Sequence[float]) -> float:
     return float(np.mean(values)) if len(values) else math.nan
 
 
-def pooled_accuracy(observers: Sequence[Sequence[Decision]], dataset: str, conditions: Sequence[str]) -> float:
+def _pooled_accuracy(observers: Sequence[Sequence[Decision]], dataset: str, conditions: Sequence[str]) -> float:
     """Correct / trials over ``conditions`` of ``dataset``, all the observers' trials pooled ('na' is wrong)."""
     kept = set(conditions)
     correct = total = 0
@@ -225,8 +264,25 @@ def score_observer(
     na_handling: str = "wrong",
     rows: Sequence[ConditionComparison] | None = None,
 ) -> DatasetScores:
-    """The benchmark values of one observer on ``panel``'s dataset (see the module doc); ``rows`` are its
-    per-condition comparisons when already computed (:func:`~modelval.behaviour.conditions.compare_by_condition`)."""
+    """The benchmark values of one observer on ``panel``'s dataset (see the module doc); ``rows`` are its per-
+    condition comparisons when already computed (:func:`~modelval.behaviour.conditions.compare_by_condition`).
+
+    Parameters
+    ----------
+    trials
+        An observer's decisions, one per image.
+    panel
+        The human observers of one dataset.
+    subject
+        The observer's name (a human of that name is left out); default: the trials' ``subj``.
+    all_conditions
+        Keep every condition (not only the benchmark's).
+    na_handling
+        How a "na" answer counts: ``"wrong"`` or ``"exclude"``.
+    rows
+        Its per-condition comparisons when already computed
+        (:func:`~modelval.behaviour.conditions.compare_by_condition`).
+    """
     if rows is None:
         rows = compare_by_condition(trials, panel, subject=subject, na_handling=na_handling)
     kept = [row for row in rows if row.condition in kept_conditions(panel.dataset, all_conditions)]
@@ -235,7 +291,7 @@ def score_observer(
         dataset=panel.dataset,
         conditions=conditions,
         n_trials=sum(row.n_trials for row in kept),
-        ood_accuracy=pooled_accuracy([trials], panel.dataset, conditions),
+        ood_accuracy=_pooled_accuracy([trials], panel.dataset, conditions),
         accuracy_difference=_mean([row.accuracy_difference for row in kept]),
         observed_consistency=_mean([row.observed_consistency for row in kept]),
         error_consistency=_mean([row.error_consistency for row in kept]),
@@ -244,7 +300,17 @@ def score_observer(
 
 
 def score_humans(panel: HumanPanel, *, all_conditions: bool = False, na_handling: str = "wrong") -> DatasetScores:
-    """The humans' row on ``panel``'s dataset: each pair of distinct humans, averaged (see the module doc)."""
+    """The humans' row on ``panel``'s dataset: each pair of distinct humans, averaged (see the module doc).
+
+    Parameters
+    ----------
+    panel
+        The human observers of one dataset.
+    all_conditions
+        Keep every condition (not only the benchmark's).
+    na_handling
+        How a "na" answer counts: ``"wrong"`` or ``"exclude"``.
+    """
     rows = humans_by_condition(panel, na_handling=na_handling)
     kept = [row for row in rows if row.condition in kept_conditions(panel.dataset, all_conditions)]
     conditions = tuple(row.condition for row in kept)
@@ -252,7 +318,7 @@ def score_humans(panel: HumanPanel, *, all_conditions: bool = False, na_handling
         dataset=panel.dataset,
         conditions=conditions,
         n_trials=sum(row.n_trials for row in kept),
-        ood_accuracy=pooled_accuracy(list(panel.observers.values()), panel.dataset, conditions),
+        ood_accuracy=_pooled_accuracy(list(panel.observers.values()), panel.dataset, conditions),
         accuracy_difference=_mean([row.accuracy_difference for row in kept]),
         observed_consistency=_mean([row.observed_consistency for row in kept]),
         error_consistency=_mean([row.error_consistency for row in kept]),
@@ -278,11 +344,28 @@ class BrainScore:
 
 
 def brain_score(observer: DatasetScores, humans: DatasetScores) -> BrainScore:
+    """Brain-Score's error consistency of ``observer``: raw, the humans' ceiling, and raw over ceiling.
+
+    Parameters
+    ----------
+    observer
+        The observer's values on a dataset.
+    humans
+        The humans' values on it.
+    """
     return BrainScore(abs(observer.error_consistency), abs(humans.error_consistency))
 
 
 def average_ranks(values: Mapping[str, float], *, higher_first: bool) -> dict[str, float]:
-    """Rank 1 for the best value; ties share the mean of their ranks; NaN values get no rank."""
+    """Rank 1 for the best value; ties share the mean of their ranks; NaN values get no rank.
+
+    Parameters
+    ----------
+    values
+        Observer -> value.
+    higher_first
+        True when a higher value is better.
+    """
     items = sorted(
         ((name, value) for name, value in values.items() if not math.isnan(value)),
         key=lambda item: -item[1] if higher_first else item[1],
@@ -320,7 +403,13 @@ class BenchmarkTable:
     metadata: dict[str, ModelMetadata] = field(default_factory=dict)
 
     def aggregate(self, label: str) -> dict[str, float]:
-        """The mean over the table's datasets of each measure (NaN when the observer lacks a dataset)."""
+        """The mean over the table's datasets of each measure (NaN when the observer lacks a dataset).
+
+        Parameters
+        ----------
+        label
+            The observer's label.
+        """
         scores = self.observers[label]
         if any(d not in scores for d in self.datasets):
             return {metric: math.nan for metric in METRICS}
@@ -330,6 +419,13 @@ class BenchmarkTable:
         return {metric: _mean([self.humans[d].value(metric) for d in self.datasets]) for metric in METRICS}
 
     def complete(self, label: str) -> bool:
+        """True when the observer covers every dataset of the table.
+
+        Parameters
+        ----------
+        label
+            The observer's label.
+        """
         return all(d in self.observers[label] for d in self.datasets)
 
     def ranks(self) -> dict[str, dict[str, float]]:
@@ -349,13 +445,20 @@ class BenchmarkTable:
             ranks[label] = row
         return ranks
 
-    def brain_scores(self, label: str) -> dict[str, BrainScore]:
+    def _brain_scores(self, label: str) -> dict[str, BrainScore]:
         return {d: brain_score(s, self.humans[d]) for d, s in self.observers[label].items() if d in self.humans}
 
     def brain_score_mean(self, label: str) -> float:
+        """The mean ceiled Brain-Score over the table's datasets.
+
+        Parameters
+        ----------
+        label
+            The observer's label.
+        """
         if not self.complete(label):
             return math.nan
-        scores = self.brain_scores(label)
+        scores = self._brain_scores(label)
         return _mean([scores[d].ceiled for d in self.datasets])
 
     def conditions_rule(self) -> str:
@@ -382,7 +485,7 @@ class BenchmarkTable:
             entry["metadata"] = self.metadata[label].to_dict() if label in self.metadata else None
             if self.with_brain_score:
                 entry["brain_score"] = {
-                    "datasets": {d: s.to_dict() for d, s in self.brain_scores(label).items()},
+                    "datasets": {d: s.to_dict() for d, s in self._brain_scores(label).items()},
                     "mean_ceiled": self.brain_score_mean(label),
                 }
             observers.append(entry)
@@ -466,6 +569,31 @@ def benchmark_table(
     intervals, ``permutations`` > 0 the pairwise tests of the complete observers. ``metadata`` (observer ->
     :class:`ModelMetadata`) is carried beside the results (Markdown, JSON, CSV) and drawn by
     :func:`modelval.figures.plot_benchmark_scale`.
+
+    Parameters
+    ----------
+    observers
+        Label -> dataset -> that observer's trials.
+    panels
+        Dataset -> its human observers.
+    all_conditions
+        Keep every condition (not only the benchmark's).
+    na_handling
+        How a "na" answer counts: ``"wrong"`` or ``"exclude"``.
+    with_brain_score
+        Add the Brain-Score columns.
+    sources
+        Where the data came from.
+    degenerate_kappa
+        The degenerate-kappa rule (:data:`DEGENERATE_KAPPA`).
+    n_bootstrap
+        Bootstrap resamples (0: no interval).
+    seed
+        Seed of the resamples.
+    permutations
+        Random sign flips of the pairwise tests (0: none).
+    metadata
+        Label -> the observer's :class:`ModelMetadata`.
     """
     check_degenerate_kappa(degenerate_kappa)
     covered = {dataset for per in observers.values() for dataset in per}

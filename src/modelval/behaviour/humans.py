@@ -66,7 +66,6 @@ __all__ = [
     "HumanComparison",
     "HumanPanel",
     "HumanShapeImage",
-    "bootstrap_error_consistency",
     "compare_with_humans",
     "error_consistency",
     "human_agreement",
@@ -106,10 +105,24 @@ class HumanPanel:
         return sorted(t.image for t in next(iter(self.observers.values())))
 
     def vectors(self, images: Sequence[str] | None = None) -> dict[str, ObserverVectors]:
+        """Each observer's vectors over ``images``.
+
+        Parameters
+        ----------
+        images
+            The images (default: those every observer saw).
+        """
         images = self.images() if images is None else images
         return {name: ObserverVectors.of(trials, images) for name, trials in sorted(self.observers.items())}
 
     def accuracies(self, na_handling: str = "wrong") -> dict[str, float]:
+        """Each observer's accuracy.
+
+        Parameters
+        ----------
+        na_handling
+            How a "na" answer counts: ``"wrong"`` or ``"exclude"``.
+        """
         return {name: vector.accuracy(na_handling) for name, vector in self.vectors().items()}
 
     def no_response(self) -> dict[str, int]:
@@ -123,6 +136,13 @@ def human_files(reference_dir: str | os.PathLike[str], dataset: str) -> dict[str
     The folder is texture-vs-shape's flat ``raw-data/`` (``<experiment>_subject-NN_session_K.csv``), or
     model-vs-human's ``raw-data/`` with one sub-folder per dataset (``colour/colour_subject-NN_session_1.csv``),
     or that sub-folder itself.
+
+    Parameters
+    ----------
+    reference_dir
+        The published raw-data folder.
+    dataset
+        One of :data:`~modelval.behaviour.experiments.DATASET_NAMES`.
     """
     folder, entry = Path(reference_dir), get_dataset(dataset)
     upstream = entry.upstream
@@ -153,7 +173,15 @@ def _pooled(subject: str, paths: Sequence[Path]) -> list[Decision]:
 
 
 def load_human_panel(reference_dir: str | os.PathLike[str], dataset: str) -> HumanPanel:
-    """Read the human observers of ``dataset`` from the published raw-data folder (sessions pooled by subject)."""
+    """Read the human observers of ``dataset`` from the published raw-data folder (sessions pooled by subject).
+
+    Parameters
+    ----------
+    reference_dir
+        The published raw-data folder.
+    dataset
+        One of :data:`~modelval.behaviour.experiments.DATASET_NAMES`.
+    """
     files = human_files(reference_dir, dataset)
     if len(files) < 2:
         entry = get_dataset(dataset)
@@ -195,7 +223,17 @@ HumanCeiling = HumanAgreement
 
 
 def human_agreement(panel: HumanPanel, *, leave_out: Sequence[str] = (), na_handling: str = "wrong") -> HumanAgreement:
-    """Mean kappa over all pairs of distinct human observers, the observers in ``leave_out`` left out."""
+    """Mean kappa over all pairs of distinct human observers, the observers in ``leave_out`` left out.
+
+    Parameters
+    ----------
+    panel
+        The human observers of one dataset.
+    leave_out
+        Observers to leave out.
+    na_handling
+        How a "na" answer counts: ``"wrong"`` or ``"exclude"``.
+    """
     vectors = {name: v for name, v in panel.vectors().items() if name not in leave_out}
     if len(vectors) < 2:
         raise DataError("the humans' mutual error consistency needs at least two human observers")
@@ -214,7 +252,13 @@ def human_agreement(panel: HumanPanel, *, leave_out: Sequence[str] = (), na_hand
 
 
 def human_ceiling(panel: HumanPanel) -> HumanAgreement:
-    """The former name of :func:`human_agreement` (all observers; it is no ceiling for a model)."""
+    """The former name of :func:`human_agreement` (all observers; it is no ceiling for a model).
+
+    Parameters
+    ----------
+    panel
+        The human observers of one dataset.
+    """
     return human_agreement(panel)
 
 
@@ -330,6 +374,25 @@ def compare_with_humans(
     ``subject`` (default: the trials' ``subj`` column) names the observer; a human of the panel with
     the same name is left out of the comparison and of the humans' mutual reference. ``resample`` is the
     bootstrap's unit (``None``: texture images on cue-conflict, images elsewhere).
+
+    Parameters
+    ----------
+    trials
+        An observer's decisions, one per image.
+    panel
+        The human observers of one dataset.
+    subject
+        The observer's name (a human of that name is left out); default: the trials' ``subj``.
+    n_bootstrap
+        Bootstrap resamples (0: no interval).
+    seed
+        Seed of the resamples.
+    resample
+        The bootstrap's unit (:data:`~modelval.behaviour.resampling.RESAMPLING_UNITS`; ``None``: the default).
+    resample_observers
+        Also resample the human observers.
+    na_handling
+        How a "na" answer counts: ``"wrong"`` or ``"exclude"``.
     """
     check_na_handling(na_handling)
     unit = get_dataset(panel.dataset).resampling(resample)
@@ -354,7 +417,7 @@ def compare_with_humans(
     per_observer = {name: pair_consistency(mine, vector, na_handling) for name, vector in humans.items()}
     accuracies = {name: vector.accuracy(na_handling) for name, vector in humans.items()}
     values = list(accuracies.values())
-    interval = bootstrap_error_consistency(
+    interval = _bootstrap_error_consistency(
         mine.correct,
         [h.correct for h in humans.values()],
         n_bootstrap=n_bootstrap,
@@ -386,7 +449,7 @@ def compare_with_humans(
     )
 
 
-def bootstrap_error_consistency(
+def _bootstrap_error_consistency(
     correct: np.ndarray,
     human_correct: Sequence[np.ndarray],
     *,
@@ -437,7 +500,13 @@ class HumanShapeImage:
 
 
 def human_shape_fractions(panel: HumanPanel) -> dict[str, tuple[int, int]]:
-    """Cue-conflict: per conflict image, (humans who chose the shape, humans) ("na" is not the shape)."""
+    """Cue-conflict: per conflict image, (humans who chose the shape, humans) ("na" is not the shape).
+
+    Parameters
+    ----------
+    panel
+        The human observers of one dataset.
+    """
     if not get_dataset(panel.dataset).has_conflicts:
         raise DataError(f"shape decisions exist only on cue-conflict images, not on {panel.dataset}")
     counts: dict[str, list[int]] = {}
@@ -454,7 +523,17 @@ def texture_despite_humans(
     *,
     min_humans: int = HUMAN_SHAPE_MAJORITY,
 ) -> list[HumanShapeImage]:
-    """Images where the observer chose the texture although at least ``min_humans`` humans chose the shape."""
+    """Images where the observer chose the texture although at least ``min_humans`` humans chose the shape.
+
+    Parameters
+    ----------
+    trials
+        An observer's decisions, one per image.
+    fractions
+        Per image, (humans who chose the shape, humans) (:func:`human_shape_fractions`).
+    min_humans
+        The humans who must have chosen the shape.
+    """
     found = []
     for trial in trials:
         if trial.image not in fractions:

@@ -68,7 +68,15 @@ PER_CATEGORY_METHOD = (
 
 
 def mcnemar_exact(b: int, c: int) -> float:
-    """Exact two-sided McNemar p-value for ``b`` and ``c`` discordant pairs (1.0 when there are none)."""
+    """Exact two-sided McNemar p-value for ``b`` and ``c`` discordant pairs (1.0 when there are none).
+
+    Parameters
+    ----------
+    b
+        Pairs only A answered correctly.
+    c
+        Pairs only B answered correctly.
+    """
     if b < 0 or c < 0:
         raise ValueError(f"discordant counts must be >= 0, got {b} and {c}")
     n = b + c
@@ -219,8 +227,26 @@ def compare_paired(
 ) -> PairedComparison:
     """Paired comparison of two observers' trials on ``dataset`` (see the module docstring).
 
-    ``resample`` is the bootstrap's unit (``None``: texture images on cue-conflict, images elsewhere);
-    ``permutations`` random sign-flip sets (seeded with ``seed``) give the test of the difference.
+    Parameters
+    ----------
+    a
+        Observer A's trials.
+    b
+        Observer B's trials.
+    dataset
+        One of :data:`~modelval.behaviour.experiments.DATASET_NAMES`.
+    names
+        How A and B are named.
+    n_bootstrap
+        Bootstrap resamples (0: no interval).
+    seed
+        Seed of the resamples.
+    level
+        Coverage of the interval (0.95: 95%).
+    resample
+        The bootstrap's unit (``None``: texture images on cue conflicts, images elsewhere).
+    permutations
+        Random sign-flip sets of the permutation test (0: none).
     """
     cue_conflict = get_dataset(dataset).has_conflicts
     unit = get_dataset(dataset).resampling(resample)

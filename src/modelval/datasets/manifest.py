@@ -15,7 +15,13 @@ from modelval.paths import package_data
 
 
 def manifest_path(dataset: str = DEFAULT_DATASET) -> Path:
-    """The committed manifest of ``dataset`` (``modelval/data/<name>_manifest.json``)."""
+    """The committed manifest of ``dataset`` (``modelval/data/<name>_manifest.json``).
+
+    Parameters
+    ----------
+    dataset
+        One of :data:`~modelval.datasets.registry.DATASET_NAMES`.
+    """
     name = get_dataset(dataset).manifest
     if name is None:
         raise DataError(
@@ -26,7 +32,15 @@ def manifest_path(dataset: str = DEFAULT_DATASET) -> Path:
 
 
 def load_manifest(path: str | os.PathLike[str] | None = None, *, dataset: str = DEFAULT_DATASET) -> dict[str, str]:
-    """``{relpath: sha256}`` of a published stimulus set (shipped in ``modelval/data/``)."""
+    """``{relpath: sha256}`` of a published stimulus set (shipped in ``modelval/data/``).
+
+    Parameters
+    ----------
+    path
+        A manifest file; ``None``: the committed one of ``dataset``.
+    dataset
+        One of :data:`~modelval.datasets.registry.DATASET_NAMES`.
+    """
     path = Path(path) if path else manifest_path(dataset)
     try:
         payload = json.loads(path.read_text())
@@ -36,7 +50,15 @@ def load_manifest(path: str | os.PathLike[str] | None = None, *, dataset: str = 
 
 
 def build_manifest(root: str | os.PathLike[str], *, dataset: str = DEFAULT_DATASET) -> dict[str, object]:
-    """A manifest of the stimuli under ``root`` (how the ``modelval/data/*_manifest.json`` files were made)."""
+    """A manifest of the stimuli under ``root`` (how the ``modelval/data/*_manifest.json`` files were made).
+
+    Parameters
+    ----------
+    root
+        The stimulus folder.
+    dataset
+        One of :data:`~modelval.datasets.registry.DATASET_NAMES`.
+    """
     entry = get_dataset(dataset)
     stimuli = discover_stimuli(root, dataset=dataset)
     return {
@@ -143,6 +165,13 @@ def hash_stimuli(root: str | os.PathLike[str], relpaths: Sequence[str]) -> dict[
     Hashing the 1280 cue-conflict PNGs (133 MB) costs a fraction of a second (see docs/performance.md),
     so every evaluation of an official set can afford it: the digests key the decode cache and are
     checked against the committed manifest.
+
+    Parameters
+    ----------
+    root
+        The stimulus folder.
+    relpaths
+        The files, relative to ``root``.
     """
     root = Path(root)
     digests = {}
@@ -158,7 +187,15 @@ def hash_stimuli(root: str | os.PathLike[str], relpaths: Sequence[str]) -> dict[
 
 
 def manifest_differences(digests: dict[str, str], manifest: dict[str, str]) -> list[str]:
-    """What differs between the files found and the manifest: one phrase per file, sorted by name."""
+    """What differs between the files found and the manifest: one phrase per file, sorted by name.
+
+    Parameters
+    ----------
+    digests
+        ``{relpath: sha256}`` of the files found.
+    manifest
+        ``{relpath: sha256}`` published.
+    """
     problems = [f"{name} is not in the manifest" for name in sorted(set(digests) - set(manifest))]
     problems += [f"{name} is missing" for name in sorted(set(manifest) - set(digests))]
     problems += [

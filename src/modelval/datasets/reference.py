@@ -31,8 +31,13 @@ VERIFIED = "verified"
 def human_manifest(dataset: str, *, publication: str | None = None) -> dict[str, str]:
     """``{file name: sha256}`` of the published human observer files of ``dataset``.
 
-    ``publication``: whose file names (``"texture-vs-shape"`` or ``"model-vs-human"``); default: where the
-    dataset's humans were first published (model-vs-human also republishes texture-vs-shape's three).
+    Parameters
+    ----------
+    dataset
+        One of :data:`~modelval.datasets.registry.DATASET_NAMES`.
+    publication
+        Whose file names: ``"texture-vs-shape"`` or ``"model-vs-human"``; default: where the dataset's humans were first
+        published (model-vs-human also republishes texture-vs-shape's three).
     """
     entry = get_dataset(dataset)
     if (publication or entry.humans) == MODEL_VS_HUMAN:
@@ -48,6 +53,15 @@ def verify_reference_dir(reference_dir: str | os.PathLike[str], dataset: str, *,
 
     The observer files are those the panel reads (:func:`~modelval.behaviour.humans.human_files`, in either
     publication's layout): a changed, missing or extra one counts.
+
+    Parameters
+    ----------
+    reference_dir
+        The folder of the human raw data.
+    dataset
+        One of :data:`~modelval.datasets.registry.DATASET_NAMES`.
+    allow_modified
+        Report a difference instead of raising.
     """
     folder = Path(reference_dir)
     paths = [path for sessions in human_files(folder, dataset).values() for path in sessions]
@@ -74,7 +88,17 @@ def verify_reference_dir(reference_dir: str | os.PathLike[str], dataset: str, *,
 def load_reference_panel(
     reference_dir: str | os.PathLike[str], dataset: str, *, allow_modified: bool = False
 ) -> tuple[HumanPanel, str]:
-    """The human observers of ``dataset`` after :func:`verify_reference_dir`, and what the check found."""
+    """The human observers of ``dataset`` after :func:`verify_reference_dir`, and what the check found.
+
+    Parameters
+    ----------
+    reference_dir
+        The folder of the human raw data.
+    dataset
+        One of :data:`~modelval.datasets.registry.DATASET_NAMES`.
+    allow_modified
+        Load a modified folder, saying what differs.
+    """
     verification = verify_reference_dir(reference_dir, dataset, allow_modified=allow_modified)
     return load_human_panel(reference_dir, dataset), verification
 

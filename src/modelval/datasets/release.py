@@ -428,6 +428,7 @@ def fetch_release(
     notify
         Receives the licence notice (default: printed on stderr).
     """
+
     def check(folder: Path) -> None:
         relpaths = [s.relpath for s in discover_stimuli(folder, dataset=dataset, expected_count=None)]
         release_status(folder, dataset, hash_stimuli(folder, relpaths))

@@ -105,7 +105,7 @@ def data_home_hint(what: str = "cue-conflict/") -> str:
         The folder the data home should hold.
     """
     return (
-        f"set {DATA_HOME_ENV}=DIR to the folder that holds {what} (the data home; or data_home = \"DIR\" in the "
+        f'set {DATA_HOME_ENV}=DIR to the folder that holds {what} (the data home; or data_home = "DIR" in the '
         "[settings] of modelval.toml)"
     )
 
@@ -297,12 +297,24 @@ def _data_root_and_origin(data_root: str | os.PathLike[str] | None, dataset: str
 
 
 def default_data_root(dataset: str = DEFAULT_DATASET) -> Path:
-    """``<user cache>/<folder>``: where downloads go when nothing else is configured."""
+    """``<user cache>/<folder>``: where downloads go when nothing else is configured.
+
+    Parameters
+    ----------
+    dataset
+        One of :data:`~modelval.datasets.registry.DATASET_NAMES`.
+    """
     return user_cache_dir() / get_dataset(dataset).folder
 
 
 def load_image(path: str | os.PathLike[str]) -> torch.Tensor:
-    """Decode one image file to an RGB uint8 (3, H, W) tensor; a clear error names a bad file."""
+    """Decode one image file to an RGB uint8 (3, H, W) tensor; a clear error names a bad file.
+
+    Parameters
+    ----------
+    path
+        The image file.
+    """
     try:
         with Image.open(path) as image:
             image.load()
@@ -355,11 +367,19 @@ def decode_stimuli(
     workers: int = 0,
     progress: bool = True,
 ) -> torch.Tensor:
-    """Decode all stimuli into one uint8 tensor (N, 3, 224, 224), in the order given.
+    """Decode all stimuli into one uint8 tensor (N, 3, 224, 224), in the order given; a bad file is one
+    :class:`DataError` naming it.
 
-    ``workers`` > 0 decodes in DataLoader worker processes. Each image lands at its own index, so
-    the result does not depend on the number of workers. A bad file is one :class:`DataError`
-    naming it, with or without workers.
+    Parameters
+    ----------
+    root
+        The stimulus folder.
+    stimuli
+        The images to decode, in order.
+    workers
+        DataLoader worker processes (0: none); each image lands at its own index, so the result does not depend on it.
+    progress
+        Show a progress bar.
     """
     import torch
 
@@ -381,5 +401,12 @@ def decode_stimuli(
 
 
 def summarize(stimuli: Sequence[Stimulus]) -> dict[str, int]:
+    """How many images ``stimuli`` hold: all, with a cue conflict, and without.
+
+    Parameters
+    ----------
+    stimuli
+        The stimuli.
+    """
     counts = Counter(s.is_conflict for s in stimuli)
     return {"images": len(stimuli), "conflicts": counts[True], "no_conflict": counts[False]}

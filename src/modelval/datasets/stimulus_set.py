@@ -56,14 +56,29 @@ class StimulusSet:
     ) -> StimulusSet:
         """Discover, verify and decode the stimuli of ``dataset`` under ``root``.
 
-        ``verify`` (default: when the full official set is loaded, ``expected_count="registry"``)
-        checks every file's name and SHA-256 against the committed manifest and refuses a modified
-        set with an error naming the files, unless ``allow_modified``: then it is evaluated and
-        :attr:`verification` says what differs. ``allow_modified`` also accepts a subset of the set
-        (any number of images; the registry's count is not enforced), which is always checked against
-        the manifest, so the result says which files are missing. The same content digests key the decode cache (see
-        :mod:`modelval.datasets.cache`), so a hit gives the pixels of exactly these files; the cache
-        holds the cue-conflict set, as the 160-image sets decode in well under a second.
+        Parameters
+        ----------
+        root
+            The stimulus folder.
+        workers
+            DataLoader worker processes for decoding (0: none).
+        progress
+            Show a progress bar.
+        expected_count
+            The number of images required (``"registry"``: the dataset's; ``None``: any).
+        cache
+            Use the decode cache (:mod:`modelval.datasets.cache`), keyed by the files' content digests; it holds
+            the cue-conflict set, as the 160-image sets decode in well under a second.
+        cache_dir
+            The decode cache's folder (default: the user cache).
+        dataset
+            One of :data:`~modelval.datasets.registry.DATASET_NAMES`.
+        verify
+            Check every file's name and SHA-256 against the committed manifest and refuse a modified set, naming
+            the files; default: when the full official set is loaded (``expected_count="registry"``).
+        allow_modified
+            Evaluate a modified set (:attr:`verification` says what differs) or a subset of any size, which is
+            always checked against the manifest, so the result says which files are missing.
         """
         root = Path(root)
         if allow_modified and expected_count == "registry":
@@ -96,7 +111,13 @@ class StimulusSet:
         self.__dict__.update(state)
 
     def provenance(self, content_sha256: str | None = None) -> dict[str, object]:
-        """The ``"stimuli"`` part of a provenance record (``content_sha256``: the digest when already computed)."""
+        """The ``"stimuli"`` part of a provenance record.
+
+        Parameters
+        ----------
+        content_sha256
+            The content digest when already computed (``None``: computed here).
+        """
         return {
             "dataset": self.dataset,
             "images": len(self),

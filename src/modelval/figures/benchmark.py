@@ -177,7 +177,15 @@ def plot_benchmark_scale(
 
 def write_scale_figure(table: Any, folder: str | Path) -> list[Path]:
     """``benchmark-scale.png`` (and PDF): OOD accuracy and error consistency against training images and, beside
-    them, against parameters, for the scales some observer's metadata gives; nothing when none does."""
+    them, against parameters, for the scales some observer's metadata gives; nothing when none does.
+
+    Parameters
+    ----------
+    table
+        A :class:`~modelval.behaviour.benchmark.BenchmarkTable`.
+    folder
+        Where the figure goes.
+    """
     scales = [s for s in ("training_images", "parameters") if any(m.value(s) for m in table.metadata.values())]
     if not scales or not any(table.complete(label) for label in table.metadata):
         return []

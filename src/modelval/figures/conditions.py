@@ -347,7 +347,15 @@ def plot_condition_grid(
 
 def write_condition_figures(table: Any, folder: str | Path) -> list[Path]:
     """The line plots of every parametric dataset of a :class:`~modelval.behaviour.benchmark.BenchmarkTable`:
-    ``conditions-<dataset>.png`` (both metrics) and the two grids, as PNG and PDF."""
+    ``conditions-<dataset>.png`` (both metrics) and the two grids, as PNG and PDF.
+
+    Parameters
+    ----------
+    table
+        A :class:`~modelval.behaviour.benchmark.BenchmarkTable`.
+    folder
+        Where the figures go.
+    """
     lines: dict[str, dict[str, Sequence[ConditionComparison]]] = {}
     humans: dict[str, Sequence[HumanCondition]] = {}
     for dataset in table.datasets:
@@ -365,7 +373,19 @@ def write_lines(
     *,
     styles: Mapping[str, int] | None = None,
 ) -> list[Path]:
-    """``conditions-<dataset>.png`` per parametric dataset in ``lines``, and the grids when there are several."""
+    """``conditions-<dataset>.png`` per parametric dataset in ``lines``, and the grids when there are several.
+
+    Parameters
+    ----------
+    lines
+        Dataset -> label -> that observer's per-condition comparisons.
+    humans
+        Dataset -> the humans per condition.
+    folder
+        Where the figures go.
+    styles
+        Label -> index of its colour and marker.
+    """
     out = Path(folder)
     written: list[Path] = []
     parametric = [d for d in lines if experiment(d).parametric]

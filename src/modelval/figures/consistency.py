@@ -241,7 +241,7 @@ def plot_kappa_matrix(
     return fig
 
 
-def human_reference(panel: HumanPanel, na_handling: str = "wrong") -> dict[str, float]:
+def _human_reference(panel: HumanPanel, na_handling: str = "wrong") -> dict[str, float]:
     """The humans' own values of the benchmark views: each human against the other humans, averaged."""
     each = [
         compare_with_humans(trials, panel, subject=name, n_bootstrap=0, na_handling=na_handling)
@@ -333,7 +333,7 @@ def plot_human_likeness(
         axes = axes_for(axes, 3, "plot_human_likeness")[:3]
         fig = axes[0].figure
     x = np.arange(len(datasets))
-    humans = {d: human_reference(panels[d], na_handling) for d in datasets if panels and d in panels}
+    humans = {d: _human_reference(panels[d], na_handling) for d in datasets if panels and d in panels}
     for dataset, scores in (humans_per_condition or {}).items():
         humans[dataset] = {key: scores.value(key) for key, _ in VIEWS}
     within = {d for per in (per_condition or {}).values() for d in per} | set(humans_per_condition or {})

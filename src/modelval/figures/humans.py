@@ -55,17 +55,14 @@ if TYPE_CHECKING:
 
 __all__ = [
     "HumanShapeBias",
-    "category_order",
-    "human_shape_bias",
     "plot_paired_categories",
     "plot_shape_bias_boxplot",
     "plot_shape_bias_figure",
-    "shape_bias_of",
     "write_human_figures",
 ]
 
 
-def shape_bias_of(trials: Sequence[Decision]) -> ShapeBiasResult:
+def _shape_bias_of(trials: Sequence[Decision]) -> ShapeBiasResult:
     """Shape bias (overall and per category) of cue-conflict trials, without a bootstrap."""
     return compute_shape_bias(trials, n_bootstrap=0)
 
@@ -77,7 +74,7 @@ class HumanShapeBias:
         if mode not in HUMAN_MODES:
             raise ValueError(f"humans_mode must be one of {HUMAN_MODES}, got {mode!r}")
         self.mode = mode
-        self.observers = {name: shape_bias_of(trials) for name, trials in sorted(panel.observers.items())}
+        self.observers = {name: _shape_bias_of(trials) for name, trials in sorted(panel.observers.items())}
         pooled = compute_shape_bias([d for trials in panel.observers.values() for d in trials], n_bootstrap=0)
         self.decisions = {
             c: pooled.per_category[c].shape_hits + pooled.per_category[c].texture_hits for c in CATEGORIES
@@ -99,11 +96,11 @@ class HumanShapeBias:
         return f"humans, {len(self.observers)} observers, {how} ({self.overall:.1%})"
 
 
-def human_shape_bias(panel: HumanPanel, mode: str = "pooled") -> HumanShapeBias:
+def _human_shape_bias(panel: HumanPanel, mode: str = "pooled") -> HumanShapeBias:
     return HumanShapeBias(panel, mode)
 
 
-def category_order(humans: HumanShapeBias | None) -> list[str]:
+def _category_order(humans: HumanShapeBias | None) -> list[str]:
     """Categories by the humans' fraction of texture decisions, lowest first (drawn at the bottom, as upstream);
     ties and the no-humans case alphabetical."""
     if humans is None:
@@ -167,8 +164,8 @@ def plot_shape_bias_figure(
     >>> plt.close(fig)
     """
     fig, ax = new_axes(ax, (7.6, 8.0))
-    reference = human_shape_bias(humans, humans_mode) if humans is not None else None
-    order = category_order(reference)
+    reference = _human_shape_bias(humans, humans_mode) if humans is not None else None
+    order = _category_order(reference)
     rows = np.arange(len(order))
     counts: dict[str, list[int]] = {c: [] for c in order}
     for i in range(len(order) - 1):
@@ -189,7 +186,7 @@ def plot_shape_bias_figure(
     conflicts: dict[str, int] = {}
     for index, (label, trials) in enumerate(models.items()):
         colour, marker = style((styles or {}).get(label, index))
-        result = shape_bias_of(trials)
+        result = _shape_bias_of(trials)
         ax.scatter(
             [1 - result.per_category[c].shape_bias for c in order], rows + shifts[index], s=46, color=colour,
             marker=marker, edgecolor="black", linewidths=0.4, zorder=3,
@@ -283,12 +280,12 @@ def plot_shape_bias_boxplot(
     fig, ax = new_axes(ax, (max(4.0, 1.1 * (len(models) + 1) + 1.5), 4.2))
     data, labels, colours = [], [], []
     if humans is not None:
-        reference = human_shape_bias(humans, humans_mode)
+        reference = _human_shape_bias(humans, humans_mode)
         data.append([v for v in reference.per_category.values() if not math.isnan(v)])
         labels.append(f"humans\n({humans_mode})")
         colours.append(HUMAN_COLOUR)
     for index, (label, trials) in enumerate(models.items()):
-        result = shape_bias_of(trials)
+        result = _shape_bias_of(trials)
         data.append([r.shape_bias for r in result.per_category.values() if not math.isnan(r.shape_bias)])
         labels.append(label)
         colours.append(style((styles or {}).get(label, index))[0])
@@ -424,6 +421,23 @@ def write_human_figures(
     :mod:`modelval.figures.conditions`), human-likeness (accuracy difference, observed and error
     consistency; within each condition where there are conditions) and one error-consistency matrix of all
     observers per experiment.
+
+    Parameters
+    ----------
+    models
+        Label -> dataset -> that model's trials.
+    panels
+        Dataset -> its human observers.
+    comparisons
+        Label -> dataset -> the model's comparison with the humans.
+    out_dir
+        Where the figures go.
+    sources
+        Where the data came from, for the footnote.
+    humans_mode
+        "pooled" or "mean" (:func:`~modelval.figures.accuracy.human_accuracy`).
+    na_handling
+        How a "na" answer counts.
     """
     from modelval.behaviour.benchmark import score_humans, score_observer
     from modelval.behaviour.experiments import experiment
