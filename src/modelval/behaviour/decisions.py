@@ -29,8 +29,15 @@ from modelval.errors import DataError
 NO_RESPONSE = "na"
 
 CSV_COLUMNS: tuple[str, ...] = (
-    "subj", "session", "trial", "rt", "object_response", "category", "condition", "imagename",
-)  # fmt: skip
+    "subj",
+    "session",
+    "trial",
+    "rt",
+    "object_response",
+    "category",
+    "condition",
+    "imagename",
+)
 
 
 @dataclass(frozen=True)
@@ -238,8 +245,9 @@ def parse_rows(path: Path, reader: csv.DictReader[str], *, cue_conflict: bool) -
                 f"(or {NO_RESPONSE!r} for no response)"
             )
         shape, texture = _labels(path, line, imagename, category, cue_conflict)
-        decision = Decision(imagename, shape, texture, response, (row.get("subj") or "").strip(),
-                            (row.get("condition") or "").strip())  # fmt: skip
+        decision = Decision(
+            imagename, shape, texture, response, (row.get("subj") or "").strip(), (row.get("condition") or "").strip()
+        )
         first = seen.setdefault(decision.image, line)
         if first != line:
             raise DataError(
@@ -266,8 +274,9 @@ def _labels(path: Path, line: int, imagename: str, category: str, cue_conflict: 
             raise DataError(f"{path}, line {line}: empty imagename") from None
         return category, category
     if (category or not cue_conflict) and category != shape:
-        raise DataError(f"{path}, line {line}: category {category!r} disagrees with the shape in imagename "
-                        f"{imagename!r}")  # fmt: skip
+        raise DataError(
+            f"{path}, line {line}: category {category!r} disagrees with the shape in imagename {imagename!r}"
+        )
     return shape, texture
 
 

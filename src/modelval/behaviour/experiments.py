@@ -223,10 +223,22 @@ _SINGLE = (Condition("0", "all"),)
 def _texture_vs_shape(dataset: str, upstream: str, code: str, images: int, prefix: str, **facts: Any) -> Experiment:
     """One of Geirhos et al.'s three experiments: 10 observers, texture-vs-shape's raw data and stimuli."""
     return Experiment(
-        dataset, upstream, code, _SINGLE, "", (), images, 10, humans=TEXTURE_VS_SHAPE, file_prefix=prefix,
-        license="CC BY 4.0", layout="categories", fetch_on_request=False,
-        manifest=f"{dataset.replace('-', '_')}_manifest.json", **facts,
-    )  # fmt: skip
+        dataset,
+        upstream,
+        code,
+        _SINGLE,
+        "",
+        (),
+        images,
+        10,
+        humans=TEXTURE_VS_SHAPE,
+        file_prefix=prefix,
+        license="CC BY 4.0",
+        layout="categories",
+        fetch_on_request=False,
+        manifest=f"{dataset.replace('-', '_')}_manifest.json",
+        **facts,
+    )
 
 
 def _release(
@@ -244,71 +256,177 @@ def _release(
 ) -> Experiment:
     """One of model-vs-human's 14 further datasets (ImageNet-derived unless told): its release archive, its
     condition ``values`` with their plotting ``labels`` (``None``: the values; no values: one condition)."""
-    facts.setdefault("terms", f"{dataset} is derived from ImageNet images; using it means accepting the "
-                              f"{IMAGENET_TERMS}, which allow non-commercial research and education only")  # fmt: skip
+    facts.setdefault(
+        "terms",
+        f"{dataset} is derived from ImageNet images; using it means accepting the "
+        f"{IMAGENET_TERMS}, which allow non-commercial research and education only",
+    )
     return Experiment(
-        dataset, dataset, code, _levels(values, labels) if values else _SINGLE, xlabel, tuple(excluded.split()),
-        images, observers, description, file_prefix=dataset, archive_url=f"{MODEL_VS_HUMAN_RELEASE}/{dataset}.tar.gz",
+        dataset,
+        dataset,
+        code,
+        _levels(values, labels) if values else _SINGLE,
+        xlabel,
+        tuple(excluded.split()),
+        images,
+        observers,
+        description,
+        file_prefix=dataset,
+        archive_url=f"{MODEL_VS_HUMAN_RELEASE}/{dataset}.tar.gz",
         **facts,
-    )  # fmt: skip
+    )
 
 
 def _eidolon(dataset: str, coherence: int, excluded: str) -> Experiment:
     values = " ".join(f"{2**k}-{coherence}-10" for k in range(8))
-    return _release(dataset, "eid", values, "0 1 2 3 4 5 6 7", "log2 of the 'reach' parameter", excluded,
-                    f"Eidolon distortions (coherence {coherence / 10:.1f}) at 8 reach levels")  # fmt: skip
+    return _release(
+        dataset,
+        "eid",
+        values,
+        "0 1 2 3 4 5 6 7",
+        "log2 of the 'reach' parameter",
+        excluded,
+        f"Eidolon distortions (coherence {coherence / 10:.1f}) at 8 reach levels",
+    )
 
 
 EXPERIMENTS: dict[str, Experiment] = {
     e.dataset: e
     for e in (
         _texture_vs_shape(
-            "cue-conflict", "cue-conflict", "s5n", 1280, "style-transfer-512-nomask-experiment",
+            "cue-conflict",
+            "cue-conflict",
+            "s5n",
+            1280,
+            "style-transfer-512-nomask-experiment",
             description="style-transfer images whose shape and texture come from two categories",
-            has_conflicts=True, names=parse_stimulus_name, decode_cache=True,
+            has_conflicts=True,
+            names=parse_stimulus_name,
+            decode_cache=True,
             folder_url=f"{TEXTURE_VS_SHAPE_RAW}/stimuli/style-transfer-preprocessed-512",
             archive_url=f"{MODEL_VS_HUMAN_RELEASE}/cue-conflict.tar.gz",
             image_bytes=136_489_547,  # the 1280 files of cue_conflict_manifest.json (largest: 133,629 bytes)
         ),
         _texture_vs_shape(
-            "edges", "edge", "edg", 160, "edge-experiment", names=parse_category_image_name,
+            "edges",
+            "edge",
+            "edg",
+            160,
+            "edge-experiment",
+            names=parse_category_image_name,
             description="edge maps of natural images, 10 per category: the outline without texture",
             folder_url=f"{TEXTURE_VS_SHAPE_RAW}/stimuli/edges",
         ),
         _texture_vs_shape(
-            "filled-silhouettes", "silhouette", "sif", 160, "silhouette-filled-experiment",
-            names=parse_category_image_name, folder_url=f"{TEXTURE_VS_SHAPE_RAW}/stimuli/filled-silhouettes",
+            "filled-silhouettes",
+            "silhouette",
+            "sif",
+            160,
+            "silhouette-filled-experiment",
+            names=parse_category_image_name,
+            folder_url=f"{TEXTURE_VS_SHAPE_RAW}/stimuli/filled-silhouettes",
             description="filled black silhouettes, 10 per category: the shape without texture or inner edges",
         ),
-        _release("colour", "cl", "cr bw", "colour greyscale", "Colour", "cr",
-                 "ImageNet images in colour and in greyscale"),
-        _release("contrast", "cop", "c100 c50 c30 c15 c10 c05 c03 c01", "100 50 30 15 10 5 3 1",
-                 "Contrast in percent", "c100 c03 c01", "ImageNet images at 8 contrast levels (100% to 1%)"),
-        _release("high-pass", "hp", "inf 3.0 1.5 1.0 0.7 0.55 0.45 0.4", "inf 3.0 1.5 1.0 .7 .55 .45 .4",
-                 "Filter standard deviation", "inf 0.55 0.45 0.4",
-                 "high-pass filtered ImageNet images (8 filter widths)"),
-        _release("low-pass", "lp", "0 1 3 5 7 10 15 40", None, "Filter standard deviation", "0 15 40",
-                 "low-pass filtered (blurred) ImageNet images (8 filter widths)"),
-        _release("phase-scrambling", "ps", "0 30 60 90 120 150 180", None, "Phase noise width [degrees]",
-                 "0 150 180", "ImageNet images with phase noise of 0 to 180 degrees", images=1120),
-        _release("power-equalisation", "pow", "0 pow", "original equalised", "Power spectrum", "0",
-                 "ImageNet images with their own and with an equalised power spectrum", images=1120),
-        _release("false-colour", "fc", "True False", "true opponent", "Colour", "True",
-                 "ImageNet images in true and in opponent colours", images=1120),
-        _release("rotation", "rot", "0 90 180 270", None, "Rotation angle [degrees]", "0",
-                 "ImageNet images rotated by 0, 90, 180 and 270 degrees"),
+        _release(
+            "colour", "cl", "cr bw", "colour greyscale", "Colour", "cr", "ImageNet images in colour and in greyscale"
+        ),
+        _release(
+            "contrast",
+            "cop",
+            "c100 c50 c30 c15 c10 c05 c03 c01",
+            "100 50 30 15 10 5 3 1",
+            "Contrast in percent",
+            "c100 c03 c01",
+            "ImageNet images at 8 contrast levels (100% to 1%)",
+        ),
+        _release(
+            "high-pass",
+            "hp",
+            "inf 3.0 1.5 1.0 0.7 0.55 0.45 0.4",
+            "inf 3.0 1.5 1.0 .7 .55 .45 .4",
+            "Filter standard deviation",
+            "inf 0.55 0.45 0.4",
+            "high-pass filtered ImageNet images (8 filter widths)",
+        ),
+        _release(
+            "low-pass",
+            "lp",
+            "0 1 3 5 7 10 15 40",
+            None,
+            "Filter standard deviation",
+            "0 15 40",
+            "low-pass filtered (blurred) ImageNet images (8 filter widths)",
+        ),
+        _release(
+            "phase-scrambling",
+            "ps",
+            "0 30 60 90 120 150 180",
+            None,
+            "Phase noise width [degrees]",
+            "0 150 180",
+            "ImageNet images with phase noise of 0 to 180 degrees",
+            images=1120,
+        ),
+        _release(
+            "power-equalisation",
+            "pow",
+            "0 pow",
+            "original equalised",
+            "Power spectrum",
+            "0",
+            "ImageNet images with their own and with an equalised power spectrum",
+            images=1120,
+        ),
+        _release(
+            "false-colour",
+            "fc",
+            "True False",
+            "true opponent",
+            "Colour",
+            "True",
+            "ImageNet images in true and in opponent colours",
+            images=1120,
+        ),
+        _release(
+            "rotation",
+            "rot",
+            "0 90 180 270",
+            None,
+            "Rotation angle [degrees]",
+            "0",
+            "ImageNet images rotated by 0, 90, 180 and 270 degrees",
+        ),
         _eidolon("eidolonI", 10, "1-10-10 64-10-10 128-10-10"),
         _eidolon("eidolonII", 3, "1-3-10 32-3-10 64-3-10 128-3-10"),
         _eidolon("eidolonIII", 0, "1-0-10 16-0-10 32-0-10 64-0-10 128-0-10"),
-        _release("uniform-noise", "nse", "0.0 0.03 0.05 0.1 0.2 0.35 0.6 0.9", "0.0 .03 .05 .1 .2 .35 .6 .9",
-                 "Uniform noise width", "0.0 0.6 0.9", "ImageNet images with additive uniform noise of 8 widths"),
-        _release("sketch", "ske", "", None, "", "", "ImageNet-Sketch drawings, 50 per category", images=800,
-                 observers=7, license="MIT (ImageNet-Sketch)", terms="sketch is ImageNet-Sketch (Wang et al. 2019), "
-                 "licensed MIT by its authors (https://github.com/HaohanWang/ImageNet-Sketch/blob/master/LICENSE)"),
-        _release("stylized", "sty", "", None, "", "", "Stylized-ImageNet images, 50 per category", images=800,
-                 observers=5),
+        _release(
+            "uniform-noise",
+            "nse",
+            "0.0 0.03 0.05 0.1 0.2 0.35 0.6 0.9",
+            "0.0 .03 .05 .1 .2 .35 .6 .9",
+            "Uniform noise width",
+            "0.0 0.6 0.9",
+            "ImageNet images with additive uniform noise of 8 widths",
+        ),
+        _release(
+            "sketch",
+            "ske",
+            "",
+            None,
+            "",
+            "",
+            "ImageNet-Sketch drawings, 50 per category",
+            images=800,
+            observers=7,
+            license="MIT (ImageNet-Sketch)",
+            terms="sketch is ImageNet-Sketch (Wang et al. 2019), "
+            "licensed MIT by its authors (https://github.com/HaohanWang/ImageNet-Sketch/blob/master/LICENSE)",
+        ),
+        _release(
+            "stylized", "sty", "", None, "", "", "Stylized-ImageNet images, 50 per category", images=800, observers=5
+        ),
     )
-}  # fmt: skip
+}
 
 #: Every experiment's name, cue-conflict, edges and filled silhouettes first (the command line's ``--dataset``).
 DATASET_NAMES: tuple[str, ...] = tuple(EXPERIMENTS)

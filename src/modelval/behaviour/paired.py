@@ -57,10 +57,12 @@ DISCORDANT_DEFINITIONS = {
 }
 #: The statistic McNemar tests, with cue conflicts (True) and without, and its meaning.
 MCNEMAR_STATISTICS = {
-    True: ("shape_decision_rate", "shape hits / conflict images: NOT the shape bias (a texture hit and any other "
-           "answer count alike)"),
+    True: (
+        "shape_decision_rate",
+        "shape hits / conflict images: NOT the shape bias (a texture hit and any other answer count alike)",
+    ),
     False: ("accuracy", "correct / images: the statistic of the comparison itself"),
-}  # fmt: skip
+}
 PER_CATEGORY_METHOD = (
     "exact paired permutation test per category (all 2^d sign flips, counted by stimulus type), "
     "Holm-adjusted over the categories with a defined difference"

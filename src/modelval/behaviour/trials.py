@@ -124,8 +124,11 @@ def aligned(a: Sequence[Decision], b: Sequence[Decision], *, names: tuple[str, s
     only_a = sorted(set(index_a) - set(index_b))
     only_b = sorted(set(index_b) - set(index_a))
     if only_a or only_b:
-        parts = [f"{len(only)} image(s) only in {name} (e.g. {', '.join(only[:3])})"
-                 for only, name in ((only_a, names[0]), (only_b, names[1])) if only]  # fmt: skip
+        parts = [
+            f"{len(only)} image(s) only in {name} (e.g. {', '.join(only[:3])})"
+            for only, name in ((only_a, names[0]), (only_b, names[1]))
+            if only
+        ]
         raise DataError(
             f"{names[0]} and {names[1]} do not cover the same images: {'; '.join(parts)}. "
             "Trial-wise statistics need the same images in both files (same experiment, complete sessions)."

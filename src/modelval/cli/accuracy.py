@@ -68,8 +68,9 @@ def _run(args: argparse.Namespace) -> int:
         entry = get_dataset(report.result.dataset)
         # model-vs-human's release names carry the dataset code and the condition already
         released = entry.layout == "sessions"
-        write_decisions(args.decisions_out, report.run.evaluation.decisions, subject=args.model,
-                        name_code=None if released else entry.code, as_written=released)  # fmt: skip
+        name_code = None if released else entry.code
+        decisions = report.run.evaluation.decisions
+        write_decisions(args.decisions_out, decisions, subject=args.model, name_code=name_code, as_written=released)
     if report.coverage_warning:
         print(f"modelval: warning: {report.coverage_warning}", file=sys.stderr)
     if args.json:
