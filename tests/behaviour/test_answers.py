@@ -15,12 +15,11 @@ import pytest
 
 from modelval.behaviour import answers
 from modelval.behaviour.answers import (
-    judge_categories,
+    _judge_categories,
+    _parse_caption_names,
     parse_caption_judge,
-    parse_caption_names,
     parse_vqa,
     prompt_difference,
-    read_answers,
     read_prompt_search,
     read_responses,
 )
@@ -91,11 +90,11 @@ def test_every_vqa_file_reparses_to_its_pred_label_row_for_row(vlm_shapebias_dir
     path = vlm_shapebias_dir / "vlm" / "vqa" / f"{vqa_file}.csv"
     with path.open(newline="", encoding="utf-8") as handle:
         published = [(row["image"], row["pred_label"]) for row in csv.DictReader(handle)]
-    parsed = read_answers(path, parse="vqa")
+    parsed = read_responses(path, parse="vqa")
     assert len(parsed) == len(published) == 1280
     for (image, label), row in zip(published, parsed, strict=True):
         assert row.image == f"{image}.png"
-        assert (row.decision or "None") == label, (image, row.answer)
+        assert (row.response if row.response != "na" else "None") == label, (image, row.answer)
 
 
 def test_every_shared_file_gives_the_papers_shape_bias_and_accuracy(vlm_shapebias_dir, response_file):
@@ -149,28 +148,28 @@ def test_vqa_rule(answer, expected):
 
 
 def test_caption_judge_letters():
-    assert judge_categories("H, I") == ("cat", "chair")
-    assert judge_categories("G. car\nP. truck") == ("car", "truck")
-    assert judge_categories("DI") == ("bird", "chair")
-    assert judge_categories("X") == () and judge_categories("X\\") == ()
+    assert _judge_categories("H, I") == ("cat", "chair")
+    assert _judge_categories("G. car\nP. truck") == ("car", "truck")
+    assert _judge_categories("DI") == ("bird", "chair")
+    assert _judge_categories("X") == () and _judge_categories("X\\") == ()
     assert parse_caption_judge("I") == "chair" and parse_caption_judge("F. bottle") == "bottle"
     assert parse_caption_judge("H, I") is None and parse_caption_judge("X") is None
-    assert parse_caption_names("A blurry photo of a bicycle.") == "bicycle"
-    assert parse_caption_names("two cats and a dog") is None and parse_caption_names("a scene") is None
+    assert _parse_caption_names("A blurry photo of a bicycle.") == "bicycle"
+    assert _parse_caption_names("two cats and a dog") is None and _parse_caption_names("a scene") is None
 
 
 def test_caption_judge_on_a_published_file(vlm_shapebias_dir):
     path = vlm_shapebias_dir / "vlm" / "captioning" / "20240214_122418_internvl_chat.csv"
-    rows = read_answers(path, parse="caption-judge")
+    rows = read_responses(path, parse="caption-judge")
     with path.open(newline="", encoding="utf-8") as handle:
         judge = [row["pred_llm_judge"] for row in csv.DictReader(handle)]
     single = {answer: answers.OPTIONS[answer] for answer in answers.OPTIONS}
     for row, letters in zip(rows, judge, strict=True):
         assert row.answer == letters
         if letters.strip() in single:  # a single letter is that class, whatever the embedding said
-            assert row.decision == single[letters.strip()]
+            assert row.response == single[letters.strip()]
         if letters.strip() == "X":
-            assert row.decision is None
+            assert row.response == "na"
 
 
 def test_a_response_file_with_a_foreign_image_name_is_refused(tmp_path):

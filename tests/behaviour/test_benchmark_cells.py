@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from modelval.behaviour.benchmark import HIGHER_FIRST, HUMAN_LIKENESS, kept_conditions
-from modelval.behaviour.benchmark_cells import dataset_cells, dataset_values, rank_rows, table_uncertainty
+from modelval.behaviour.benchmark_cells import _dataset_values, _rank_rows, dataset_cells, table_uncertainty
 from modelval.behaviour.humans import load_human_panel
-from modelval.behaviour.permutation import exact_permutation_test, streamed_exact_p
+from modelval.behaviour.permutation import _streamed_exact_p, exact_permutation_test
 from modelval.behaviour.trials import read_trials
 from reference_packages import reference_names
 
@@ -33,7 +33,7 @@ def test_one_resample_is_the_table_of_the_resampled_trials_and_humans(modelval_r
     index = rng.integers(0, n, size=n)
     draw = np.array([0, 0, 3, 5, 5, 5, 7, 8, 9, 2])  # repeated humans
     weights = np.bincount(index, minlength=n).astype(float)[None, :]
-    found = dataset_values(cells, weights=[weights], draws=draw[None, :]).values
+    found = _dataset_values(cells, weights=[weights], draws=draw[None, :]).values
     cond = cells.conditions[0]
     x = cond.observers["vgg"][0][index]
     humans = [cond.humans[j][index] for j in draw]
@@ -51,7 +51,7 @@ def test_ranks_per_resample_are_scipys_average_ranks():
     rng = np.random.default_rng(0)
     values = rng.choice([0.1, 0.2, 0.3], size=(50, 6))
     for higher_first in (True, False):
-        ours = rank_rows(values, higher_first)
+        ours = _rank_rows(values, higher_first)
         theirs = np.array([rankdata(-row if higher_first else row, method="average") for row in values])
         assert ours == pytest.approx(theirs)
 
@@ -62,7 +62,7 @@ def test_streamed_exact_p_is_the_grid_at_once_p():
         kinds_a, kinds_b = rng.integers(0, 3, 300), rng.integers(0, 3, 300)  # neither, texture hit, shape hit
         terms = [(k == 2).astype(float) for k in (kinds_a,)] + [(kinds_a >= 1).astype(float)]
         terms += [(kinds_b == 2).astype(float), (kinds_b >= 1).astype(float)]
-        assert streamed_exact_p(*terms) == pytest.approx(exact_permutation_test(*terms, max_grid=10**8).p, rel=1e-9)
+        assert _streamed_exact_p(*terms) == pytest.approx(exact_permutation_test(*terms, max_grid=10**8).p, rel=1e-9)
 
 
 def test_identical_observers_are_not_distinguishable(modelval_reference_dir):

@@ -24,6 +24,7 @@ from modelval.behaviour.conditions import (
     humans_by_condition,
     trials_by_condition,
 )
+from modelval.behaviour.decisions import write_decisions
 from modelval.behaviour.experiments import (
     BENCHMARK_DATASETS,
     EXPERIMENTS,
@@ -34,7 +35,7 @@ from modelval.behaviour.experiments import (
     short_image_name,
 )
 from modelval.behaviour.humans import load_human_panel
-from modelval.behaviour.trials import dataset_of, read_trials, write_trials
+from modelval.behaviour.trials import dataset_of, read_trials
 from modelval.errors import DataError
 from reference_packages import reference_names
 
@@ -228,7 +229,7 @@ def test_an_observer_missing_a_condition_is_refused(model_vs_human_raw_data):
 
 def test_written_trials_read_back_with_their_conditions(model_vs_human_raw_data, tmp_path):
     trials = read_trials(next((model_vs_human_raw_data / "contrast").glob("*_subject-03_*.csv")))
-    path = write_trials(tmp_path / "contrast_copy_session_1.csv", trials, subject="copy")
+    path = write_decisions(tmp_path / "contrast_copy_session_1.csv", trials, subject="copy", as_written=True)
     again = read_trials(path)
     assert [(t.image, t.category, t.response, t.condition) for t in again] == [
         (t.image, t.category, t.response, t.condition) for t in trials

@@ -10,8 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from modelval.behaviour.consistency import error_consistency, kappa_matrix, kappa_max
+from modelval.behaviour.decisions import Decision
 from modelval.behaviour.humans import load_human_panel
-from modelval.behaviour.trials import Trial, read_trials
+from modelval.behaviour.trials import read_trials
 from reference_packages import reference_names
 
 # Reference packages (imported on first use: a missing one skips only the parity tests that use it)
@@ -98,4 +99,4 @@ def test_na_excluded_pairwise(modelval_reference_dir):
 def test_na_keep_argument_is_checked():
     with pytest.raises(ValueError, match="keep"):
         error_consistency([True, False], [True, True], keep=[True])
-    assert math.isnan(kappa_matrix({"a": [Trial("x.png", "cat", "na")]}, na_handling="exclude").accuracy[0])
+    assert math.isnan(kappa_matrix({"a": [Decision("x.png", "cat", "cat", "na")]}, na_handling="exclude").accuracy[0])

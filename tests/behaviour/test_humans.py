@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import math
 from itertools import combinations
 from pathlib import Path
@@ -12,6 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from modelval.behaviour.decisions import Decision
+from modelval.behaviour.experiments import get_dataset, short_image_name
 from modelval.behaviour.humans import (
     compare_with_humans,
     error_consistency,
@@ -22,14 +25,7 @@ from modelval.behaviour.humans import (
     load_human_panel,
     texture_despite_humans,
 )
-from modelval.behaviour.trials import (
-    FILE_PREFIXES,
-    Trial,
-    aligned,
-    dataset_of,
-    image_key,
-    read_trials,
-)
+from modelval.behaviour.trials import aligned, dataset_of, read_trials
 from modelval.errors import DataError
 from reference_packages import reference_names
 
@@ -103,23 +99,23 @@ def test_bad_vectors_are_errors():
 
 
 def test_image_key_drops_the_session_prefix():
-    assert image_key("0001_edg_s01_0_oven_00_oven10.png") == "oven10.png"
-    assert image_key("0001_sif_dnn_0_airplane_00_airplane1.png") == "airplane1.png"
-    assert image_key("0001_s5n_dnn_0_airplane_00_airplane1-bicycle2.png") == "airplane1-bicycle2.png"
-    assert image_key("airplane1-bicycle2.png") == "airplane1-bicycle2.png"
+    assert short_image_name("0001_edg_s01_0_oven_00_oven10.png") == "oven10.png"
+    assert short_image_name("0001_sif_dnn_0_airplane_00_airplane1.png") == "airplane1.png"
+    assert short_image_name("0001_s5n_dnn_0_airplane_00_airplane1-bicycle2.png") == "airplane1-bicycle2.png"
+    assert Decision("airplane1-bicycle2.png", "airplane", "bicycle", "na").image == "airplane1-bicycle2.png"
 
 
 @pytest.mark.parametrize("dataset", EXPERIMENTS)
 def test_dataset_read_from_the_image_names(modelval_reference_dir, dataset):
     trials = read_trials(modelval_reference_dir / VGG_FILES[dataset])
     assert dataset_of(trials) == dataset
-    bare = [Trial(t.image, t.category, t.response, t.image) for t in trials]
+    bare = [dataclasses.replace(t, imagename=t.image) for t in trials]
     if dataset == "cue-conflict":
         assert dataset_of(bare) == "cue-conflict"
     else:
         with pytest.raises(DataError, match="--dataset"):
             dataset_of(bare)
-        assert dataset_of(bare, filename=f"{FILE_PREFIXES[dataset]}_mine.csv") == dataset
+        assert dataset_of(bare, filename=f"{get_dataset(dataset).file_prefix}_mine.csv") == dataset
 
 
 def test_na_counts_as_wrong(modelval_reference_dir):
@@ -134,7 +130,7 @@ def test_files_on_different_images_are_an_error(modelval_reference_dir):
     with pytest.raises(DataError, match=r"do not cover the same images.*only in A"):
         aligned(edges, edges[:-3])
     sil = read_trials(modelval_reference_dir / VGG_FILES["filled-silhouettes"])
-    changed = [Trial(t.image, "bear" if t.category != "bear" else "cat", t.response) for t in sil]
+    changed = [dataclasses.replace(t, shape="bear" if t.category != "bear" else "cat") for t in sil]
     with pytest.raises(DataError, match="disagree on the category"):
         aligned(sil, changed)
 
@@ -157,7 +153,7 @@ def _independent_correctness(path: Path) -> dict[str, bool]:
 
 
 def _human_paths(modelval_reference_dir: Path, dataset: str) -> list[Path]:
-    return sorted(modelval_reference_dir.glob(f"{FILE_PREFIXES[dataset]}_subject-*_session_1.csv"))
+    return sorted(modelval_reference_dir.glob(f"{get_dataset(dataset).file_prefix}_subject-*_session_1.csv"))
 
 
 #: Mean kappa over the 45 pairs of the 10 human observers, computed from the published raw data.
@@ -270,10 +266,9 @@ def test_missing_human_files_say_how_to_get_them(tmp_path):
 
 def test_human_shape_bias_is_the_papers_96_percent(modelval_reference_dir):
     from modelval.behaviour.shape_bias import compute_shape_bias
-    from modelval.behaviour.trials import decisions_from_trials
 
     panel = load_human_panel(modelval_reference_dir, "cue-conflict")
-    biases = [compute_shape_bias(decisions_from_trials(t), n_bootstrap=0).shape_bias for t in panel.observers.values()]
+    biases = [compute_shape_bias(t, n_bootstrap=0).shape_bias for t in panel.observers.values()]
     assert round(float(np.mean(biases)), 3) == 0.958  # Geirhos et al. (ICLR 2019): "about 96%"
 
 
@@ -300,7 +295,7 @@ def test_a_humans_reference_leaves_its_own_pairs_out(modelval_reference_dir):
 
 def test_sessions_of_one_subject_are_pooled(modelval_reference_dir, tmp_path):
     """A subject whose trials come in two session files is one observer, as model-vs-human pools by subj."""
-    prefix = FILE_PREFIXES["edges"]
+    prefix = get_dataset("edges").file_prefix
     for path in _human_paths(modelval_reference_dir, "edges"):
         if "subject-04" not in path.name:
             (tmp_path / path.name).symlink_to(path)

@@ -7,10 +7,10 @@ import csv
 import numpy as np
 import pytest
 
-from modelval.behaviour.decisions import read_decisions
+from modelval.behaviour.decisions import Decision, read_decisions
 from modelval.behaviour.paired import compare_paired, mcnemar_exact
 from modelval.behaviour.shape_bias import compute_shape_bias
-from modelval.behaviour.trials import Trial, read_trials, trials_from_decisions
+from modelval.behaviour.trials import read_trials
 from modelval.errors import DataError
 from reference_packages import reference_names
 
@@ -98,7 +98,7 @@ def test_accuracy_on_edges(modelval_reference_dir):
 
 def test_different_images_are_an_error(modelval_reference_dir):
     a = read_trials(modelval_reference_dir / "edge-experiment_vgg_session_1.csv")
-    b = [Trial(t.image.replace("1.png", "11.png"), t.category, t.response) for t in a]
+    b = [Decision(t.image.replace("1.png", "11.png"), t.category, t.category, t.response) for t in a]
     with pytest.raises(DataError, match="do not cover the same images"):
         compare_paired(a, b, dataset="edges")
 
@@ -177,7 +177,7 @@ def test_per_category_differences_have_intervals_and_holm_adjusted_exact_tests(m
 
 def test_mcnemar_and_the_shape_bias_can_disagree(bundled_evaluations):
     """The issue's case: ImageNet- vs own-normalized Lite0: +3.26 pp, permutation p ~ 0.006, McNemar p = 0.53."""
-    own, imagenet = (trials_from_decisions(bundled_evaluations(n).decisions) for n in ("model", "imagenet"))
+    own, imagenet = (bundled_evaluations(n).decisions for n in ("model", "imagenet"))
     result = compare_paired(imagenet, own, dataset="cue-conflict", resample="stimuli", n_bootstrap=1000)
     assert round(result.difference * 100, 2) == 3.26
     assert result.ci95[0] > 0  # stimuli resampled: the interval excludes 0 ...

@@ -7,7 +7,7 @@ import pytest
 
 from modelval.behaviour.categories import CATEGORIES, IMAGENET_LABEL_MAP, LabelMap
 from modelval.behaviour.cue_conflict import Stimulus
-from modelval.behaviour.refined_bias import category_ranks, rank_sensitivity
+from modelval.behaviour.refined_bias import _category_ranks, rank_sensitivity
 from modelval.errors import DataError
 
 FIVE = LabelMap({"cat": (0, 1), "dog": (2,), "bear": (3,)}, origin="a five-output test head")
@@ -18,7 +18,7 @@ def test_hand_computed_ranks_and_means():
     stimuli = [Stimulus("cat/cat1-dog2.png", "cat", "dog"), Stimulus("dog/dog1-bear1.png", "dog", "bear")]
     # row 1: cat's best output (0.50) is the top -> rank 1; dog (0.20) has one output above it -> rank 2
     # row 2: dog (0.05) has four above -> rank 5; bear (0.40) is the top -> rank 1
-    assert list(category_ranks(scores, ["cat", "dog"], FIVE)) == [1, 5]
+    assert list(_category_ranks(scores, ["cat", "dog"], FIVE)) == [1, 5]
     result = rank_sensitivity(scores, stimuli, FIVE)
     assert result.shape_mrr == pytest.approx((1 + 1 / 5) / 2)
     assert result.texture_mrr == pytest.approx((1 / 2 + 1) / 2)
@@ -37,13 +37,13 @@ def test_equals_the_reference_on_random_scores_over_1000_outputs():
     rng = np.random.default_rng(0)
     scores = rng.random((200, 1000))  # continuous: no ties
     targets = [CATEGORIES[i] for i in rng.integers(0, 16, 200)]
-    ours = category_ranks(scores, targets)
+    ours = _category_ranks(scores, targets)
     assert list(ours) == [_reference_rank(row, target) for row, target in zip(scores, targets, strict=True)]
 
 
 def test_ties_get_the_better_rank_and_bad_input_is_one_line():
-    assert list(category_ranks(np.array([[0.5, 0.5, 0.5, 0.5, 0.5]]), ["dog"], FIVE)) == [1]
+    assert list(_category_ranks(np.array([[0.5, 0.5, 0.5, 0.5, 0.5]]), ["dog"], FIVE)) == [1]
     with pytest.raises(DataError, match="no cue-conflict images"):
         rank_sensitivity(np.zeros((1, 5)), [Stimulus("cat/cat1-cat1.png", "cat", "cat")], FIVE)
     with pytest.raises(DataError, match="'elephant' has no output"):
-        category_ranks(np.zeros((1, 5)), ["elephant"], FIVE)
+        _category_ranks(np.zeros((1, 5)), ["elephant"], FIVE)

@@ -40,7 +40,7 @@ def test_entries_carry_their_config():
     assert names[:3] == ["cue-conflict", "edges", "filled-silhouettes"]
     assert len(names) == 17  # model-vs-human's 14 further sets follow (tests/datasets/test_release.py)
     edges = get_dataset("edges")
-    assert (edges.images, edges.manifest, edges.experiment) == (160, "edges_manifest.json", "edge-experiment")
+    assert (edges.images, edges.manifest, edges.file_prefix) == (160, "edges_manifest.json", "edge-experiment")
     assert edges.folder_url.endswith("/stimuli/edges") and edges.archive_url is None
     assert get_dataset("cue-conflict").has_conflicts and not edges.has_conflicts
 

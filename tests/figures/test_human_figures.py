@@ -13,8 +13,8 @@ from modelval.behaviour.trials import read_trials
 from modelval.figures.accuracy import plot_accuracy_by_dataset
 from modelval.figures.consistency import plot_error_consistency, plot_kappa_matrix
 from modelval.figures.humans import (
-    category_order,
-    human_shape_bias,
+    _category_order,
+    _human_shape_bias,
     plot_shape_bias_boxplot,
     plot_shape_bias_figure,
 )
@@ -59,7 +59,7 @@ def test_shape_bias_figure_is_model_vs_humans_orientation(modelval_reference_dir
     # humans pooled over their trials (as upstream), rows ordered by them: lowest texture fraction at the bottom
     fractions = _pooled_texture_fraction(modelval_reference_dir)
     expected = sorted(fractions, key=lambda c: (fractions[c], c))
-    assert category_order(human_shape_bias(panel)) == expected
+    assert _category_order(_human_shape_bias(panel)) == expected
     labels = [tick.get_text() for tick in ax.get_yticklabels()]
     assert labels == [f"{c} (75)" for c in expected]  # the counts of conflict stimuli
     assert ax.get_ylim()[0] < ax.get_ylim()[1]  # first category at the bottom
@@ -73,10 +73,10 @@ def test_shape_bias_figure_is_model_vs_humans_orientation(modelval_reference_dir
 
 
 def test_humans_as_the_mean_of_observers_is_an_option(panel):
-    mean = human_shape_bias(panel, "mean")
-    assert round(mean.overall, 4) == 0.9576 and round(human_shape_bias(panel).overall, 4) == 0.9587
+    mean = _human_shape_bias(panel, "mean")
+    assert round(mean.overall, 4) == 0.9576 and round(_human_shape_bias(panel).overall, 4) == 0.9587
     with pytest.raises(ValueError, match="humans_mode"):
-        human_shape_bias(panel, "median")
+        _human_shape_bias(panel, "median")
 
 
 def test_box_plot_has_one_box_per_observer(panel, vgg):

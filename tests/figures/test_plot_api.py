@@ -43,7 +43,7 @@ def data(modelval_reference_dir: Path, model_vs_human_raw_data: Path) -> dict[st
     from modelval.behaviour.humans import compare_with_humans, load_human_panel
     from modelval.behaviour.paired import compare_paired
     from modelval.behaviour.shape_bias import compute_shape_bias
-    from modelval.behaviour.trials import decisions_from_trials, read_trials
+    from modelval.behaviour.trials import read_trials
     from modelval.metrics.binary import binary_reliability_bins
     from modelval.metrics.calibration import reliability_bins
     from modelval.metrics.estimators import smooth_reliability_curve
@@ -66,7 +66,7 @@ def data(modelval_reference_dir: Path, model_vs_human_raw_data: Path) -> dict[st
         "bins": reliability_bins(conf, correct, 10),
         "curve": smooth_reliability_curve(conf, correct),
         "label_bins": [binary_reliability_bins(p[:, k], y[:, k], 10) for k in range(5)],
-        "shape_bias": compute_shape_bias(decisions_from_trials(resnet), n_bootstrap=0),
+        "shape_bias": compute_shape_bias(resnet, n_bootstrap=0),
         "resnet": resnet,
         "edges": edges,
         "panels": panels,

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from modelval.api.pipeline import ModelRun
     from modelval.behaviour.benchmark import BenchmarkTable, ModelMetadata
     from modelval.behaviour.consistency import TrialPlan
-    from modelval.behaviour.trials import Trial
+    from modelval.behaviour.decisions import Decision
     from modelval.judgement.sanity import Sanity
     from modelval.preprocessing import PreprocessConfig
 
@@ -39,7 +39,7 @@ class BenchmarkReport:
     """The benchmark table, the trials behind it, and for models their runs and sanity checks."""
 
     table: BenchmarkTable
-    trials: dict[str, dict[str, list[Trial]]]
+    trials: dict[str, dict[str, list[Decision]]]
     reference_dirs: dict[str, Path]
     runs: dict[str, dict[str, ModelRun]] = field(default_factory=dict)
     #: dataset -> the human files against the published manifest: "verified" or "modified: ..." (allowed).
@@ -168,10 +168,10 @@ def benchmark(
             "with one sub-folder per dataset (MODELVAL_DATA_HOME=DIR; on the command line --data-home DIR), or "
             "fetch them into the user cache"
         )
-    observers: dict[str, dict[str, list[Trial]]] = {}
+    observers: dict[str, dict[str, list[Decision]]] = {}
     sources: dict[str, dict[str, str]] = {}
 
-    def add(label: str, dataset: str, trials: list[Trial], source: str) -> None:
+    def add(label: str, dataset: str, trials: list[Decision], source: str) -> None:
         per = observers.setdefault(label, {})
         if dataset in per:
             raise DataError(f"two sets of decisions for {label} on {dataset}")
@@ -202,7 +202,7 @@ def benchmark(
         if check is not None:
             sanity[label] = check
         for dataset in chosen:
-            trials = [dataclasses.replace(t, subject=label) for t in _trials_of(model_runs[dataset])]
+            trials = [dataclasses.replace(t, subject=label) for t in model_runs[dataset].evaluation.decisions]
             add(label, dataset, trials, f"evaluated now: {label}")
     panels = {d: load_human_panel(reference_dirs[d], d) for d in needed}
     described = _observer_metadata(observers, runs, metadata)
@@ -323,12 +323,6 @@ def _observer_metadata(
     return found
 
 
-def _trials_of(run: ModelRun) -> list[Trial]:
-    from modelval.behaviour.trials import trials_from_decisions
-
-    return trials_from_decisions(run.evaluation.decisions)
-
-
 def _evaluate(
     model: Any,
     datasets: Sequence[str],
@@ -343,10 +337,12 @@ def _evaluate(
     only), so a missing folder fails before weights are loaded or a model is evaluated.
     """
     from modelval.api.pipeline import run_model
+    from modelval.behaviour.experiments import DEFAULT_DATASET, experiment
     from modelval.datasets.fetch import ensure_stimuli
     from modelval.judgement.sanity import sanity_check
 
-    wanted = [*datasets, *(["cue-conflict"] if sanity_gate and "cue-conflict" not in datasets else [])]
+    gated = sanity_gate and not any(experiment(d).has_conflicts for d in datasets)  # the gate reads a shape bias
+    wanted = [*datasets, *([DEFAULT_DATASET] if gated else [])]
     roots = {d: options.data_root if d in datasets else None for d in wanted}
     for dataset in wanted:
         ensure_stimuli(roots[dataset], dataset=dataset, offline=model_options.offline, progress=options.progress)
@@ -362,7 +358,8 @@ def _evaluate(
             name=name,
         )
     label = next(iter(runs.values())).model
-    check = sanity_check(runs["cue-conflict"].evaluation.result) if "cue-conflict" in runs else None
+    conflicts = next((d for d in runs if experiment(d).has_conflicts), None)
+    check = sanity_check(runs[conflicts].evaluation.result) if conflicts else None
     return label, {d: runs[d] for d in datasets}, check
 
 

@@ -14,14 +14,15 @@ from typing import TYPE_CHECKING, Any
 from modelval.api.options import EvaluationOptions, ModelOptions, resolve_options
 from modelval.api.pipeline import ModelRun, run_model
 from modelval.api.recording import JSONResult, decision_file_provenance, protocol_label
+from modelval.behaviour.experiments import DEFAULT_DATASET, get_dataset
 from modelval.records.run_store import record_run
 
 if TYPE_CHECKING:
     from modelval.behaviour.accuracy import AccuracyResult
     from modelval.behaviour.benchmark import DatasetScores
     from modelval.behaviour.conditions import ConditionAccuracy, ConditionComparison
+    from modelval.behaviour.decisions import Decision
     from modelval.behaviour.humans import HumanComparison
-    from modelval.behaviour.trials import Trial
     from modelval.preprocessing import PreprocessConfig
     from modelval.records.run_store import RunStore
 
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
 class ObserverTrials:
     """One observer's trials on one experiment: from a decision CSV, or from evaluating a model."""
 
-    trials: list[Trial]
+    trials: list[Decision]
     dataset: str
     label: str
     run: ModelRun | None = None
@@ -89,29 +90,28 @@ def observer_trials(
     """
     import dataclasses
 
-    from modelval.behaviour.trials import DATASET_HINT, check_dataset, dataset_of, read_trials, trials_from_decisions
+    from modelval.behaviour.trials import DATASET_HINT, dataset_of, read_trials
 
     if isinstance(source, os.PathLike) or (isinstance(source, str) and _is_decision_file(source)):
         path = Path(source)
         trials = read_trials(path)
         if dataset is not None:
-            check_dataset(dataset)
+            get_dataset(dataset)
             _check_declared(trials, dataset, path, declared_by or f"--dataset {dataset}")
             found = dataset
         else:
             found = dataset_of(trials, filename=path.name, hint=dataset_hint or DATASET_HINT)
         return ObserverTrials(trials, found, trials[0].subject or path.stem, provenance=decision_file_provenance(path))
-    dataset = dataset or (options.dataset if options is not None else "cue-conflict")
-    check_dataset(dataset)
+    dataset = get_dataset(dataset or (options.dataset if options is not None else DEFAULT_DATASET)).dataset
     options = dataclasses.replace(options or EvaluationOptions(), dataset=dataset)
     run = run_model(source, preprocess=preprocess, options=options, model_options=model_options)
-    trials = [dataclasses.replace(t, subject=run.model) for t in trials_from_decisions(run.evaluation.decisions)]
+    trials = [dataclasses.replace(t, subject=run.model) for t in run.evaluation.decisions]
     return ObserverTrials(trials, dataset, run.model, run, run.provenance())
 
 
-def _trial_decisions(trials: list[Trial]) -> dict[str, list[str]]:
+def _trial_decisions(trials: list[Decision]) -> dict[str, list[str]]:
     """image -> [true category, response], the run store's per-image decisions."""
-    return {t.imagename or t.image: [t.category, t.response] for t in trials}
+    return {t.imagename: [t.category, t.response] for t in trials}
 
 
 def _is_decision_file(text: str) -> bool:
@@ -119,7 +119,7 @@ def _is_decision_file(text: str) -> bool:
     return path.suffix.lower() == ".csv" or path.exists()
 
 
-def _check_declared(trials: list[Trial], dataset: str, path: Path, declared_by: str) -> None:
+def _check_declared(trials: list[Decision], dataset: str, path: Path, declared_by: str) -> None:
     from modelval.behaviour.trials import dataset_of
     from modelval.errors import DataError
 
@@ -211,7 +211,6 @@ def accuracy(
     """
     from modelval.behaviour.accuracy import accuracy_of
     from modelval.behaviour.conditions import accuracy_by_condition
-    from modelval.datasets.registry import get_dataset
 
     options, model_options = resolve_options(options, model_options, settings)
     observed = observer_trials(
@@ -250,7 +249,7 @@ class HumansReport(JSONResult):
     observer: str
     comparison: HumanComparison
     reference_dir: Path
-    trials: list[Trial]
+    trials: list[Decision]
     #: Cue-conflict only: images where the observer chose the texture although most humans chose the shape.
     texture_despite_humans: dict[str, Any] | None = None
     run: ModelRun | None = None
@@ -375,7 +374,6 @@ def compare_with_humans(
     from modelval.behaviour.benchmark import score_observer
     from modelval.behaviour.conditions import compare_by_condition
     from modelval.behaviour.consistency import check_na_handling
-    from modelval.behaviour.resampling import resolve_unit
     from modelval.datasets.human_data import human_data_dir
     from modelval.datasets.reference import load_reference_panel, verify_reference_dir
 
@@ -383,7 +381,7 @@ def compare_with_humans(
     check_na_handling(na_handling)
     if dataset is not None or not _is_decision_file(str(source)):
         # a resampling unit the experiment cannot have, or missing human data, fails before a model is evaluated
-        resolve_unit(options.resample, cue_conflict=(dataset or options.dataset) == "cue-conflict")
+        get_dataset(dataset or options.dataset).resampling(options.resample)
         reference = human_data_dir(dataset or options.dataset, reference_dir)
         if dataset is not None:  # a modified reference folder fails before a model is evaluated
             verify_reference_dir(reference, dataset, allow_modified=allow_modified_reference)
@@ -414,7 +412,7 @@ def compare_with_humans(
     )
     benchmark = score_observer(trials, panel, subject=trials[0].subject, na_handling=na_handling, rows=conditions)
     despite = shape_bias = None
-    if observed.dataset == "cue-conflict":
+    if get_dataset(observed.dataset).has_conflicts:
         items = humans.texture_despite_humans(trials, humans.human_shape_fractions(panel))
         despite = {"min_humans": humans.HUMAN_SHAPE_MAJORITY, "count": len(items), "images": [vars(i) for i in items]}
         shape_bias = _shape_bias_beside_humans(trials, panel, comparison.resampling, options)
@@ -438,16 +436,12 @@ def compare_with_humans(
     return report
 
 
-def _shape_bias_beside_humans(trials: list[Trial], panel: Any, unit: str, options: EvaluationOptions) -> dict[str, Any]:
+def _shape_bias_beside_humans(trials: list[Decision], panel: Any, unit: str, options: EvaluationOptions) -> dict:
     """The observer's shape bias with its interval, and the humans' over their pooled trials (as upstream)."""
     from modelval.behaviour.shape_bias import compute_shape_bias
-    from modelval.behaviour.trials import decisions_from_trials
 
-    mine = compute_shape_bias(
-        decisions_from_trials(trials), n_bootstrap=options.bootstrap, seed=options.seed, resample=unit
-    )
-    pooled = [d for observer in panel.observers.values() for d in decisions_from_trials(observer)]
-    humans = compute_shape_bias(pooled, n_bootstrap=0)
+    mine = compute_shape_bias(trials, n_bootstrap=options.bootstrap, seed=options.seed, resample=unit)
+    humans = compute_shape_bias([d for observer in panel.observers.values() for d in observer], n_bootstrap=0)
     return {
         "value": mine.to_dict()["shape_bias"],
         "ci95": mine.to_dict()["ci95"],
@@ -562,7 +556,7 @@ def human_figures(
     if not decisions and not models:
         raise DataError("give at least one decision file or model")
     folder = Path(report_dir)
-    observers: dict[str, dict[str, list[Trial]]] = {}
+    observers: dict[str, dict[str, list[Decision]]] = {}
     sources: dict[str, dict[str, str]] = {}
     for item in decisions:
         label, file, declared = (*item, None)[:3] if isinstance(item, tuple) else ("", item, None)
@@ -598,7 +592,7 @@ def human_figures(
                 panels[dataset],
                 n_bootstrap=options.bootstrap,
                 seed=options.seed,
-                resample=options.resample if dataset == "cue-conflict" else None,
+                resample=options.resample if get_dataset(dataset).has_conflicts else None,
                 resample_observers=resample_observers,
                 na_handling=na_handling,
             )
@@ -634,7 +628,7 @@ def human_figures(
 
 
 def _condition_figures(
-    observers: dict[str, dict[str, list[Trial]]], panels: dict[str, Any], folder: Path, na_handling: str
+    observers: dict[str, dict[str, list[Decision]]], panels: dict[str, Any], folder: Path, na_handling: str
 ) -> tuple[dict[str, Any], list[Path]]:
     """Per condition: every observer against the humans (for figures.json), and model-vs-human's line plots
     of the datasets with distortion levels."""

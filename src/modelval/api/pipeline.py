@@ -340,6 +340,7 @@ def run_model(
     >>> run.provenance()["device"]["type"] in ("cpu", "cuda")
     True
     """
+    from modelval.datasets.registry import get_dataset
     from modelval.evaluation import decision_flips, evaluate
 
     options = options or EvaluationOptions()
@@ -361,8 +362,8 @@ def run_model(
         )
         settings["output_cache"] = open_output_cache(options.cache)
         early = None
-        if sanity_probe and options.dataset == "cue-conflict" and not _outputs_stored(loaded.model, config, stimuli,
-                                                                                      options, settings):  # fmt: skip
+        gated = sanity_probe and get_dataset(options.dataset).has_conflicts
+        if gated and not _outputs_stored(loaded.model, config, stimuli, options, settings):
             # A model whose outputs are stored needs no probe: reading them is cheaper than any sample.
             early, sample = _probe(loaded.model, config, stimuli, options, settings)
             if sample is not None:

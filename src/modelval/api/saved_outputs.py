@@ -209,21 +209,20 @@ def load_saved_outputs(folder: str | os.PathLike[str]) -> SavedOutputs:
 
 def _check_listing(path: Path, stimuli: list[Stimulus], digests: dict[str, object], dataset: str) -> None:
     """Each row's categories are the ones its file name states, and each file's SHA-256 is the published one."""
-    from modelval.behaviour.cue_conflict import parse_stimulus_name
+    from modelval.behaviour.experiments import EXPERIMENTS
     from modelval.datasets.manifest import load_manifest
-    from modelval.datasets.registry import get_dataset
 
+    entry = EXPERIMENTS.get(dataset)  # an unknown dataset name: only the folders are checked
     published: dict[str, str] = {}
     try:
-        if get_dataset(dataset).manifest is not None:
+        if entry is not None and entry.manifest is not None:
             published = load_manifest(dataset=dataset)
-    except DataError:  # an unknown dataset name, or one without published checksums: the names are still checked
+    except DataError:  # no published checksums here: the names are still checked
         published = {}
     for number, stimulus in enumerate(stimuli, start=1):
         folder = stimulus.relpath.rsplit("/", 1)[0] if "/" in stimulus.relpath else None
-        stated: tuple[str | None, str | None] = (
-            parse_stimulus_name(stimulus.name) if dataset == "cue-conflict" else (folder, None)
-        )
+        # the file name states the categories (the folder, where the dataset is unknown)
+        stated: tuple[str | None, str | None] = entry.label_of(stimulus.name) if entry is not None else (folder, None)
         shape, texture = stated
         if (shape is not None and shape != stimulus.shape) or (texture is not None and texture != stimulus.texture):
             raise DataError(

@@ -209,6 +209,7 @@ def vlm_shape_bias(
     from modelval.behaviour.decisions import NO_RESPONSE, Decision
     from modelval.behaviour.resampling import resolve_unit
     from modelval.behaviour.shape_bias import compute_shape_bias
+    from modelval.datasets.registry import get_dataset
     from modelval.judgement.sanity import sanity_check
     from modelval.judgement.verdicts import Case, judge
     from modelval.records.answer_cache import AnswerCache
@@ -217,7 +218,7 @@ def vlm_shape_bias(
     from modelval.records.store import cache_on as caching
 
     options, _ = resolve_options(options, None, settings)
-    if options.dataset != "cue-conflict":
+    if not get_dataset(options.dataset).has_conflicts:
         raise ModelvalError("a VLM is asked about the cue-conflict stimuli; other datasets are not supported yet")
     if parse is not None and parse not in PARSERS:
         raise DataError(f"unknown parser {parse!r}; use one of {', '.join(PARSERS)}")

@@ -24,6 +24,7 @@ from modelval.behaviour.cue_conflict import (
     stimulus_sources,
 )
 from modelval.behaviour.decisions import Decision, by_stimulus, read_decisions, write_decisions
+from modelval.behaviour.experiments import DATASET_NAMES, EXPERIMENTS, Experiment, experiment, get_dataset
 from modelval.behaviour.humans import (
     HumanAgreement,
     HumanCeiling,
@@ -40,19 +41,21 @@ from modelval.behaviour.paired import PairedComparison, compare_paired, mcnemar_
 from modelval.behaviour.permutation import PermutationTest, exact_permutation_test, holm, permutation_test
 from modelval.behaviour.resampling import RESAMPLING_UNITS, bootstrap_weights, resampling_for
 from modelval.behaviour.shape_bias import ShapeBiasResult, bootstrap_interval, compute_shape_bias
-from modelval.behaviour.trials import DATASETS, Trial, dataset_of, read_trials, trials_from_decisions
+from modelval.behaviour.trials import dataset_of, read_trials
 
 __all__ = [
     "AGGREGATIONS",
     "CATEGORIES",
-    "DATASETS",
+    "DATASET_NAMES",
     "EXPECTED_CONFLICTS",
     "EXPECTED_IMAGES",
+    "EXPERIMENTS",
     "IMAGENET_LABEL_MAP",
     "RESAMPLING_UNITS",
     "Aggregation",
     "CategoryMapper",
     "Decision",
+    "Experiment",
     "HumanAgreement",
     "HumanCeiling",
     "HumanComparison",
@@ -63,7 +66,6 @@ __all__ = [
     "PermutationTest",
     "ShapeBiasResult",
     "Stimulus",
-    "Trial",
     "aggregation_matrix",
     "bootstrap_interval",
     "bootstrap_weights",
@@ -75,6 +77,8 @@ __all__ = [
     "dataset_of",
     "error_consistency",
     "exact_permutation_test",
+    "experiment",
+    "get_dataset",
     "holm",
     "human_agreement",
     "human_ceiling",
@@ -93,6 +97,5 @@ __all__ = [
     "read_trials",
     "resampling_for",
     "stimulus_sources",
-    "trials_from_decisions",
     "write_decisions",
 ]

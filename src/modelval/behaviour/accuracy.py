@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from modelval.behaviour.categories import CATEGORIES
-from modelval.behaviour.trials import Trial
+from modelval.behaviour.decisions import Decision
 from modelval.errors import DataError
 
 
@@ -50,8 +50,16 @@ class AccuracyResult:
         }
 
 
-def accuracy_of(trials: Sequence[Trial], dataset: str) -> AccuracyResult:
-    """Accuracy over ``trials`` (one per image) and for each of the 16 categories."""
+def accuracy_of(trials: Sequence[Decision], dataset: str) -> AccuracyResult:
+    """Accuracy over ``trials`` (one per image) and for each of the 16 categories.
+
+    Parameters
+    ----------
+    trials
+        An observer's decisions, one per image.
+    dataset
+        One of :data:`~modelval.behaviour.experiments.DATASET_NAMES`.
+    """
     if not trials:
         raise DataError("no trials to score")
     per_category = {}
@@ -66,6 +74,15 @@ def wilson_interval(correct: int, images: int, level: float = 0.95) -> tuple[flo
 
     :func:`modelval.proportions.wilson_interval` for one proportion (it stays inside [0, 1] and is sensible
     at 0 or all correct; ``scipy.stats.binomtest(...).proportion_ci("wilson")``).
+
+    Parameters
+    ----------
+    correct
+        Correct answers.
+    images
+        Answers in all.
+    level
+        Coverage of the interval (0.95: 95%).
     """
     from modelval.proportions import wilson_interval as wilson
 

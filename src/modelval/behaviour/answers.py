@@ -77,6 +77,11 @@ _LETTER_FOLLOWERS = (".", ")", ",", ":", " ", "\uff1a")  # the last is the full-
 def parse_vqa(response: str) -> str | None:
     """The category a VQA answer names (Gavrikov et al.'s rule, see the module docstring), or ``None``.
 
+    Parameters
+    ----------
+    response
+        The VLM's answer.
+
     Examples
     --------
     >>> from modelval.behaviour.answers import parse_vqa
@@ -112,7 +117,7 @@ _JUDGE_ITEM = re.compile(r"^([A-P])\s*(?:[.):\uff1a]\s*([a-z ]*))?$", re.IGNOREC
 _LETTER_RUN = re.compile(r"^[A-P]{2,16}$")
 
 
-def judge_categories(letters: str) -> tuple[str, ...]:
+def _judge_categories(letters: str) -> tuple[str, ...]:
     """The categories an LLM judge's answer names (``"H, I"`` -> cat, chair; ``"X"`` -> none), in order.
 
     Items are separated by commas, semicolons or line breaks; an item is an option letter (``I``, ``I.``,
@@ -139,6 +144,11 @@ def judge_categories(letters: str) -> tuple[str, ...]:
 def parse_caption_judge(letters: str) -> str | None:
     """The one category an LLM judge's letters name; ``None`` for ``X``, nothing, or several categories.
 
+    Parameters
+    ----------
+    letters
+        The judge's letters.
+
     Examples
     --------
     >>> from modelval.behaviour.answers import parse_caption_judge
@@ -147,114 +157,62 @@ def parse_caption_judge(letters: str) -> str | None:
     >>> parse_caption_judge("H, I"), parse_caption_judge("DI")  # several: no class
     (None, None)
     """
-    found = judge_categories(letters)
+    found = _judge_categories(letters)
     return found[0] if len(found) == 1 else None
 
 
-def caption_categories(caption: str) -> tuple[str, ...]:
+def _caption_categories(caption: str) -> tuple[str, ...]:
     """The categories whose name (or plural, ``-s``/``-es``) a caption contains as a word, in the order of the 16."""
     words = set(re.findall(r"[a-z]+", caption.lower()))
     return tuple(c for c in CATEGORIES if c in words or f"{c}s" in words or f"{c}es" in words)
 
 
-def parse_caption_names(caption: str) -> str | None:
+def _parse_caption_names(caption: str) -> str | None:
     """The one category a caption names as a word; ``None`` when it names none or several.
 
     Examples
     --------
-    >>> from modelval.behaviour.answers import parse_caption_names
-    >>> parse_caption_names("A blurry photo of a bicycle."), parse_caption_names("Two cats on a chair.")
+    >>> from modelval.behaviour.answers import _parse_caption_names
+    >>> _parse_caption_names("A blurry photo of a bicycle."), _parse_caption_names("Two cats on a chair.")
     ('bicycle', None)
     """
-    found = caption_categories(caption)
+    found = _caption_categories(caption)
     return found[0] if len(found) == 1 else None
 
 
 def parse_answer(answer: str, parser: str) -> str | None:
-    """``answer`` read with the named parser (:data:`PARSERS`): a category or ``None`` (no class)."""
+    """``answer`` read with the named parser (:data:`PARSERS`): a category or ``None`` (no class).
+
+    Parameters
+    ----------
+    answer
+        The VLM's answer.
+    parser
+        One of :data:`PARSERS`.
+    """
     if parser == "vqa":
         return parse_vqa(answer)
     if parser == "caption-judge":
         return parse_caption_judge(answer)
     if parser == "caption-names":
-        return parse_caption_names(answer)
+        return _parse_caption_names(answer)
     raise DataError(f"unknown parser {parser!r}; use one of {', '.join(PARSERS)}")
 
 
 def is_response_file(path: str | os.PathLike[str]) -> bool:
-    """True when ``path`` is a CSV in the published response format (an ``image`` column, no ``imagename``)."""
+    """True when ``path`` is a CSV in the published response format (an ``image`` column, no ``imagename``).
+
+    Parameters
+    ----------
+    path
+        A CSV file.
+    """
     try:
         with Path(path).open(newline="", encoding="utf-8-sig") as handle:
             header = next(csv.reader(handle), [])
     except (OSError, UnicodeDecodeError, csv.Error):
         return False
     return "image" in header and "imagename" not in header
-
-
-@dataclass(frozen=True)
-class ParsedAnswer:
-    """One row of a response file: the stimulus, the raw answer, the published label and the one used."""
-
-    image: str
-    answer: str
-    published: str | None
-    decision: str | None
-
-
-def read_answers(path: str | os.PathLike[str], *, parse: str | None = None) -> list[ParsedAnswer]:
-    """The rows of a published response file, each with the class it is read as (``parse``: a parser or ``None``).
-
-    ``parse=None`` takes ``pred_label`` as published (``None``, empty or not one of the 16 is no class);
-    ``"vqa"`` and ``"caption-names"`` re-parse ``response``; ``"caption-judge"`` reads ``pred_llm_judge`` when
-    the file has it, else ``response``.
-    """
-    path = Path(path)
-    if parse is not None and parse not in PARSERS:
-        raise DataError(f"unknown --parse {parse!r}; use one of {', '.join(PARSERS)}")
-    with reading_csv(path, what="response file") as reader:
-        columns = list(reader.fieldnames or [])
-        if "image" not in columns:
-            raise DataError(
-                f"{path}: no 'image' column; a published response file has {', '.join(RESPONSE_COLUMNS[:3])}, ..."
-            )
-        source = "pred_label"
-        if parse == "caption-judge" and "pred_llm_judge" in columns:
-            source = "pred_llm_judge"
-        elif parse is not None:
-            source = "response"
-        if source not in columns:
-            raise DataError(f"{path}: no {source!r} column to read the answers from (it has {', '.join(columns)})")
-        rows = []
-        seen: dict[str, int] = {}
-        for line, row in enumerate(reader, start=2):
-            if None in row or None in row.values():
-                raise DataError(f"{path}, line {line}: the row has more or fewer fields than the header")
-            image = (row["image"] or "").strip()
-            name = image if image.endswith(".png") else f"{image}.png"
-            try:
-                parse_stimulus_name(name)
-            except DataError as error:
-                raise DataError(f"{path}, line {line}: {error}") from None
-            first = seen.setdefault(name, line)
-            if first != line:
-                raise DataError(f"{path}: two rows for the image {image!r} (lines {first} and {line})")
-            published = row.get("pred_label")
-            published = published.strip() if published and published.strip() in CATEGORIES else None
-            answer = row[source] or ""
-            decision = published if parse is None else parse_answer(answer, parse)
-            rows.append(ParsedAnswer(name, answer, published, decision))
-    if not rows:
-        raise DataError(f"{path}: no rows")
-    return rows
-
-
-def decisions_from_answers(answers: Sequence[ParsedAnswer]) -> list[Decision]:
-    """Each row as a :class:`Decision`; no class is the ``na`` response (an abstention)."""
-    decisions = []
-    for row in answers:
-        shape, texture = parse_stimulus_name(row.image)
-        decisions.append(Decision(row.image, shape, texture, row.decision or NO_RESPONSE))
-    return decisions
 
 
 def read_responses(path: str | os.PathLike[str], *, parse: str | None = None) -> list[Decision]:
@@ -265,13 +223,15 @@ def read_responses(path: str | os.PathLike[str], *, parse: str | None = None) ->
     path
         The CSV file (``image, response, pred_label, ...``; ``image`` without folder or ``.png``).
     parse
-        ``None`` (the default) takes ``pred_label`` as published; ``"vqa"``, ``"caption-judge"`` or
-        ``"caption-names"`` re-parse the raw answers (see the module docstring).
+        ``None`` (the default) takes ``pred_label`` as published (``None``, empty or not one of the 16 is no
+        class); ``"vqa"`` and ``"caption-names"`` re-parse ``response``; ``"caption-judge"`` reads
+        ``pred_llm_judge`` when the file has it, else ``response`` (see the module docstring).
 
     Returns
     -------
     list of Decision
-        One per row, in the file's order, ``imagename`` with ``.png``; no class is the response ``"na"``.
+        One per row, in the file's order, ``imagename`` with ``.png``; no class is the response ``"na"``;
+        ``answer`` is the text the class was read from.
 
     Raises
     ------
@@ -288,11 +248,51 @@ def read_responses(path: str | os.PathLike[str], *, parse: str | None = None) ->
     >>> len(decisions), sum(d.response == "na" for d in decisions)
     (1280, 131)
     """
-    return decisions_from_answers(read_answers(path, parse=parse))
+    path = Path(path)
+    if parse is not None and parse not in PARSERS:
+        raise DataError(f"unknown --parse {parse!r}; use one of {', '.join(PARSERS)}")
+    with reading_csv(path, what="response file") as reader:
+        columns = list(reader.fieldnames or [])
+        if "image" not in columns:
+            raise DataError(
+                f"{path}: no 'image' column; a published response file has {', '.join(RESPONSE_COLUMNS[:3])}, ..."
+            )
+        source = "pred_label" if parse is None else "response"
+        if parse == "caption-judge" and "pred_llm_judge" in columns:
+            source = "pred_llm_judge"
+        if source not in columns:
+            raise DataError(f"{path}: no {source!r} column to read the answers from (it has {', '.join(columns)})")
+        rows = []
+        seen: dict[str, int] = {}
+        for line, row in enumerate(reader, start=2):
+            if None in row or None in row.values():
+                raise DataError(f"{path}, line {line}: the row has more or fewer fields than the header")
+            image = (row["image"] or "").strip()
+            name = image if image.endswith(".png") else f"{image}.png"
+            try:
+                shape, texture = parse_stimulus_name(name)
+            except DataError as error:
+                raise DataError(f"{path}, line {line}: {error}") from None
+            first = seen.setdefault(name, line)
+            if first != line:
+                raise DataError(f"{path}: two rows for the image {image!r} (lines {first} and {line})")
+            answer = row[source] or ""
+            label = (answer.strip() if parse is None else parse_answer(answer, parse)) or NO_RESPONSE
+            response = label if label in CATEGORIES else NO_RESPONSE
+            rows.append(Decision(name, shape, texture, response, answer=answer))
+    if not rows:
+        raise DataError(f"{path}: no rows")
+    return rows
 
 
 def abstentions_of(decisions: Sequence[Decision]) -> int:
-    """How many conflict stimuli got no class (``na``): neither a shape nor a texture hit."""
+    """How many conflict stimuli got no class (``na``): neither a shape nor a texture hit.
+
+    Parameters
+    ----------
+    decisions
+        The decisions.
+    """
     return sum(d.is_conflict and d.response == NO_RESPONSE for d in decisions)
 
 
@@ -308,6 +308,11 @@ class PromptSearchRow:
 
 def read_prompt_search(path: str | os.PathLike[str]) -> list[PromptSearchRow]:
     """The published prompt-search table (``prompt_search_results.csv``: ``Model, accuracy, shape_bias, prompt``).
+
+    Parameters
+    ----------
+    path
+        The file.
 
     Examples
     --------
@@ -377,6 +382,21 @@ def prompt_difference(
 
     Both intervals come from one set of bootstrap weights over the shared conflict stimuli (by default the
     texture images they were made from, :mod:`modelval.behaviour.resampling`), applied to both prompts.
+
+    Parameters
+    ----------
+    a
+        Prompt A's decisions.
+    b
+        Prompt B's decisions on the same stimuli.
+    names
+        The stimuli's file names, in the order of the values.
+    n_bootstrap
+        Bootstrap resamples (0: no interval).
+    seed
+        Seed of the resamples.
+    resample
+        The bootstrap's unit (``None``: texture images).
     """
     import numpy as np
 

@@ -32,14 +32,10 @@ observers agreeing on every trial). Its excluded conditions are model-vs-human's
 
 from __future__ import annotations
 
-import csv
 import dataclasses
-import io
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-
-import numpy as np
 
 from modelval.behaviour.benchmark_cells import (
     DEGENERATE_MEANINGS,
@@ -49,256 +45,57 @@ from modelval.behaviour.benchmark_cells import (
     table_uncertainty,
     table_values,
 )
+from modelval.behaviour.benchmark_scores import (
+    BRAIN_SCORE_DEFINITION,
+    HIGHER_FIRST,
+    HUMAN_LIKENESS,
+    METADATA_FIELDS,
+    METADATA_MEANING,
+    METRIC_MEANINGS,
+    METRICS,
+    RANK_RULE,
+    SCALES,
+    BrainScore,
+    DatasetScores,
+    ModelMetadata,
+    average_ranks,
+    brain_score,
+    kept_conditions,
+    mean,
+    score_humans,
+    score_observer,
+)
 from modelval.behaviour.conditions import (
     ConditionComparison,
     HumanCondition,
     compare_by_condition,
     humans_by_condition,
-    trials_by_condition,
 )
-from modelval.behaviour.experiments import BENCHMARK_DATASETS, experiment
+from modelval.behaviour.decisions import Decision
+from modelval.behaviour.experiments import BENCHMARK_DATASETS
 from modelval.behaviour.humans import HumanPanel
-from modelval.behaviour.trials import Trial
 
-METRICS: tuple[str, ...] = ("ood_accuracy", "accuracy_difference", "observed_consistency", "error_consistency")
-HIGHER_FIRST = {
-    "ood_accuracy": True,
-    "accuracy_difference": False,
-    "observed_consistency": True,
-    "error_consistency": True,
-}
-#: The measures the human-likeness mean rank averages (upstream's "mean rank" column).
-HUMAN_LIKENESS = ("accuracy_difference", "observed_consistency", "error_consistency")
-METRIC_MEANINGS = {
-    "ood_accuracy": "16-class accuracy over the trials of the kept conditions pooled (higher is better); the "
-    "humans': over all the human observers' trials in the kept conditions, pooled",
-    "accuracy_difference": "mean over the kept conditions and the human observers of (accuracy - the human's "
-    "accuracy)^2 in the condition (lower is more human-like)",
-    "observed_consistency": "mean over the kept conditions and the humans of the fraction of trials both "
-    "answered correctly or both wrongly (higher is more human-like)",
-    "error_consistency": "mean over the kept conditions and the humans of Cohen's kappa on trial-wise "
-    "correctness (higher is more human-like)",
-}
-RANK_RULE = (
-    "ranks among the observers given (the humans are a reference, not ranked): OOD accuracy highest first; "
-    "accuracy difference lowest first, observed and error consistency highest first; mean rank = the mean "
-    "of those three; ties share the mean of their ranks"
-)
-BRAIN_SCORE_DEFINITION = (
-    "Brain-Score Geirhos2021<dataset>-error_consistency: raw = |mean over the kept conditions and the human "
-    "subjects of kappa(model, subject)|, ceiling = |mean over the kept conditions and pairs of subjects of "
-    "kappa(subject_i, subject_j)|, score = raw / ceiling clipped to [0, 1]; overall = mean over the datasets"
-)
-
-
-@dataclass(frozen=True)
-class DatasetScores:
-    """One observer (or the humans) on one dataset: the four benchmark values and where they come from."""
-
-    dataset: str
-    conditions: tuple[str, ...]  # the conditions averaged over (the kept ones)
-    n_trials: int  # trials in those conditions
-    ood_accuracy: float
-    accuracy_difference: float
-    observed_consistency: float
-    error_consistency: float
-    per_condition: tuple[ConditionComparison | HumanCondition, ...] = ()
-
-    def value(self, metric: str) -> float:
-        return float(getattr(self, metric))
-
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "dataset": self.dataset,
-            "conditions": list(self.conditions),
-            "n_trials": self.n_trials,
-            **{metric: self.value(metric) for metric in METRICS},
-            "per_condition": [row.to_dict() for row in self.per_condition],
-        }
-
-
-#: The fields of a model's metadata, as the JSON and CSV of ``--metadata`` and the table's outputs name them.
-METADATA_FIELDS: tuple[str, ...] = ("parameters", "training_images", "training_data", "training_kind")
-#: Where the scale axis of :func:`modelval.figures.plot_benchmark_scale` can come from.
-SCALES: tuple[str, ...] = ("parameters", "training_images")
-
-
-METADATA_MEANING = (
-    "per observer, null when nothing is known: parameters (counted from the loaded module for an evaluated model, "
-    "else as its registry entry or the --metadata file states), training_images (images or image-text pairs of the "
-    "first training stage: the pre-training of a fine-tuned model), training_data (the stages), training_kind (how "
-    "it learned), source (where each was read)"
-)
-
-
-@dataclass(frozen=True)
-class ModelMetadata:
-    """What an observer is beside what it answers: its size and what it learned from, with where that was read.
-
-    ``training_images`` counts the images (or image-text pairs) of the first training stage (the pre-training
-    set of a fine-tuned model); ``training_data`` names the stages (``"LAION-2B, then ImageNet-12k, ImageNet-1k"``);
-    ``training_kind`` how it learned (``"supervised"``, ``"self-supervised"``, ``"image-text contrastive"``, ...).
-    """
-
-    parameters: int | None = None
-    training_images: int | None = None
-    training_data: str = ""
-    training_kind: str = ""
-    source: str = ""
-
-    def value(self, name: str) -> int | str | None:
-        found: int | str | None = getattr(self, name)
-        return found
-
-    def filled_from(self, other: ModelMetadata) -> ModelMetadata:
-        """This metadata, each missing field taken from ``other`` (and ``other``'s source added when it gave one)."""
-        taken = {
-            name: other.value(name) for name in METADATA_FIELDS if self.value(name) in (None, "") and other.value(name)
-        }
-        if not taken:
-            return self
-        source = "; ".join(part for part in (self.source, other.source) if part)
-        return dataclasses.replace(self, **taken, source=source)  # type: ignore[arg-type]
-
-    @property
-    def empty(self) -> bool:
-        return all(self.value(name) in (None, "") for name in METADATA_FIELDS)
-
-    def to_dict(self) -> dict[str, object]:
-        return {**{name: self.value(name) or None for name in METADATA_FIELDS}, "source": self.source}
-
-    @classmethod
-    def from_mapping(cls, values: Mapping[str, object], *, source: str, where: str) -> ModelMetadata:
-        """Metadata from ``{"parameters": ..., "training_images": ..., "training_data": ..., "training_kind": ...}``
-        (each optional; empty strings are missing); a bad key or value is an error naming ``where``."""
-        from modelval.errors import DataError
-
-        unknown = sorted(set(values) - set(METADATA_FIELDS) - {"label", "source"})
-        if unknown:
-            raise DataError(f"{where}: unknown field(s) {', '.join(unknown)}; the fields: {', '.join(METADATA_FIELDS)}")
-        found: dict[str, object] = {}
-        for name in ("parameters", "training_images"):
-            raw = values.get(name)
-            if raw is None or raw == "":
-                continue
-            try:
-                number = float(raw)  # type: ignore[arg-type]
-            except (TypeError, ValueError):
-                number = math.nan
-            if isinstance(raw, bool) or not math.isfinite(number) or number <= 0 or number != int(number):
-                raise DataError(f"{where}: {name} is a positive whole number (1.28e6 is fine), got {raw!r}")
-            found[name] = int(number)
-        for name in ("training_data", "training_kind"):
-            raw = values.get(name)
-            if raw is not None and not isinstance(raw, str):
-                raise DataError(f"{where}: {name} is text, got {raw!r}")
-            found[name] = (raw or "").strip()
-        own = values.get("source")
-        return cls(**found, source=str(own).strip() if own else source)  # type: ignore[arg-type]
-
-
-def kept_conditions(dataset: str, all_conditions: bool = False) -> tuple[str, ...]:
-    entry = experiment(dataset)
-    return entry.values if all_conditions else entry.benchmark_conditions
-
-
-def _mean(values: Sequence[float]) -> float:
-    return float(np.mean(values)) if len(values) else math.nan
-
-
-def pooled_accuracy(observers: Sequence[Sequence[Trial]], dataset: str, conditions: Sequence[str]) -> float:
-    """Correct / trials over ``conditions`` of ``dataset``, all the observers' trials pooled ('na' is wrong)."""
-    kept = set(conditions)
-    correct = total = 0
-    for trials in observers:
-        for condition, found in trials_by_condition(trials, dataset).items():
-            if condition in kept:
-                correct += sum(t.correct for t in found)
-                total += len(found)
-    return correct / total if total else math.nan
-
-
-def score_observer(
-    trials: Sequence[Trial],
-    panel: HumanPanel,
-    *,
-    subject: str | None = None,
-    all_conditions: bool = False,
-    na_handling: str = "wrong",
-    rows: Sequence[ConditionComparison] | None = None,
-) -> DatasetScores:
-    """The benchmark values of one observer on ``panel``'s dataset (see the module doc); ``rows`` are its
-    per-condition comparisons when already computed (:func:`~modelval.behaviour.conditions.compare_by_condition`)."""
-    if rows is None:
-        rows = compare_by_condition(trials, panel, subject=subject, na_handling=na_handling)
-    kept = [row for row in rows if row.condition in kept_conditions(panel.dataset, all_conditions)]
-    conditions = tuple(row.condition for row in kept)
-    return DatasetScores(
-        dataset=panel.dataset,
-        conditions=conditions,
-        n_trials=sum(row.n_trials for row in kept),
-        ood_accuracy=pooled_accuracy([trials], panel.dataset, conditions),
-        accuracy_difference=_mean([row.accuracy_difference for row in kept]),
-        observed_consistency=_mean([row.observed_consistency for row in kept]),
-        error_consistency=_mean([row.error_consistency for row in kept]),
-        per_condition=tuple(rows),
-    )
-
-
-def score_humans(panel: HumanPanel, *, all_conditions: bool = False, na_handling: str = "wrong") -> DatasetScores:
-    """The humans' row on ``panel``'s dataset: each pair of distinct humans, averaged (see the module doc)."""
-    rows = humans_by_condition(panel, na_handling=na_handling)
-    kept = [row for row in rows if row.condition in kept_conditions(panel.dataset, all_conditions)]
-    conditions = tuple(row.condition for row in kept)
-    return DatasetScores(
-        dataset=panel.dataset,
-        conditions=conditions,
-        n_trials=sum(row.n_trials for row in kept),
-        ood_accuracy=pooled_accuracy(list(panel.observers.values()), panel.dataset, conditions),
-        accuracy_difference=_mean([row.accuracy_difference for row in kept]),
-        observed_consistency=_mean([row.observed_consistency for row in kept]),
-        error_consistency=_mean([row.error_consistency for row in kept]),
-        per_condition=tuple(rows),
-    )
-
-
-@dataclass(frozen=True)
-class BrainScore:
-    """Brain-Score's ceiled error consistency of one observer on one dataset (see the module doc)."""
-
-    raw: float
-    ceiling: float
-
-    @property
-    def ceiled(self) -> float:
-        if math.isnan(self.raw) or math.isnan(self.ceiling) or self.ceiling == 0:
-            return math.nan
-        return min(max(self.raw / self.ceiling, 0.0), 1.0)
-
-    def to_dict(self) -> dict[str, float]:
-        return {"raw": self.raw, "ceiling": self.ceiling, "ceiled": self.ceiled}
-
-
-def brain_score(observer: DatasetScores, humans: DatasetScores) -> BrainScore:
-    return BrainScore(abs(observer.error_consistency), abs(humans.error_consistency))
-
-
-def average_ranks(values: Mapping[str, float], *, higher_first: bool) -> dict[str, float]:
-    """Rank 1 for the best value; ties share the mean of their ranks; NaN values get no rank."""
-    items = sorted(
-        ((name, value) for name, value in values.items() if not math.isnan(value)),
-        key=lambda item: -item[1] if higher_first else item[1],
-    )
-    ranks: dict[str, float] = {}
-    start = 0
-    while start < len(items):
-        end = start
-        while end + 1 < len(items) and items[end + 1][1] == items[start][1]:
-            end += 1
-        for name, _ in items[start : end + 1]:
-            ranks[name] = (start + end) / 2 + 1
-        start = end + 1
-    return ranks
+__all__ = [
+    "BRAIN_SCORE_DEFINITION",
+    "HIGHER_FIRST",
+    "HUMAN_LIKENESS",
+    "METADATA_FIELDS",
+    "METADATA_MEANING",
+    "METRICS",
+    "METRIC_MEANINGS",
+    "RANK_RULE",
+    "SCALES",
+    "BenchmarkTable",
+    "BrainScore",
+    "DatasetScores",
+    "ModelMetadata",
+    "average_ranks",
+    "benchmark_table",
+    "brain_score",
+    "kept_conditions",
+    "score_humans",
+    "score_observer",
+]
 
 
 @dataclass
@@ -322,16 +119,29 @@ class BenchmarkTable:
     metadata: dict[str, ModelMetadata] = field(default_factory=dict)
 
     def aggregate(self, label: str) -> dict[str, float]:
-        """The mean over the table's datasets of each measure (NaN when the observer lacks a dataset)."""
+        """The mean over the table's datasets of each measure (NaN when the observer lacks a dataset).
+
+        Parameters
+        ----------
+        label
+            The observer's label.
+        """
         scores = self.observers[label]
         if any(d not in scores for d in self.datasets):
             return {metric: math.nan for metric in METRICS}
-        return {metric: _mean([scores[d].value(metric) for d in self.datasets]) for metric in METRICS}
+        return {metric: mean([scores[d].value(metric) for d in self.datasets]) for metric in METRICS}
 
     def human_aggregate(self) -> dict[str, float]:
-        return {metric: _mean([self.humans[d].value(metric) for d in self.datasets]) for metric in METRICS}
+        return {metric: mean([self.humans[d].value(metric) for d in self.datasets]) for metric in METRICS}
 
     def complete(self, label: str) -> bool:
+        """True when the observer covers every dataset of the table.
+
+        Parameters
+        ----------
+        label
+            The observer's label.
+        """
         return all(d in self.observers[label] for d in self.datasets)
 
     def ranks(self) -> dict[str, dict[str, float]]:
@@ -347,18 +157,25 @@ class BenchmarkTable:
         ranks: dict[str, dict[str, float]] = {}
         for label in labels:
             row = {metric: per_metric[metric].get(label, math.nan) for metric in METRICS}
-            row["mean_rank"] = _mean([row[m] for m in HUMAN_LIKENESS])
+            row["mean_rank"] = mean([row[m] for m in HUMAN_LIKENESS])
             ranks[label] = row
         return ranks
 
-    def brain_scores(self, label: str) -> dict[str, BrainScore]:
+    def _brain_scores(self, label: str) -> dict[str, BrainScore]:
         return {d: brain_score(s, self.humans[d]) for d, s in self.observers[label].items() if d in self.humans}
 
     def brain_score_mean(self, label: str) -> float:
+        """The mean ceiled Brain-Score over the table's datasets.
+
+        Parameters
+        ----------
+        label
+            The observer's label.
+        """
         if not self.complete(label):
             return math.nan
-        scores = self.brain_scores(label)
-        return _mean([scores[d].ceiled for d in self.datasets])
+        scores = self._brain_scores(label)
+        return mean([scores[d].ceiled for d in self.datasets])
 
     def conditions_rule(self) -> str:
         if self.all_conditions:
@@ -384,7 +201,7 @@ class BenchmarkTable:
             entry["metadata"] = self.metadata[label].to_dict() if label in self.metadata else None
             if self.with_brain_score:
                 entry["brain_score"] = {
-                    "datasets": {d: s.to_dict() for d, s in self.brain_scores(label).items()},
+                    "datasets": {d: s.to_dict() for d, s in self._brain_scores(label).items()},
                     "mean_ceiled": self.brain_score_mean(label),
                 }
             observers.append(entry)
@@ -436,261 +253,18 @@ class BenchmarkTable:
         }
 
     def to_markdown(self) -> str:
-        ranks = self.ranks()
-        brain = self.with_brain_score
-        head = [
-            "observer",
-            "OOD accuracy ↑",
-            "rank ↓",
-            "accuracy difference ↓",
-            "observed consistency ↑",
-            "error consistency ↑",
-            "mean rank ↓",
-        ] + (["Brain-Score ceiled ↑"] if brain else [])
-        lines = [
-            f"model-vs-human benchmark over {len(self.datasets)} dataset(s): {', '.join(self.datasets)}",
-            f"conditions: {self.conditions_rule()}; 'na' answers: {self.na_handling}",
-            "",
-            _row(head),
-            _row(["---"] * len(head)),
-        ]
-        order = sorted(self.observers, key=lambda label: ranks.get(label, {}).get("mean_rank", math.inf))
-        band = self.uncertainty
-        if band is not None:
-            lines[1:1] = [
-                f"intervals: 95% {band.n_bootstrap}-resample bootstrap (trials within each condition, human observers "
-                "within each panel); ranks [2.5%, 97.5%] over the resamples"
-                if band.n_bootstrap
-                else "no intervals (--bootstrap 0)"
-            ]
-        lines[1:1] = [f"degenerate kappa: {self.degenerate_kappa} ({self.degenerate_summary()['cells']} cell(s))"]
+        from modelval.behaviour.benchmark_text import benchmark_markdown
 
-        def value(label: str, metric: str, number: float, digits: int = 3) -> str:
-            found = band.intervals.get(label, {}).get("aggregate", {}).get(metric) if band else None
-            return _f(number, digits) + (f" [{_f(found[0], digits)}, {_f(found[1], digits)}]" if found else "")
-
-        def ranked(label: str, metric: str, rank: float | None) -> str:
-            found = band.rank_intervals.get(label, {}).get(metric) if band else None
-            return _r(rank) + (f" [{_r(found[0])}, {_r(found[1])}]" if found and rank is not None else "")
-
-        for label in order:
-            values = self.aggregate(label)
-            rank = ranks.get(label, {})
-            cells = [
-                label,
-                value(label, "ood_accuracy", values["ood_accuracy"]),
-                ranked(label, "ood_accuracy", rank.get("ood_accuracy")),
-                value(label, "accuracy_difference", values["accuracy_difference"], 4),
-                value(label, "observed_consistency", values["observed_consistency"]),
-                value(label, "error_consistency", values["error_consistency"]),
-                ranked(label, "mean_rank", rank.get("mean_rank")),
-            ]
-            if brain:
-                cells.append(_f(self.brain_score_mean(label)))
-            lines.append(_row(cells))
-        humans = self.human_aggregate()
-        cells = [
-            "humans (each pair of observers; not ranked)",
-            value("humans", "ood_accuracy", humans["ood_accuracy"]),
-            "",
-            value("humans", "accuracy_difference", humans["accuracy_difference"], 4),
-            value("humans", "observed_consistency", humans["observed_consistency"]),
-            value("humans", "error_consistency", humans["error_consistency"]),
-            "",
-        ] + ([""] if brain else [])
-        lines.append(_row(cells))
-        incomplete = [label for label in self.observers if not self.complete(label)]
-        if incomplete:
-            lines += ["", f"not aggregated or ranked (missing datasets): {', '.join(incomplete)}"]
-        if self.metadata:
-            lines += ["", *self.metadata_markdown(order)]
-        if band is not None and band.rank_intervals:
-            head = ["observer", *(f"rank {m.replace('_', ' ')}" for m in METRICS), "mean rank"]
-            lines += [
-                "",
-                "ranks with their 95% intervals over the resamples:",
-                "",
-                _row(head),
-                _row(["---"] * len(head)),
-            ]
-            for label in order:
-                if label in band.rank_intervals:
-                    rank = ranks.get(label, {})
-                    lines.append(_row([label, *(ranked(label, m, rank.get(m)) for m in [*METRICS, "mean_rank"])]))
-        if band is not None and band.pairs:
-            apart = [t for t in band.pairs if t.distinguishable]
-            lines += [
-                "",
-                f"distinguishable pairs (paired sign-flip test, {band.permutations} flips, Holm over the pairs of each "
-                f"measure, p < 0.05): {len(apart)} of {len(band.pairs)}",
-            ]
-            lines += [
-                f"- {t.a} vs {t.b}, {t.measure.replace('_', ' ')}: {t.difference:+.4f}, "
-                f"{format_p(t.p, t.permutations)}, "
-                f"Holm p {t.p_holm:.2g}"
-                for t in apart
-            ]
-        head = [
-            "dataset",
-            "conditions",
-            "observer",
-            "OOD accuracy",
-            "accuracy difference",
-            "observed consistency",
-            "error consistency",
-        ] + (["Brain-Score ceiled"] if brain else [])
-        lines += ["", _row(head), _row(["---"] * len(head))]
-        for dataset in self.datasets:
-            conditions = ", ".join(kept_conditions(dataset, self.all_conditions))
-            rows = [(label, per[dataset]) for label, per in self.observers.items() if dataset in per]
-            rows.append(("humans", self.humans[dataset]))
-            for label, scores in rows:
-                cells = [
-                    dataset,
-                    conditions,
-                    label,
-                    _f(scores.ood_accuracy),
-                    _f(scores.accuracy_difference, 4),
-                    _f(scores.observed_consistency),
-                    _f(scores.error_consistency),
-                ]
-                if brain:
-                    cells.append("" if label == "humans" else _f(brain_score(scores, self.humans[dataset]).ceiled))
-                lines.append(_row(cells))
-        return "\n".join(lines)
-
-    def metadata_markdown(self, order: Sequence[str]) -> list[str]:
-        """The observers' scale beside their results: parameters, training images, data and kind, and the source."""
-        head = ["observer", "parameters", "training images", "training data", "kind", "source"]
-        lines = ["model metadata:", "", _row(head), _row(["---"] * len(head))]
-        for label in order:
-            found = self.metadata.get(label)
-            if found is None:
-                continue
-            cells = [
-                label,
-                _count(found.parameters),
-                _count(found.training_images),
-                found.training_data or "n/a",
-                found.training_kind or "n/a",
-                found.source,
-            ]
-            lines.append(_row(cells))
-        return lines
+        return benchmark_markdown(self)
 
     def to_csv(self) -> str:
-        ranks = self.ranks()
-        columns = [
-            "observer",
-            "dataset",
-            "conditions",
-            "n_trials",
-            *METRICS,
-            *(f"rank_{m}" for m in METRICS),
-            "mean_rank",
-        ]
-        if self.with_brain_score:
-            columns += ["brain_score_raw", "brain_score_ceiling", "brain_score_ceiled"]
-        band = self.uncertainty
-        described = bool(self.metadata)
-        if described:
-            columns += list(METADATA_FIELDS)
-        if band is not None:
-            columns += [f"{m}_ci95_{end}" for m in METRICS for end in ("low", "high")]
-            columns += [f"rank_{m}_ci95_{end}" for m in [*METRICS, "mean_rank"] for end in ("low", "high")]
+        from modelval.behaviour.benchmark_text import benchmark_csv
 
-        def bounds(label: str, where: str) -> list[object]:
-            if band is None:
-                return []
-            found = band.intervals.get(label, {}).get(where, {})
-            cells: list[object] = [_c(found[m][k]) if m in found else "" for m in METRICS for k in (0, 1)]
-            rank = band.rank_intervals.get(label, {}) if where == "aggregate" else {}
-            return cells + [_c(rank[m][k]) if m in rank else "" for m in [*METRICS, "mean_rank"] for k in (0, 1)]
-
-        def described_cells(label: str) -> list[object]:
-            if not described:
-                return []
-            found = self.metadata.get(label)
-            return [found.value(name) or "" if found else "" for name in METADATA_FIELDS]
-
-        buffer = io.StringIO()
-        writer = csv.writer(buffer, lineterminator="\n")
-        writer.writerow(columns)
-        for label, per in [*self.observers.items(), ("humans", self.humans)]:
-            for dataset in self.datasets:
-                if dataset not in per:
-                    continue
-                scores = per[dataset]
-                row: list[object] = [
-                    label,
-                    dataset,
-                    ";".join(scores.conditions),
-                    scores.n_trials,
-                    *(_c(scores.value(m)) for m in METRICS),
-                    *[""] * (len(METRICS) + 1),
-                ]
-                if self.with_brain_score:
-                    row += _brain_cells(None if label == "humans" else brain_score(scores, self.humans[dataset]))
-                writer.writerow(row + described_cells(label) + bounds(label, dataset))
-            aggregate = self.human_aggregate() if label == "humans" else self.aggregate(label)
-            rank = ranks.get(label, {})
-            row = [
-                label,
-                "all",
-                "",
-                sum(s.n_trials for s in per.values()),
-                *(_c(aggregate[m]) for m in METRICS),
-                *(_c(rank.get(m, math.nan)) for m in METRICS),
-                _c(rank.get("mean_rank", math.nan)),
-            ]
-            if self.with_brain_score:
-                row += ["", "", "" if label == "humans" else _c(self.brain_score_mean(label))]
-            writer.writerow(row + described_cells(label) + bounds(label, "aggregate"))
-        return buffer.getvalue()
-
-
-def format_p(p: float, permutations: int) -> str:
-    """A Monte Carlo p-value; at the floor of N random flips, ``p < 2/(N+1)`` (the test cannot say less)."""
-    if math.isnan(p):
-        return "p n/a"
-    floor = 2 / (permutations + 1) if permutations else 0.0
-    if permutations and p <= floor * (1 + 1e-9):
-        return f"p < 2/({permutations}+1) = {floor:.1e}"
-    return f"p = {p:.2g}" if p >= 0.001 else f"p = {p:.1e}"
-
-
-def _brain_cells(score: BrainScore | None) -> list[object]:
-    return ["", "", ""] if score is None else [_c(score.raw), _c(score.ceiling), _c(score.ceiled)]
-
-
-def _row(cells: Sequence[str]) -> str:
-    return "| " + " | ".join(cells) + " |"
-
-
-def _f(value: float, digits: int = 3) -> str:
-    return "n/a" if value is None or math.isnan(value) else f"{value:.{digits}f}"
-
-
-def _r(value: float | None) -> str:
-    return "" if value is None or math.isnan(value) else f"{value:.3g}"
-
-
-def _count(value: int | None) -> str:
-    """1281167 -> '1.28 M', 2320000000 -> '2.32 B'; None -> 'n/a'."""
-    if value is None:
-        return "n/a"
-    for size, unit in ((1e9, "B"), (1e6, "M"), (1e3, "k")):
-        if value >= size:
-            return f"{value / size:.3g} {unit}"
-    return str(value)
-
-
-def _c(value: float) -> str:
-    return "" if math.isnan(value) else repr(float(value))
+        return benchmark_csv(self)
 
 
 def benchmark_table(
-    observers: Mapping[str, Mapping[str, Sequence[Trial]]],
+    observers: Mapping[str, Mapping[str, Sequence[Decision]]],
     panels: Mapping[str, HumanPanel],
     *,
     all_conditions: bool = False,
@@ -711,6 +285,31 @@ def benchmark_table(
     intervals, ``permutations`` > 0 the pairwise tests of the complete observers. ``metadata`` (observer ->
     :class:`ModelMetadata`) is carried beside the results (Markdown, JSON, CSV) and drawn by
     :func:`modelval.figures.plot_benchmark_scale`.
+
+    Parameters
+    ----------
+    observers
+        Label -> dataset -> that observer's trials.
+    panels
+        Dataset -> its human observers.
+    all_conditions
+        Keep every condition (not only the benchmark's).
+    na_handling
+        How a "na" answer counts: ``"wrong"`` or ``"exclude"``.
+    with_brain_score
+        Add the Brain-Score columns.
+    sources
+        Where the data came from.
+    degenerate_kappa
+        The degenerate-kappa rule (:data:`DEGENERATE_KAPPA`).
+    n_bootstrap
+        Bootstrap resamples (0: no interval).
+    seed
+        Seed of the resamples.
+    permutations
+        Random sign flips of the pairwise tests (0: none).
+    metadata
+        Label -> the observer's :class:`ModelMetadata`.
     """
     check_degenerate_kappa(degenerate_kappa)
     covered = {dataset for per in observers.values() for dataset in per}

@@ -36,8 +36,8 @@ from itertools import combinations
 
 import numpy as np
 
-from modelval.behaviour.decisions import NO_RESPONSE
-from modelval.behaviour.trials import Trial, aligned
+from modelval.behaviour.decisions import NO_RESPONSE, Decision
+from modelval.behaviour.trials import aligned
 from modelval.errors import DataError
 from modelval.parsing import check_seed
 
@@ -65,6 +65,13 @@ PAIRED_TEST = (
 
 
 def check_degenerate_kappa(rule: str) -> str:
+    """Refuse an unknown degenerate-kappa rule.
+
+    Parameters
+    ----------
+    rule
+        The rule to check.
+    """
     if rule not in DEGENERATE_KAPPA:
         raise DataError(f"unknown degenerate-kappa rule {rule!r}; expected one of: {', '.join(DEGENERATE_KAPPA)}")
     return rule
@@ -92,10 +99,22 @@ class DatasetCells:
 
 
 def dataset_cells(
-    observers: Mapping[str, Sequence[Trial]], panel_observers: Mapping[str, Sequence[Trial]], dataset: str,
+    observers: Mapping[str, Sequence[Decision]], panel_observers: Mapping[str, Sequence[Decision]], dataset: str,
     conditions: Sequence[str],
 ) -> DatasetCells:  # fmt: skip
-    """The cells of ``dataset``: ``observers[label] -> trials`` and the humans, per kept condition."""
+    """The cells of ``dataset``: ``observers[label] -> trials`` and the humans, per kept condition.
+
+    Parameters
+    ----------
+    observers
+        Label -> that observer's trials.
+    panel_observers
+        Human -> trials.
+    dataset
+        One of :data:`~modelval.behaviour.experiments.DATASET_NAMES`.
+    conditions
+        The kept conditions.
+    """
     from modelval.behaviour.conditions import trials_by_condition
 
     names = sorted(panel_observers)
@@ -119,7 +138,7 @@ def dataset_cells(
     return DatasetCells(dataset, names, cells, self_index)
 
 
-def _vectors(trials: Sequence[Trial], images: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+def _vectors(trials: Sequence[Decision], images: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     index = {t.image: t for t in trials}
     try:
         chosen = [index[image] for image in images]
@@ -169,7 +188,7 @@ class CellValues:
     per_condition_kappa: dict[str, list[float]]  # label -> mean kappa per kept condition (draw 0)
 
 
-def dataset_values(
+def _dataset_values(
     cells: DatasetCells,
     *,
     weights: Sequence[np.ndarray] | None = None,
@@ -235,13 +254,23 @@ def dataset_values(
 def table_values(
     cells: Mapping[str, DatasetCells], *, rule: str = "one", na_handling: str = "wrong"
 ) -> tuple[dict[str, dict[str, np.ndarray]], dict[str, dict[str, int]], dict[str, dict[str, list[float]]]]:
-    """Point values: ``label -> dataset -> (4,)`` (``"humans"`` included), degenerate cells per dataset, and the
-    mean kappa per kept condition (``label -> dataset -> [...]``)."""
+    """Point values: ``label -> dataset -> (4,)`` (``"humans"`` included), degenerate cells per dataset, and the mean
+    kappa per kept condition (``label -> dataset -> [...]``).
+
+    Parameters
+    ----------
+    cells
+        Dataset -> its cells.
+    rule
+        The degenerate-kappa rule (:data:`DEGENERATE_KAPPA`).
+    na_handling
+        How a "na" answer counts: ``"wrong"`` or ``"exclude"``.
+    """
     values: dict[str, dict[str, np.ndarray]] = {}
     degenerate: dict[str, dict[str, int]] = {}
     kappas: dict[str, dict[str, list[float]]] = {}
     for dataset, found in cells.items():
-        result = dataset_values(found, rule=rule, na_handling=na_handling)
+        result = _dataset_values(found, rule=rule, na_handling=na_handling)
         degenerate[dataset] = result.degenerate
         for label, row in result.values.items():
             values.setdefault(label, {})[dataset] = row[0]
@@ -249,7 +278,7 @@ def table_values(
     return values, degenerate, kappas
 
 
-def rank_rows(values: np.ndarray, higher_first: bool) -> np.ndarray:
+def _rank_rows(values: np.ndarray, higher_first: bool) -> np.ndarray:
     """Average ranks along the last axis (1 = best; ties share their mean rank; NaN gets no rank)."""
     v = values if higher_first else -values
     better = (v[..., None, :] > v[..., :, None]).sum(axis=-1)
@@ -344,6 +373,27 @@ def table_uncertainty(
     """The bootstrap intervals, rank intervals and pairwise tests of the table (see the module doc).
 
     ``ranked``: the complete observers (covering every dataset of ``cells``), ranked as the table ranks them.
+
+    Parameters
+    ----------
+    cells
+        Dataset -> its cells.
+    ranked
+        The complete observers, ranked as the table ranks them.
+    higher_first
+        Measure -> True when a higher value ranks first.
+    human_likeness
+        The measures that compare with the humans.
+    rule
+        The degenerate-kappa rule (:data:`DEGENERATE_KAPPA`).
+    na_handling
+        How a "na" answer counts: ``"wrong"`` or ``"exclude"``.
+    n_bootstrap
+        Bootstrap resamples (0: no interval).
+    seed
+        Seed of the resamples.
+    permutations
+        Random sign flips of the pairwise tests (0: none).
     """
     from modelval.behaviour.permutation import holm, two_sided_p
 
@@ -356,7 +406,7 @@ def table_uncertainty(
             weights = [rng.multinomial(c.humans.shape[1], np.full(c.humans.shape[1], 1 / c.humans.shape[1]),
                                        size=n_bootstrap).astype(np.float64) for c in found.conditions]  # fmt: skip
             draws = rng.integers(0, len(found.human_names), size=(n_bootstrap, len(found.human_names)))
-            result = dataset_values(found, weights=weights, draws=draws, rule=rule, na_handling=na_handling)
+            result = _dataset_values(found, weights=weights, draws=draws, rule=rule, na_handling=na_handling)
             for label, rows in result.values.items():
                 samples.setdefault(label, {})[dataset] = rows
     intervals: dict[str, dict[str, dict[str, tuple[float, float]]]] = {}
@@ -369,7 +419,7 @@ def table_uncertainty(
     if n_bootstrap > 0 and ranked:
         aggregates = np.stack([np.mean(np.stack([samples[label][d] for d in datasets]), axis=0) for label in ranked],
                               axis=1)  # (B, m, 4)  # fmt: skip
-        ranks = {m: rank_rows(aggregates[:, :, k], higher_first[m]) for k, m in enumerate(MEASURES)}
+        ranks = {m: _rank_rows(aggregates[:, :, k], higher_first[m]) for k, m in enumerate(MEASURES)}
         mean_rank = np.mean(np.stack([ranks[m] for m in human_likeness]), axis=0)
         for i, label in enumerate(ranked):
             rank_intervals[label] = {m: _interval(ranks[m][:, i]) for m in MEASURES}

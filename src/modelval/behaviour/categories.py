@@ -60,6 +60,13 @@ AGGREGATIONS: tuple[str, ...] = ("mean", "sum", "max")
 
 
 def category_index(name: str) -> int:
+    """The index of a category in :data:`CATEGORIES`.
+
+    Parameters
+    ----------
+    name
+        One of the 16 categories.
+    """
     try:
         return CATEGORIES.index(name)
     except ValueError:
@@ -118,7 +125,13 @@ class LabelMap:
         return max(max(values) for values in self.indices.values() if values)
 
     def check_outputs(self, outputs: int) -> None:
-        """Raise a clear error when a head with ``outputs`` logits cannot be read with this map."""
+        """Raise a clear error when a head with ``outputs`` logits cannot be read with this map.
+
+        Parameters
+        ----------
+        outputs
+            The number of logits of the head.
+        """
         if self.is_imagenet and outputs != NUM_IMAGENET_CLASSES:
             raise ModelvalError(
                 f"the model's head has {outputs} outputs, not ImageNet-1k's {NUM_IMAGENET_CLASSES}: pass "
@@ -151,9 +164,22 @@ def aggregation_matrix(
     indices: Mapping[str, Sequence[int]] = IMAGENET_INDICES,
     outputs: int = NUM_IMAGENET_CLASSES,
 ) -> torch.Tensor:
-    """An (outputs, 16) matrix M with ``probabilities @ M`` = the per-category mean (or sum) score (float32
-    unless ``dtype`` says otherwise)."""
+    """An (outputs, 16) matrix M with ``probabilities @ M`` = the per-category mean (or sum) score (float32 unless
+    ``dtype`` says otherwise).
+
+    Parameters
+    ----------
+    aggregation
+        ``"mean"`` or ``"sum"`` of the ImageNet scores of each category.
+    dtype
+        The matrix's dtype (default float32).
+    indices
+        Category -> its ImageNet indices (default: ImageNet's map).
+    outputs
+        The number of logits.
+    """
     import torch
+
     if aggregation not in ("mean", "sum"):
         raise ValueError(f"aggregation {aggregation!r} is not linear; use 'mean' or 'sum' here")
     matrix = torch.zeros(outputs, len(CATEGORIES), dtype=torch.float64)
@@ -221,5 +247,15 @@ class CategoryMapper:
 def map_to_categories(
     probabilities: torch.Tensor, aggregation: Aggregation = "mean", label_map: LabelMap | None = None
 ) -> torch.Tensor:
-    """Functional form of :class:`CategoryMapper`."""
+    """Functional form of :class:`CategoryMapper`.
+
+    Parameters
+    ----------
+    probabilities
+        ``(N, outputs)`` softmax probabilities.
+    aggregation
+        ``"mean"`` or ``"sum"`` of the ImageNet scores of each category.
+    label_map
+        The head's label map (default: ImageNet's).
+    """
     return CategoryMapper(aggregation, label_map)(probabilities)

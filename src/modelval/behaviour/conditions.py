@@ -29,9 +29,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from modelval.behaviour.decisions import Decision
 from modelval.behaviour.experiments import canonical_condition, experiment
 from modelval.behaviour.humans import DEFAULT_SEED, HumanPanel, compare_with_humans
-from modelval.behaviour.trials import Trial
 from modelval.errors import DataError
 
 __all__ = [
@@ -47,15 +47,23 @@ __all__ = [
 ]
 
 
-def trials_by_condition(trials: Sequence[Trial], dataset: str) -> dict[str, list[Trial]]:
-    """``{condition: trials}`` in the dataset's condition order (model-vs-human's); absent levels left out."""
+def trials_by_condition(trials: Sequence[Decision], dataset: str) -> dict[str, list[Decision]]:
+    """``{condition: trials}`` in the dataset's condition order (model-vs-human's); absent levels left out.
+
+    Parameters
+    ----------
+    trials
+        An observer's decisions, one per image.
+    dataset
+        One of :data:`~modelval.behaviour.experiments.DATASET_NAMES`.
+    """
     entry = experiment(dataset)
-    groups: dict[str, list[Trial]] = {value: [] for value in entry.values}
+    groups: dict[str, list[Decision]] = {value: [] for value in entry.values}
     for trial in trials:
         try:
             groups[canonical_condition(trial.condition, dataset)].append(trial)
         except DataError as error:
-            raise DataError(f"{trial.imagename or trial.image}: {error}") from None
+            raise DataError(f"{trial.imagename}: {error}") from None
     return {value: found for value, found in groups.items() if found}
 
 
@@ -84,12 +92,20 @@ class ConditionAccuracy:
         }
 
 
-def accuracy_by_condition(trials: Sequence[Trial], dataset: str) -> list[ConditionAccuracy]:
-    """Accuracy in each condition of ``dataset`` the trials cover (``na`` is wrong, as upstream)."""
+def accuracy_by_condition(trials: Sequence[Decision], dataset: str) -> list[ConditionAccuracy]:
+    """Accuracy in each condition of ``dataset`` the trials cover (``na`` is wrong, as upstream).
+
+    Parameters
+    ----------
+    trials
+        An observer's decisions, one per image.
+    dataset
+        One of :data:`~modelval.behaviour.experiments.DATASET_NAMES`.
+    """
     entry = experiment(dataset)
     return [
         ConditionAccuracy(
-            value, entry.label_of(value), sum(t.correct for t in found), len(found), value not in entry.excluded
+            value, entry.condition_label(value), sum(t.correct for t in found), len(found), value not in entry.excluded
         )
         for value, found in trials_by_condition(trials, dataset).items()
     ]
@@ -133,7 +149,7 @@ class ConditionComparison:
         }
 
 
-def panel_in_condition(panel: HumanPanel, condition: str) -> HumanPanel:
+def _panel_in_condition(panel: HumanPanel, condition: str) -> HumanPanel:
     """The human panel restricted to the trials of one condition."""
     observers = {
         name: trials_by_condition(trials, panel.dataset).get(condition, []) for name, trials in panel.observers.items()
@@ -142,7 +158,7 @@ def panel_in_condition(panel: HumanPanel, condition: str) -> HumanPanel:
 
 
 def compare_by_condition(
-    trials: Sequence[Trial],
+    trials: Sequence[Decision],
     panel: HumanPanel,
     *,
     subject: str | None = None,
@@ -157,11 +173,28 @@ def compare_by_condition(
     ``n_bootstrap`` > 0 adds a percentile interval of the mean kappa per condition, resampling ``resample``
     (:mod:`modelval.behaviour.resampling`; ``None``: texture images on cue-conflict, images elsewhere).
     An observer without trials in a condition the humans saw is an error naming it.
+
+    Parameters
+    ----------
+    trials
+        An observer's decisions, one per image.
+    panel
+        The human observers of one dataset.
+    subject
+        The observer's name (a human of that name is left out); default: the trials' ``subj``.
+    na_handling
+        How a "na" answer counts: ``"wrong"`` or ``"exclude"``.
+    n_bootstrap
+        Bootstrap resamples (0: no interval).
+    seed
+        Seed of the resamples.
+    resample
+        The bootstrap's unit (:data:`~modelval.behaviour.resampling.RESAMPLING_UNITS`; ``None``: the default).
     """
     entry = experiment(panel.dataset)
     subject = subject if subject is not None else (trials[0].subject if trials else "")
     mine = trials_by_condition(trials, panel.dataset)
-    levels = [value for value in entry.values if any(panel_in_condition(panel, value).observers.values())]
+    levels = [value for value in entry.values if any(_panel_in_condition(panel, value).observers.values())]
     missing = [value for value in levels if value not in mine]
     if missing:
         raise DataError(
@@ -172,7 +205,7 @@ def compare_by_condition(
     for value in levels:
         result = compare_with_humans(
             mine[value],
-            panel_in_condition(panel, value),
+            _panel_in_condition(panel, value),
             subject=subject,
             n_bootstrap=n_bootstrap,
             seed=seed,
@@ -182,7 +215,7 @@ def compare_by_condition(
         results.append(
             ConditionComparison(
                 condition=value,
-                label=entry.label_of(value),
+                label=entry.condition_label(value),
                 n_trials=result.images,
                 accuracy=result.accuracy,
                 error_consistency=result.error_consistency,
@@ -218,8 +251,16 @@ class HumanCondition:
 
 
 def humans_by_condition(panel: HumanPanel, *, na_handling: str = "wrong") -> list[HumanCondition]:
-    """Each human against the other humans per condition, averaged over the humans (model-vs-human's
-    "humans" row and reference line: its mean over ordered pairs equals the mean over pairs)."""
+    """Each human against the other humans per condition, averaged over the humans (model-vs-human's "humans" row and
+    reference line: its mean over ordered pairs equals the mean over pairs).
+
+    Parameters
+    ----------
+    panel
+        The human observers of one dataset.
+    na_handling
+        How a "na" answer counts: ``"wrong"`` or ``"exclude"``.
+    """
     each: Mapping[str, list[ConditionComparison]] = {
         name: compare_by_condition(trials, panel, subject=name, na_handling=na_handling)
         for name, trials in sorted(panel.observers.items())
@@ -284,9 +325,21 @@ class ConditionPair:
 
 
 def paired_by_condition(
-    trials_a: Sequence[Trial], trials_b: Sequence[Trial], dataset: str, *, names: tuple[str, str] = ("A", "B")
+    trials_a: Sequence[Decision], trials_b: Sequence[Decision], dataset: str, *, names: tuple[str, str] = ("A", "B")
 ) -> list[ConditionPair]:
-    """A against B in each condition: the trials matched by short image name within the condition."""
+    """A against B in each condition: the trials matched by short image name within the condition.
+
+    Parameters
+    ----------
+    trials_a
+        Observer A's trials.
+    trials_b
+        Observer B's trials.
+    dataset
+        One of :data:`~modelval.behaviour.experiments.DATASET_NAMES`.
+    names
+        How A and B are named.
+    """
     from modelval.behaviour.consistency import error_consistency
     from modelval.behaviour.trials import aligned, correctness
 
@@ -305,7 +358,7 @@ def paired_by_condition(
         rows.append(
             ConditionPair(
                 condition=value,
-                label=entry.label_of(value),
+                label=entry.condition_label(value),
                 n_trials=len(images),
                 accuracy_a=float(a.mean()),
                 accuracy_b=float(b.mean()),

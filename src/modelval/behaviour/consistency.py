@@ -37,8 +37,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from modelval.behaviour.decisions import NO_RESPONSE
-from modelval.behaviour.trials import Trial, aligned
+from modelval.behaviour.decisions import NO_RESPONSE, Decision
+from modelval.behaviour.trials import aligned
 
 NA_HANDLING: tuple[str, ...] = ("wrong", "exclude")
 NA_DESCRIPTIONS = {
@@ -61,7 +61,15 @@ class Consistency:
 
 
 def kappa_from_consistency(observed: float, expected: float) -> float:
-    """Cohen's kappa from observed and expected consistency, with model-vs-human's ``c_obs == 1 -> 1``."""
+    """Cohen's kappa from observed and expected consistency, with model-vs-human's ``c_obs == 1 -> 1``.
+
+    Parameters
+    ----------
+    observed
+        Observed consistency.
+    expected
+        Expected consistency.
+    """
     if not (0.0 <= observed <= 1.0 and 0.0 <= expected <= 1.0):
         raise ValueError(f"consistencies must lie in [0, 1], got observed={observed}, expected={expected}")
     if observed == 1.0:
@@ -70,7 +78,15 @@ def kappa_from_consistency(observed: float, expected: float) -> float:
 
 
 def kappa_max(p1: float, p2: float) -> float:
-    """The largest kappa two observers of accuracies ``p1`` and ``p2`` can reach (see the module doc)."""
+    """The largest kappa two observers of accuracies ``p1`` and ``p2`` can reach (see the module doc).
+
+    Parameters
+    ----------
+    p1
+        Accuracy of the first observer.
+    p2
+        Accuracy of the second observer.
+    """
     if not (0.0 <= p1 <= 1.0 and 0.0 <= p2 <= 1.0):
         raise ValueError(f"accuracies must lie in [0, 1], got {p1} and {p2}")
     expected = p1 * p2 + (1 - p1) * (1 - p2)
@@ -86,6 +102,15 @@ def error_consistency(
     """Error consistency of two trial-wise correctness vectors (same trials, same order).
 
     ``keep`` (optional) marks the trials the pair keeps (``na_handling="exclude"``).
+
+    Parameters
+    ----------
+    correct_a
+        Correctness of observer A per trial.
+    correct_b
+        Correctness of observer B on the same trials.
+    keep
+        The trials the pair keeps (``None``: all).
     """
     a = np.asarray(correct_a, dtype=bool)
     b = np.asarray(correct_b, dtype=bool)
@@ -109,7 +134,19 @@ def error_consistency(
 def weighted_kappa(
     weights: np.ndarray, correct_a: np.ndarray, correct_b: np.ndarray, keep: np.ndarray | None = None
 ) -> np.ndarray:
-    """Kappa on each resample (a row of ``weights``: how often each trial is drawn), same convention."""
+    """Kappa on each resample (a row of ``weights``: how often each trial is drawn), same convention.
+
+    Parameters
+    ----------
+    weights
+        Resample weights, ``(resamples, trials)``.
+    correct_a
+        Correctness of observer A per trial.
+    correct_b
+        Correctness of observer B on the same trials.
+    keep
+        The trials the pair keeps (``None``: all).
+    """
     a = np.asarray(correct_a, dtype=np.float64)
     b = np.asarray(correct_b, dtype=np.float64)
     k = np.ones_like(a) if keep is None else np.asarray(keep, dtype=np.float64)
@@ -130,7 +167,16 @@ class ObserverVectors:
     answered: np.ndarray
 
     @classmethod
-    def of(cls, trials: Sequence[Trial], images: Sequence[str]) -> ObserverVectors:
+    def of(cls, trials: Sequence[Decision], images: Sequence[str]) -> ObserverVectors:
+        """The vectors of ``trials`` over ``images``.
+
+        Parameters
+        ----------
+        trials
+            An observer's decisions, one per image.
+        images
+            The image names, in order.
+        """
         index = {t.image: t for t in trials}
         chosen = [index[image] for image in images]
         return cls(
@@ -139,23 +185,58 @@ class ObserverVectors:
         )
 
     def accuracy(self, na_handling: str = "wrong") -> float:
+        """The accuracy over the answered trials.
+
+        Parameters
+        ----------
+        na_handling
+            How a "na" answer counts: ``"wrong"`` or ``"exclude"``.
+        """
         if na_handling == "exclude":
             return float(self.correct[self.answered].mean()) if self.answered.any() else float("nan")
         return float(self.correct.mean())
 
 
 def check_na_handling(na_handling: str) -> str:
+    """Refuse an unknown ``na_handling``.
+
+    Parameters
+    ----------
+    na_handling
+        The value to check.
+    """
     if na_handling not in NA_HANDLING:
         raise ValueError(f"unknown na handling {na_handling!r}; expected one of: {', '.join(NA_HANDLING)}")
     return na_handling
 
 
 def pair_keep(a: ObserverVectors, b: ObserverVectors, na_handling: str) -> np.ndarray | None:
-    """The trials a pair keeps: all (``wrong``), or those both answered (``exclude``)."""
+    """The trials a pair keeps: all (``wrong``), or those both answered (``exclude``).
+
+    Parameters
+    ----------
+    a
+        Observer A's vectors.
+    b
+        Observer B's vectors.
+    na_handling
+        How a "na" answer counts: ``"wrong"`` or ``"exclude"``.
+    """
     return (a.answered & b.answered) if check_na_handling(na_handling) == "exclude" else None
 
 
 def pair_consistency(a: ObserverVectors, b: ObserverVectors, na_handling: str = "wrong") -> Consistency:
+    """Error consistency, kappa_max and observed consistency of a pair.
+
+    Parameters
+    ----------
+    a
+        Observer A's vectors.
+    b
+        Observer B's vectors.
+    na_handling
+        How a "na" answer counts: ``"wrong"`` or ``"exclude"``.
+    """
     return error_consistency(a.correct, b.correct, keep=pair_keep(a, b, na_handling))
 
 
@@ -181,8 +262,16 @@ class KappaMatrix:
         }
 
 
-def kappa_matrix(observers: Mapping[str, Sequence[Trial]], *, na_handling: str = "wrong") -> KappaMatrix:
-    """Error consistency, kappa_max and observed consistency of every pair of ``observers`` (diagonal: 1)."""
+def kappa_matrix(observers: Mapping[str, Sequence[Decision]], *, na_handling: str = "wrong") -> KappaMatrix:
+    """Error consistency, kappa_max and observed consistency of every pair of ``observers`` (diagonal: 1).
+
+    Parameters
+    ----------
+    observers
+        Label -> that observer's vectors.
+    na_handling
+        How a "na" answer counts: ``"wrong"`` or ``"exclude"``.
+    """
     names = list(observers)
     if not names:
         raise ValueError("a kappa matrix needs at least one observer")
@@ -212,8 +301,18 @@ def _kappa_of_cells(cells: np.ndarray) -> float:
 
 
 def kappa_cells(p1: float, p2: float, kappa: float) -> np.ndarray:
-    """The 2x2 table of two observers with accuracies ``p1``, ``p2`` and error consistency ``kappa``:
-    ``[both right, only 1 right, only 2 right, both wrong]`` (an error when the three cannot go together)."""
+    """The 2x2 table of two observers with accuracies ``p1``, ``p2`` and error consistency ``kappa``: ``[both right,
+    only 1 right, only 2 right, both wrong]`` (an error when the three cannot go together).
+
+    Parameters
+    ----------
+    p1
+        Accuracy of the first observer.
+    p2
+        Accuracy of the second observer.
+    kappa
+        Their error consistency.
+    """
     expected = p1 * p2 + (1 - p1) * (1 - p2)
     observed = kappa * (1 - expected) + expected
     both = (observed - 1 + p1 + p2) / 2
@@ -227,7 +326,15 @@ def kappa_cells(p1: float, p2: float, kappa: float) -> np.ndarray:
 
 def kappa_range(p1: float, p2: float) -> tuple[float, float]:
     """The lowest and highest kappa two observers of accuracies ``p1`` and ``p2`` (both in (0, 1)) can have: the
-    share both answer correctly runs from ``max(0, p1 + p2 - 1)`` to ``min(p1, p2)``, and kappa is linear in it."""
+    share both answer correctly runs from ``max(0, p1 + p2 - 1)`` to ``min(p1, p2)``, and kappa is linear in it.
+
+    Parameters
+    ----------
+    p1
+        Accuracy of the first observer.
+    p2
+        Accuracy of the second observer.
+    """
     expected = p1 * p2 + (1 - p1) * (1 - p2)
 
     def kappa_at(both: float) -> float:
@@ -237,8 +344,18 @@ def kappa_range(p1: float, p2: float) -> tuple[float, float]:
 
 
 def kappa_variance(p1: float, p2: float, kappa: float) -> float:
-    """n times the large-sample variance of the estimated kappa over n independent trials (delta method on the
-    2x2 multinomial: ``g' (diag(pi) - pi pi') g`` with ``g`` the gradient of kappa in the cell proportions)."""
+    """n times the large-sample variance of the estimated kappa over n independent trials (delta method on the 2x2
+    multinomial: ``g' (diag(pi) - pi pi') g`` with ``g`` the gradient of kappa in the cell proportions).
+
+    Parameters
+    ----------
+    p1
+        Accuracy of the first observer.
+    p2
+        Accuracy of the second observer.
+    kappa
+        Their error consistency.
+    """
     cells = kappa_cells(p1, p2, kappa)
     step = 1e-6
     gradient = np.array([(_kappa_of_cells(cells + step * e) - _kappa_of_cells(cells - step * e)) / (2 * step)
@@ -274,14 +391,31 @@ def trials_for_kappa_difference(
     alpha: float = 0.05,
     design: str = "two-sample",
 ) -> TrialPlan:
-    """Trials a stimulus set needs so that a two-sided test at ``alpha`` tells kappa from kappa + ``difference``
-    with probability ``power`` (Klein et al., NeurIPS 2025: plan trial counts from the sampling distribution
-    of kappa at the observers' accuracies; here its large-sample normal form).
+    """Trials a stimulus set needs so that a two-sided test at ``alpha`` tells kappa from kappa + ``difference`` with
+    probability ``power`` (Klein et al., NeurIPS 2025: plan trial counts from the sampling distribution of kappa
+    at the observers' accuracies; here its large-sample normal form).
 
     ``design="one-sample"``: one observer pair, kappa tested against the value ``kappa`` (e.g. 0:
     ``n = ((z_a sd_0 + z_b sd_1) / difference)^2``); ``"two-sample"``: two pairs (two models against the same
     human, say), each on ``n`` trials of its own, ``n = (z_a + z_b)^2 (var_0 + var_1) / difference^2``, where
     ``var`` is :func:`kappa_variance` at each kappa (the accuracies held at ``p1``, ``p2``).
+
+    Parameters
+    ----------
+    p1
+        Accuracy of the first observer.
+    p2
+        Accuracy of the second observer.
+    kappa
+        Their error consistency.
+    difference
+        The difference of kappa to tell apart.
+    power
+        The probability of telling it.
+    alpha
+        The test's level.
+    design
+        ``"paired"`` or ``"independent"``.
     """
     from statistics import NormalDist
 

@@ -39,7 +39,13 @@ class Stimulus:
 
 
 def parse_stimulus_name(name: str) -> tuple[str, str]:
-    """``airplane1-bicycle2.png`` (either published style) -> ``("airplane", "bicycle")``."""
+    """``airplane1-bicycle2.png`` (either published style) -> ``("airplane", "bicycle")``.
+
+    Parameters
+    ----------
+    name
+        A cue-conflict file name.
+    """
     match = _match(name)
     return match.group("shape"), match.group("texture")
 
@@ -50,6 +56,11 @@ def stimulus_sources(name: str) -> tuple[str, str]:
     Geirhos et al. made the 1280 stimuli by style transfer of 48 texture images (3 per category) onto
     160 shape images (10 per category); stimuli that share a source are not independent draws, which
     is what cluster resampling (:mod:`modelval.behaviour.resampling`) needs to know.
+
+    Parameters
+    ----------
+    name
+        A cue-conflict file name.
     """
     match = _match(name)
     return match.group("shape") + match.group("i"), match.group("texture") + match.group("j")

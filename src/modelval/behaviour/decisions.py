@@ -1,10 +1,12 @@
-"""Per-image 16-class decisions, read and written in the published raw-data CSV format.
+"""One observer's answer on one stimulus (:class:`Decision`), read and written in the published raw-data format.
 
 Format (Geirhos et al., texture-vs-shape ``raw-data/``): ``subj,session,trial,rt,object_response,
-category,condition,imagename``. ``category`` is the shape category, ``object_response`` the
-decision. Both imagename styles are accepted (``airplane1-bicycle2.png`` and
-``0001_s5n_dnn_0_airplane_00_airplane1-bicycle2.png``). Evaluations write this same format, so
-a result can be compared row by row with the published data.
+category,condition,imagename``. ``category`` is the true (on cue-conflict: the shape) category,
+``object_response`` the decision. Both imagename styles are accepted (``airplane1-bicycle2.png`` and
+``0001_s5n_dnn_0_airplane_00_airplane1-bicycle2.png``). Evaluations write this same format, so a result can be
+compared row by row with the published data. Every reader of answers gives :class:`Decision` rows: the
+cue-conflict reader here, the reader of any experiment (:func:`modelval.behaviour.trials.read_trials`) and the
+reader of a VLM's response file (:func:`modelval.behaviour.answers.read_responses`).
 """
 
 from __future__ import annotations
@@ -13,12 +15,13 @@ import contextlib
 import csv
 import os
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from modelval.atomic import replacing
 from modelval.behaviour.categories import CATEGORIES
 from modelval.behaviour.cue_conflict import parse_stimulus_name
+from modelval.behaviour.experiments import parse_session_name, short_image_name
 from modelval.errors import DataError
 
 #: Published human sessions record "na" when the observer gave no answer in time; it counts as neither
@@ -39,22 +42,48 @@ CSV_COLUMNS: tuple[str, ...] = (
 
 @dataclass(frozen=True)
 class Decision:
-    """One observer's (model's or human's) 16-class response to one stimulus."""
+    """One observer's (a model's, a human's, a VLM's) 16-class answer on one stimulus.
+
+    ``shape`` is the true category (the shape on cue-conflict: :attr:`category`), ``texture`` the texture
+    category (equal to ``shape`` where the cues do not conflict), ``response`` one of the 16 categories or
+    ``na``. ``subject`` and ``condition`` are the raw-data columns (the condition read from a prefixed image
+    name when not given); ``answer`` is a VLM's words before they were read as a category.
+    """
 
     imagename: str
     shape: str
     texture: str
     response: str
+    subject: str = field(default="", repr=False)
+    condition: str = field(default="", repr=False)
+    answer: str = field(default="", repr=False)
+
+    def __post_init__(self) -> None:
+        if not self.condition:  # a release or session name carries its condition (``0001_nse_dnn_0.00_...``)
+            parsed = parse_session_name(self.imagename)
+            object.__setattr__(self, "condition", parsed.condition if parsed is not None else "")
+
+    @property
+    def image(self) -> str:
+        """model-vs-human's short image name, the key that aligns observers (``airplane1-bicycle2.png``,
+        ``oven10.png``, ``n03792782_1418.png``)."""
+        return short_image_name(self.imagename)
+
+    stimulus_name = image
+
+    @property
+    def category(self) -> str:
+        """The true category: the shape on cue-conflict."""
+        return self.shape
+
+    @property
+    def correct(self) -> bool:
+        """``response == category`` (``na`` is wrong)."""
+        return self.response == self.shape
 
     @property
     def is_conflict(self) -> bool:
         return self.shape != self.texture
-
-    @property
-    def stimulus_name(self) -> str:
-        """The name without the texture-vs-shape prefix: ``airplane1-bicycle2.png``."""
-        base = self.imagename.rsplit("/", 1)[-1]
-        return base.rsplit("_", 1)[-1]
 
 
 def read_decisions(path: str | os.PathLike[str]) -> list[Decision]:
@@ -128,7 +157,7 @@ def read_decisions(path: str | os.PathLike[str]) -> list[Decision]:
     """
     path = Path(path)
     with reading_csv(path) as reader:
-        return _parse_decisions(path, reader)
+        return parse_rows(path, reader, cue_conflict=True)
 
 
 @contextlib.contextmanager
@@ -138,6 +167,13 @@ def reading_csv(path: str | os.PathLike[str], what: str = "decision file") -> It
     Whatever goes wrong while the block reads becomes one :class:`DataError` naming the file: a missing
     file, a folder, a file that is not UTF-8 text, a field over the csv module's size limit, a broken
     quote. A UTF-8 byte order mark before the header is skipped.
+
+    Parameters
+    ----------
+    path
+        The CSV file.
+    what
+        What the file is, in the errors (``decision file``, ``response file``, ...).
     """
     path = Path(path)
     if path.is_dir():
@@ -172,46 +208,76 @@ def _first_bad_byte(path: Path) -> str:
     return "a byte"
 
 
-def _parse_decisions(path: Path, reader: csv.DictReader[str]) -> list[Decision]:
-    missing = [c for c in ("object_response", "category", "imagename") if c not in (reader.fieldnames or [])]
+def parse_rows(path: Path, reader: csv.DictReader[str], *, cue_conflict: bool) -> list[Decision]:
+    """The rows of a raw-data CSV as decisions; a bad row is an error naming the file and the line.
+
+    Headers are read without regard to case (model-vs-human's sessions write ``Session``). A cue-conflict
+    name gives the shape and the texture (with ``cue_conflict`` every name must be one, and ``category`` may
+    be empty); any other name is an image of its ``category``, one of the 16.
+
+    Parameters
+    ----------
+    path
+        The file, for the errors.
+    reader
+        Its rows (:func:`reading_csv`).
+    cue_conflict
+        True: only cue-conflict stimuli (:func:`read_decisions`); False: any experiment.
+    """
+    reader.fieldnames = [name.strip().lower() for name in reader.fieldnames or []]
+    missing = [c for c in ("object_response", "category", "imagename") if c not in reader.fieldnames]
     if missing:
         raise DataError(
             f"{path}: missing column(s) {', '.join(missing)}; expected the raw-data format {','.join(CSV_COLUMNS)}"
         )
-    decisions = []
+    decisions: list[Decision] = []
     seen: dict[str, int] = {}
     for line, row in enumerate(reader, start=2):
         if None in row.values() or None in row:
             raise DataError(
                 f"{path}, line {line}: {len([v for v in row.values() if v is not None])} fields where the header "
-                f"has {len(reader.fieldnames or [])}"
+                f"has {len(reader.fieldnames)}"
             )
-        try:
-            shape, texture = parse_stimulus_name(row["imagename"])
-        except DataError as error:
-            raise DataError(f"{path}, line {line}: {error}") from None
-        response = (row["object_response"] or "").strip()
+        imagename, category, response = (row[c].strip() for c in ("imagename", "category", "object_response"))
         if response not in CATEGORIES and response != NO_RESPONSE:
             raise DataError(
                 f"{path}, line {line}: object_response {response!r} is not one of the 16 categories "
                 f"(or {NO_RESPONSE!r} for no response)"
             )
-        if row["category"] and row["category"].strip() != shape:
-            raise DataError(
-                f"{path}, line {line}: category {row['category']!r} disagrees with the shape in "
-                f"imagename {row['imagename']!r}"
-            )
-        decision = Decision(row["imagename"], shape, texture, response)
-        first = seen.setdefault(decision.stimulus_name, line)
+        shape, texture = _labels(path, line, imagename, category, cue_conflict)
+        decision = Decision(
+            imagename, shape, texture, response, (row.get("subj") or "").strip(), (row.get("condition") or "").strip()
+        )
+        first = seen.setdefault(decision.image, line)
         if first != line:
             raise DataError(
-                f"{path}: two rows for the image {decision.stimulus_name!r} (lines {first} and {line}); "
+                f"{path}: two rows for the image {decision.image!r} (lines {first} and {line}); "
                 "each image may be decided once"
             )
         decisions.append(decision)
     if not decisions:
         raise DataError(f"{path}: no decision rows")
     return decisions
+
+
+def _labels(path: Path, line: int, imagename: str, category: str, cue_conflict: bool) -> tuple[str, str]:
+    """(shape, texture) of one row: from a cue-conflict name (which ``category`` must agree with), else the
+    row's ``category``."""
+    try:
+        shape, texture = parse_stimulus_name(imagename)
+    except DataError as error:
+        if cue_conflict:
+            raise DataError(f"{path}, line {line}: {error}") from None
+        if category not in CATEGORIES:
+            raise DataError(f"{path}, line {line}: category {category!r} is not one of the 16 categories") from None
+        if not imagename:
+            raise DataError(f"{path}, line {line}: empty imagename") from None
+        return category, category
+    if (category or not cue_conflict) and category != shape:
+        raise DataError(
+            f"{path}, line {line}: category {category!r} disagrees with the shape in imagename {imagename!r}"
+        )
+    return shape, texture
 
 
 def write_decisions(
@@ -221,6 +287,7 @@ def write_decisions(
     subject: str,
     session: int = 1,
     name_code: str | None = None,
+    as_written: bool = False,
 ) -> Path:
     """Write per-image decisions to a CSV file in texture-vs-shape's published raw-data format.
 
@@ -247,6 +314,9 @@ def write_decisions(
         texture-vs-shape's published style instead, ``NNNN_<code>_<subject>_0_<category>_00_<file>``
         (trial number, code, subject with ``_`` written as ``-``), from which the experiment can be
         read back.
+    as_written
+        True writes each ``imagename`` and ``condition`` as they are, as model-vs-human writes a model's
+        decisions (``ResultPrinter``): a release image name carries its code and condition already.
 
     Returns
     -------
@@ -284,16 +354,22 @@ def write_decisions(
         writer = csv.writer(handle)
         writer.writerow(CSV_COLUMNS)
         for trial, decision in enumerate(decisions, start=1):
-            name = decision.stimulus_name
+            name, condition = (decision.imagename, decision.condition) if as_written else (decision.image, 0)
             if name_code:
                 # "_" separates the fields of a published name, so the subject may not contain one.
                 name = f"{trial:04d}_{name_code}_{subject.replace('_', '-')}_0_{decision.shape}_00_{name}"
-            writer.writerow([subject, session, trial, "NaN", decision.response, decision.shape, 0, name])
+            writer.writerow([subject, session, trial, "NaN", decision.response, decision.shape, condition, name])
     return path
 
 
 def by_stimulus(decisions: Sequence[Decision]) -> dict[str, Decision]:
-    """Index decisions by stimulus name (the published style's prefix removed); duplicates are an error."""
+    """Index decisions by stimulus name (the published style's prefix removed); duplicates are an error.
+
+    Parameters
+    ----------
+    decisions
+        One observer's decisions.
+    """
     index: dict[str, Decision] = {}
     for decision in decisions:
         key = decision.stimulus_name

@@ -1,17 +1,28 @@
-"""The 17 experiments of model-vs-human (Geirhos et al., NeurIPS 2021) as data: conditions, names, exclusions.
+"""The 17 experiments of Geirhos et al. (ICLR 2019) and model-vs-human (NeurIPS 2021): one registry, as data.
 
-Each :class:`Experiment` says what model-vs-human says about one dataset: its conditions (the distortion
-levels) in model-vs-human's order with their plotting labels and axis label
-(``modelvshuman/datasets/experiments.py``), the conditions its benchmark leaves out
-(``modelvshuman/plotting/plot.py``, ``EXCLUDE_CONDITIONS``: the undistorted control condition, and levels
-where the humans' mean accuracy is below 0.2), the image-name code of its stimuli and human sessions, and
-how many images and human observers it has. Datasets without a manipulation level (cue-conflict, edges,
-filled silhouettes, sketch, stylized) have one condition, ``"0"``.
+An :class:`Experiment` is everything modelval knows about one stimulus set, so that a new dataset is one new
+entry in :data:`EXPERIMENTS` and never a new branch in the code that uses it:
 
-The human raw data writes a condition as the experiment wrote it (``0.00``, ``3``, ``true``); model-vs-human
-reads the CSVs with pandas, which turns these into ``0.0``, ``3.0`` and ``True`` before matching its
-condition lists. :func:`canonical_condition` makes the same match without pandas: exact, then ignoring
-case, then numerically equal.
+- **what it measures**: its conditions (the distortion levels) in model-vs-human's order with their plotting
+  labels and axis label (``modelvshuman/datasets/experiments.py``), the conditions its benchmark leaves out
+  (``modelvshuman/plotting/plot.py``, ``EXCLUDE_CONDITIONS``: the undistorted control condition, and levels
+  where the humans' mean accuracy is below 0.2), and whether its images put a shape and a texture in conflict
+  (``has_conflicts``: then a shape bias is defined, the sanity gate applies, the bootstrap resamples texture
+  images by default, :mod:`modelval.behaviour.resampling`, and its outputs count "conflict images");
+- **how its names read**: the image-name code of its stimuli and human sessions, and its file names' labels
+  (``label_of``: cue-conflict names, ``<category><i>.png``, or model-vs-human's release names);
+- **where its humans are published**: texture-vs-shape's flat ``raw-data/`` (``<file_prefix>_subject-NN_...``)
+  or model-vs-human's ``raw-data/<upstream>/``, and how many observers there are;
+- **where its images are**: the folder in the data home, the committed SHA-256 manifest (none is published for
+  model-vs-human's 14 further sets), the download URLs, the licence, the layout on disk, whether it is fetched
+  only on request, and the bytes of its images. ``behaviour`` never reads a folder; ``modelval.datasets`` does,
+  with these facts.
+
+Datasets without a manipulation level (cue-conflict, edges, filled silhouettes, sketch, stylized) have one
+condition, ``"0"``. The human raw data writes a condition as the experiment wrote it (``0.00``, ``3``,
+``true``); model-vs-human reads the CSVs with pandas, which turns these into ``0.0``, ``3.0`` and ``True``
+before matching its condition lists. :func:`canonical_condition` makes the same match without pandas: exact,
+then ignoring case, then numerically equal.
 
 Trials of two observers are matched within a condition by model-vs-human's short image name
 (:func:`short_image_name`, ``get_short_imagename`` in ``modelvshuman/helper/plotting_helper.py``): the
@@ -22,13 +33,23 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
+from modelval.behaviour.categories import CATEGORIES
+from modelval.behaviour.cue_conflict import parse_stimulus_name
 from modelval.errors import DataError
 
 #: Where the human decisions of an experiment are published.
 TEXTURE_VS_SHAPE = "texture-vs-shape"  # rgeirhos/texture-vs-shape raw-data/ (10 observers; also in model-vs-human)
 MODEL_VS_HUMAN = "model-vs-human"  # bethgelab/model-vs-human raw-data/<dataset>/
+TEXTURE_VS_SHAPE_RAW = "https://raw.githubusercontent.com/rgeirhos/texture-vs-shape/master"
+#: model-vs-human's release v0.1: one ``<dataset>.tar.gz`` per dataset (``modelvshuman/utils.py``).
+MODEL_VS_HUMAN_RELEASE = "https://github.com/bethgelab/model-vs-human/releases/download/v0.1"
+IMAGENET_TERMS = "ImageNet terms of access (https://image-net.org/download.php)"
+#: The dataset a command or function uses when none is named: the cue-conflict stimuli of the shape bias.
+DEFAULT_DATASET = "cue-conflict"
 
 
 @dataclass(frozen=True)
@@ -41,7 +62,7 @@ class Condition:
 
 @dataclass(frozen=True)
 class Experiment:
-    """One of model-vs-human's 17 datasets: its conditions and what the benchmark leaves out."""
+    """One stimulus set: its conditions, names, human observers and images (see the module docstring)."""
 
     dataset: str  # modelval's name (``edges``, ``filled-silhouettes``; the others as upstream)
     upstream: str  # model-vs-human's name (``edge``, ``silhouette``, ...)
@@ -51,7 +72,55 @@ class Experiment:
     excluded: tuple[str, ...]  # condition values the benchmark leaves out
     images: int
     observers: int
+    description: str
     humans: str = MODEL_VS_HUMAN  # where the human raw data is published
+    #: The raw-data file prefix of its human observers (``<file_prefix>_subject-NN_session_K.csv``).
+    file_prefix: str = ""
+    #: True: each image has a shape and a texture category (cue-conflict); False: one category per image.
+    has_conflicts: bool = False
+    #: file name -> (shape, texture), equal when the cues do not conflict; ``None``: model-vs-human's release names
+    names: Callable[[str], tuple[str, str]] | None = None
+    manifest: str | None = None  # file name under modelval/data/; None: no checksums are published
+    folder_url: str = ""  # texture-vs-shape folder, fetched file by file: <folder_url>/<category>/<file>; "" if none
+    archive_url: str | None = None  # a release archive of the whole set, when one exists
+    license: str = IMAGENET_TERMS
+    #: What the user is told of the licence before the first fetch (model-vs-human's further sets).
+    terms: str = ""
+    #: ``categories``: ``<category>/<file>``; ``sessions``: model-vs-human's ``dnn/session-<k>/<file>``
+    layout: str = "sessions"
+    #: True: fetched only when the user asks (``modelval data download``), with the licence shown; never on
+    #: first use (model-vs-human's 14 further sets: ImageNet-derived, or ImageNet-Sketch's MIT)
+    fetch_on_request: bool = True
+    #: The bytes of the manifest's files together, where they are known exactly (an archive of the set may
+    #: declare no more); ``None``: bounded per image (:mod:`modelval.datasets.release`).
+    image_bytes: int | None = None
+    #: True: the decoded images are kept in the decode cache (the 160-image sets decode in well under a second).
+    decode_cache: bool = False
+
+    @property
+    def name(self) -> str:
+        return self.dataset
+
+    @property
+    def folder(self) -> str:
+        """The folder's name in the data home and the user cache."""
+        return self.dataset
+
+    @property
+    def unit(self) -> str:
+        """What its outputs count: ``conflict images`` (a shape bias leaves the others out) or ``images``."""
+        return "conflict images" if self.has_conflicts else "images"
+
+    @property
+    def download_command(self) -> str:
+        """The command that fetches its stimuli."""
+        return "modelval data download" + ("" if self.dataset == DEFAULT_DATASET else f" --dataset {self.dataset}")
+
+    @property
+    def humans_command(self) -> str:
+        """The command that fetches its human observers."""
+        named = "" if self.humans == TEXTURE_VS_SHAPE else f" --dataset {self.dataset}"
+        return f"modelval data download --humans{named}"
 
     @property
     def values(self) -> tuple[str, ...]:
@@ -67,8 +136,79 @@ class Experiment:
         """The conditions model-vs-human's benchmark averages over (the excluded ones left out)."""
         return tuple(v for v in self.values if v not in self.excluded)
 
-    def label_of(self, value: str) -> str:
+    def condition_label(self, value: str) -> str:
+        """The plotting label of the condition ``value``.
+
+        Parameters
+        ----------
+        value
+            One of :attr:`values`.
+        """
         return next(c.label for c in self.conditions if c.value == value)
+
+    def label_of(self, name: str) -> tuple[str, str]:
+        """``(shape, texture)`` of an image of this set, read from its file name (equal without a conflict).
+
+        Parameters
+        ----------
+        name
+            The file name (a folder part is ignored).
+        """
+        return self.names(name) if self.names else parse_release_image_name(name, dataset=self.dataset)
+
+    def resampling(self, unit: str | None = None) -> str:
+        """The bootstrap's unit here: ``unit`` checked, ``None`` the default (texture images on cue conflicts).
+
+        Parameters
+        ----------
+        unit
+            One of :data:`~modelval.behaviour.resampling.RESAMPLING_UNITS`, or ``None``.
+        """
+        from modelval.behaviour.resampling import resolve_unit
+
+        return resolve_unit(unit, cue_conflict=self.has_conflicts)
+
+
+_CATEGORY_IMAGE = re.compile(r"^(?P<category>[a-z]+)(?P<i>\d+)\.png$")
+
+
+def parse_category_image_name(name: str) -> tuple[str, str]:
+    """``oven10.png`` -> ``("oven", "oven")``: an image of one category, no cue conflict.
+
+    Parameters
+    ----------
+    name
+        The file name (a folder part is ignored).
+    """
+    match = _CATEGORY_IMAGE.match(name.rsplit("/", 1)[-1])
+    if match is None or match.group("category") not in CATEGORIES:
+        raise DataError(
+            f"cannot parse image name {name!r}: expected '<category><i>.png' with one of the 16 categories, "
+            "e.g. 'oven10.png'"
+        )
+    return match.group("category"), match.group("category")
+
+
+def parse_release_image_name(name: str, *, dataset: str) -> tuple[str, str]:
+    """``0001_nse_dnn_0.00_bicycle_10_n03792782_1418.png`` -> ``("bicycle", "bicycle")``.
+
+    Parameters
+    ----------
+    name
+        A model-vs-human release image name (its code, one of the 16 categories and one of its conditions).
+    dataset
+        The dataset it belongs to.
+    """
+    parsed = parse_session_name(name)
+    entry = experiment(dataset)
+    if parsed is None or parsed.code != entry.code or parsed.category not in CATEGORIES:
+        raise DataError(
+            f"cannot parse image name {name!r} as a {dataset} image: expected "
+            f"'<trial>_{entry.code}_dnn_<condition>_<category>_<n>_<image>.png' (model-vs-human's release naming) "
+            "with one of the 16 categories"
+        )
+    canonical_condition(parsed.condition, dataset)  # an unknown level is an error naming the known ones
+    return parsed.category, parsed.category
 
 
 def _levels(values: str, labels: str | None = None) -> tuple[Condition, ...]:
@@ -78,139 +218,253 @@ def _levels(values: str, labels: str | None = None) -> tuple[Condition, ...]:
 
 
 _SINGLE = (Condition("0", "all"),)
-_EIDOLON_X = "log2 of the 'reach' parameter"
+
+
+def _texture_vs_shape(dataset: str, upstream: str, code: str, images: int, prefix: str, **facts: Any) -> Experiment:
+    """One of Geirhos et al.'s three experiments: 10 observers, texture-vs-shape's raw data and stimuli."""
+    return Experiment(
+        dataset,
+        upstream,
+        code,
+        _SINGLE,
+        "",
+        (),
+        images,
+        10,
+        humans=TEXTURE_VS_SHAPE,
+        file_prefix=prefix,
+        license="CC BY 4.0",
+        layout="categories",
+        fetch_on_request=False,
+        manifest=f"{dataset.replace('-', '_')}_manifest.json",
+        **facts,
+    )
+
+
+def _release(
+    dataset: str,
+    code: str,
+    values: str,
+    labels: str | None,
+    xlabel: str,
+    excluded: str,
+    description: str,
+    *,
+    images: int = 1280,
+    observers: int = 4,
+    **facts: Any,
+) -> Experiment:
+    """One of model-vs-human's 14 further datasets (ImageNet-derived unless told): its release archive, its
+    condition ``values`` with their plotting ``labels`` (``None``: the values; no values: one condition)."""
+    facts.setdefault(
+        "terms",
+        f"{dataset} is derived from ImageNet images; using it means accepting the "
+        f"{IMAGENET_TERMS}, which allow non-commercial research and education only",
+    )
+    return Experiment(
+        dataset,
+        dataset,
+        code,
+        _levels(values, labels) if values else _SINGLE,
+        xlabel,
+        tuple(excluded.split()),
+        images,
+        observers,
+        description,
+        file_prefix=dataset,
+        archive_url=f"{MODEL_VS_HUMAN_RELEASE}/{dataset}.tar.gz",
+        **facts,
+    )
+
+
+def _eidolon(dataset: str, coherence: int, excluded: str) -> Experiment:
+    values = " ".join(f"{2**k}-{coherence}-10" for k in range(8))
+    return _release(
+        dataset,
+        "eid",
+        values,
+        "0 1 2 3 4 5 6 7",
+        "log2 of the 'reach' parameter",
+        excluded,
+        f"Eidolon distortions (coherence {coherence / 10:.1f}) at 8 reach levels",
+    )
+
 
 EXPERIMENTS: dict[str, Experiment] = {
     e.dataset: e
     for e in (
-        Experiment("cue-conflict", "cue-conflict", "s5n", _SINGLE, "", (), 1280, 10, TEXTURE_VS_SHAPE),
-        Experiment("edges", "edge", "edg", _SINGLE, "", (), 160, 10, TEXTURE_VS_SHAPE),
-        Experiment("filled-silhouettes", "silhouette", "sif", _SINGLE, "", (), 160, 10, TEXTURE_VS_SHAPE),
-        Experiment("colour", "colour", "cl", _levels("cr bw", "colour greyscale"), "Colour", ("cr",), 1280, 4),
-        Experiment(
-            "contrast",
+        _texture_vs_shape(
+            "cue-conflict",
+            "cue-conflict",
+            "s5n",
+            1280,
+            "style-transfer-512-nomask-experiment",
+            description="style-transfer images whose shape and texture come from two categories",
+            has_conflicts=True,
+            names=parse_stimulus_name,
+            decode_cache=True,
+            folder_url=f"{TEXTURE_VS_SHAPE_RAW}/stimuli/style-transfer-preprocessed-512",
+            archive_url=f"{MODEL_VS_HUMAN_RELEASE}/cue-conflict.tar.gz",
+            image_bytes=136_489_547,  # the 1280 files of cue_conflict_manifest.json (largest: 133,629 bytes)
+        ),
+        _texture_vs_shape(
+            "edges",
+            "edge",
+            "edg",
+            160,
+            "edge-experiment",
+            names=parse_category_image_name,
+            description="edge maps of natural images, 10 per category: the outline without texture",
+            folder_url=f"{TEXTURE_VS_SHAPE_RAW}/stimuli/edges",
+        ),
+        _texture_vs_shape(
+            "filled-silhouettes",
+            "silhouette",
+            "sif",
+            160,
+            "silhouette-filled-experiment",
+            names=parse_category_image_name,
+            folder_url=f"{TEXTURE_VS_SHAPE_RAW}/stimuli/filled-silhouettes",
+            description="filled black silhouettes, 10 per category: the shape without texture or inner edges",
+        ),
+        _release(
+            "colour", "cl", "cr bw", "colour greyscale", "Colour", "cr", "ImageNet images in colour and in greyscale"
+        ),
+        _release(
             "contrast",
             "cop",
-            _levels("c100 c50 c30 c15 c10 c05 c03 c01", "100 50 30 15 10 5 3 1"),
+            "c100 c50 c30 c15 c10 c05 c03 c01",
+            "100 50 30 15 10 5 3 1",
             "Contrast in percent",
-            ("c100", "c03", "c01"),
-            1280,
-            4,
+            "c100 c03 c01",
+            "ImageNet images at 8 contrast levels (100% to 1%)",
         ),
-        Experiment(
-            "high-pass",
+        _release(
             "high-pass",
             "hp",
-            _levels("inf 3.0 1.5 1.0 0.7 0.55 0.45 0.4", "inf 3.0 1.5 1.0 .7 .55 .45 .4"),
+            "inf 3.0 1.5 1.0 0.7 0.55 0.45 0.4",
+            "inf 3.0 1.5 1.0 .7 .55 .45 .4",
             "Filter standard deviation",
-            ("inf", "0.55", "0.45", "0.4"),
-            1280,
-            4,
+            "inf 0.55 0.45 0.4",
+            "high-pass filtered ImageNet images (8 filter widths)",
         ),
-        Experiment(
-            "low-pass",
+        _release(
             "low-pass",
             "lp",
-            _levels("0 1 3 5 7 10 15 40"),
+            "0 1 3 5 7 10 15 40",
+            None,
             "Filter standard deviation",
-            ("0", "15", "40"),
-            1280,
-            4,
+            "0 15 40",
+            "low-pass filtered (blurred) ImageNet images (8 filter widths)",
         ),
-        Experiment(
-            "phase-scrambling",
+        _release(
             "phase-scrambling",
             "ps",
-            _levels("0 30 60 90 120 150 180"),
+            "0 30 60 90 120 150 180",
+            None,
             "Phase noise width [degrees]",
-            ("0", "150", "180"),
-            1120,
-            4,
+            "0 150 180",
+            "ImageNet images with phase noise of 0 to 180 degrees",
+            images=1120,
         ),
-        Experiment(
-            "power-equalisation",
+        _release(
             "power-equalisation",
             "pow",
-            _levels("0 pow", "original equalised"),
+            "0 pow",
+            "original equalised",
             "Power spectrum",
-            ("0",),
-            1120,
-            4,
+            "0",
+            "ImageNet images with their own and with an equalised power spectrum",
+            images=1120,
         ),
-        Experiment(
-            "false-colour",
+        _release(
             "false-colour",
             "fc",
-            _levels("True False", "true opponent"),
+            "True False",
+            "true opponent",
             "Colour",
-            ("True",),
-            1120,
-            4,
+            "True",
+            "ImageNet images in true and in opponent colours",
+            images=1120,
         ),
-        Experiment("rotation", "rotation", "rot", _levels("0 90 180 270"), "Rotation angle [degrees]", ("0",), 1280, 4),
-        Experiment(
-            "eidolonI",
-            "eidolonI",
-            "eid",
-            _levels("1-10-10 2-10-10 4-10-10 8-10-10 16-10-10 32-10-10 64-10-10 128-10-10", "0 1 2 3 4 5 6 7"),
-            _EIDOLON_X,
-            ("1-10-10", "64-10-10", "128-10-10"),
-            1280,
-            4,
+        _release(
+            "rotation",
+            "rot",
+            "0 90 180 270",
+            None,
+            "Rotation angle [degrees]",
+            "0",
+            "ImageNet images rotated by 0, 90, 180 and 270 degrees",
         ),
-        Experiment(
-            "eidolonII",
-            "eidolonII",
-            "eid",
-            _levels("1-3-10 2-3-10 4-3-10 8-3-10 16-3-10 32-3-10 64-3-10 128-3-10", "0 1 2 3 4 5 6 7"),
-            _EIDOLON_X,
-            ("1-3-10", "32-3-10", "64-3-10", "128-3-10"),
-            1280,
-            4,
-        ),
-        Experiment(
-            "eidolonIII",
-            "eidolonIII",
-            "eid",
-            _levels("1-0-10 2-0-10 4-0-10 8-0-10 16-0-10 32-0-10 64-0-10 128-0-10", "0 1 2 3 4 5 6 7"),
-            _EIDOLON_X,
-            ("1-0-10", "16-0-10", "32-0-10", "64-0-10", "128-0-10"),
-            1280,
-            4,
-        ),
-        Experiment(
-            "uniform-noise",
+        _eidolon("eidolonI", 10, "1-10-10 64-10-10 128-10-10"),
+        _eidolon("eidolonII", 3, "1-3-10 32-3-10 64-3-10 128-3-10"),
+        _eidolon("eidolonIII", 0, "1-0-10 16-0-10 32-0-10 64-0-10 128-0-10"),
+        _release(
             "uniform-noise",
             "nse",
-            _levels("0.0 0.03 0.05 0.1 0.2 0.35 0.6 0.9", "0.0 .03 .05 .1 .2 .35 .6 .9"),
+            "0.0 0.03 0.05 0.1 0.2 0.35 0.6 0.9",
+            "0.0 .03 .05 .1 .2 .35 .6 .9",
             "Uniform noise width",
-            ("0.0", "0.6", "0.9"),
-            1280,
-            4,
+            "0.0 0.6 0.9",
+            "ImageNet images with additive uniform noise of 8 widths",
         ),
-        Experiment("sketch", "sketch", "ske", _SINGLE, "", (), 800, 7),
-        Experiment("stylized", "stylized", "sty", _SINGLE, "", (), 800, 5),
+        _release(
+            "sketch",
+            "ske",
+            "",
+            None,
+            "",
+            "",
+            "ImageNet-Sketch drawings, 50 per category",
+            images=800,
+            observers=7,
+            license="MIT (ImageNet-Sketch)",
+            terms="sketch is ImageNet-Sketch (Wang et al. 2019), "
+            "licensed MIT by its authors (https://github.com/HaohanWang/ImageNet-Sketch/blob/master/LICENSE)",
+        ),
+        _release(
+            "stylized", "sty", "", None, "", "", "Stylized-ImageNet images, 50 per category", images=800, observers=5
+        ),
     )
 }
 
+#: Every experiment's name, cue-conflict, edges and filled silhouettes first (the command line's ``--dataset``).
+DATASET_NAMES: tuple[str, ...] = tuple(EXPERIMENTS)
 #: The 14 datasets whose human data model-vs-human added (the other three are texture-vs-shape's).
 MODEL_VS_HUMAN_DATASETS: tuple[str, ...] = tuple(n for n, e in EXPERIMENTS.items() if e.humans == MODEL_VS_HUMAN)
 #: model-vs-human's benchmark order (``constants.DEFAULT_DATASETS``), in modelval's names.
-BENCHMARK_DATASETS: tuple[str, ...] = (
-    "edges", "filled-silhouettes", "cue-conflict", "colour", "contrast", "high-pass", "low-pass",
-    "phase-scrambling", "power-equalisation", "false-colour", "rotation", "eidolonI", "eidolonII",
-    "eidolonIII", "uniform-noise", "sketch", "stylized",
-)  # fmt: skip
+BENCHMARK_DATASETS: tuple[str, ...] = ("edges", "filled-silhouettes", "cue-conflict", *MODEL_VS_HUMAN_DATASETS)
+
+
+def get_dataset(name: str) -> Experiment:
+    """The entry of ``name`` (modelval's name); an unknown name is an error listing the known ones.
+
+    Parameters
+    ----------
+    name
+        One of :data:`DATASET_NAMES`.
+    """
+    try:
+        return EXPERIMENTS[name]
+    except KeyError:
+        raise DataError(f"unknown dataset {name!r}; expected one of: {', '.join(EXPERIMENTS)}") from None
+
+
+def list_datasets() -> list[Experiment]:
+    """Every experiment's entry, in :data:`DATASET_NAMES`' order."""
+    return list(EXPERIMENTS.values())
 
 
 def experiment(dataset: str) -> Experiment:
-    """The :class:`Experiment` of ``dataset`` (modelval's or model-vs-human's name); a clear error otherwise."""
-    if dataset in EXPERIMENTS:
-        return EXPERIMENTS[dataset]
-    for entry in EXPERIMENTS.values():
-        if entry.upstream == dataset:
-            return entry
-    raise DataError(f"unknown dataset {dataset!r}; expected one of: {', '.join(EXPERIMENTS)}")
+    """The :class:`Experiment` of ``dataset``, modelval's or model-vs-human's name; a clear error otherwise.
+
+    Parameters
+    ----------
+    dataset
+        ``edges`` or ``edge``, ``filled-silhouettes`` or ``silhouette``, ...
+    """
+    found = [entry for entry in EXPERIMENTS.values() if entry.upstream == dataset]
+    return found[0] if dataset not in EXPERIMENTS and found else get_dataset(dataset)
 
 
 def _number(text: str) -> float | None:
@@ -228,22 +482,23 @@ def canonical_condition(raw: str, dataset: str) -> str:
     there); otherwise the match is exact, then case-insensitive (``true`` -> ``True``), then numeric
     (``0.00`` -> ``0.0``, ``3`` -> ``3.0``), as model-vs-human's pandas reading makes it. Anything else is
     an error naming the dataset's conditions.
+
+    Parameters
+    ----------
+    raw
+        The condition as written.
+    dataset
+        The experiment.
     """
     entry = experiment(dataset)
     if not entry.parametric:
         return entry.conditions[0].value
-    text = raw.strip()
-    for value in entry.values:
-        if text == value:
-            return value
-    for value in entry.values:
-        if text.lower() == value.lower():
-            return value
-    number = _number(text)
-    if number is not None:
-        for value in entry.values:
-            if _number(value) == number:
-                return value
+    text, number = raw.strip(), _number(raw)
+    exact = [v for v in entry.values if v == text]
+    matches = exact or [v for v in entry.values if v.lower() == text.lower()]
+    matches = matches or [v for v in entry.values if number is not None and _number(v) == number]
+    if matches:
+        return matches[0]
     raise DataError(
         f"condition {raw!r} is not one of the {dataset} conditions ({', '.join(entry.values)}, as model-vs-human "
         "names them)"
@@ -256,14 +511,14 @@ def short_image_name(imagename: str) -> str:
     ``0001_nse_dnn_0.00_bicycle_10_n03792782_1418.png`` -> ``n03792782_1418.png`` (an ImageNet image keeps
     its ``n0…`` synset prefix); ``0001_edg_s01_0_oven_00_oven10.png`` -> ``oven10.png``; a name without
     ``_`` is returned as it is. A folder part (``dnn/session-1/...``) is dropped first.
+
+    Parameters
+    ----------
+    imagename
+        The image name as written.
     """
-    base = imagename.rsplit("/", 1)[-1]
-    parts = base.split("_")
-    if len(parts) == 1:
-        return base
-    if parts[-2].startswith("n0"):
-        return f"{parts[-2]}_{parts[-1]}"
-    return parts[-1]
+    parts = imagename.rsplit("/", 1)[-1].split("_")
+    return "_".join(parts[-2:]) if len(parts) > 1 and parts[-2].startswith("n0") else parts[-1]
 
 
 # <trial>_<code>_<observer>_<condition>_<category>_<number>_<image>: the release's and the sessions' names
@@ -290,7 +545,13 @@ class SessionName:
 
 
 def parse_session_name(name: str) -> SessionName | None:
-    """The fields of a prefixed image name, or None when ``name`` is not one (e.g. ``oven10.png``)."""
+    """The fields of a prefixed image name, or None when ``name`` is not one (e.g. ``oven10.png``).
+
+    Parameters
+    ----------
+    name
+        The image name (a folder part is ignored).
+    """
     match = _SESSION_NAME.match(name.rsplit("/", 1)[-1])
     if match is None:
         return None
@@ -299,16 +560,24 @@ def parse_session_name(name: str) -> SessionName | None:
 
 def datasets_of_code(code: str, conditions: set[str] | None = None) -> list[str]:
     """The datasets whose images carry ``code``; the three Eidolon sets share ``eid`` and are told apart by
-    their conditions (``conditions``: the raw condition values seen)."""
+    their conditions.
+
+    Parameters
+    ----------
+    code
+        The image-name code (``s5n``, ``edg``, ``eid``, ...).
+    conditions
+        The raw condition values seen.
+    """
     found = [name for name, entry in EXPERIMENTS.items() if entry.code == code]
     if len(found) > 1 and conditions:
-        fitting = []
-        for name in found:
-            try:
-                for raw in conditions:
-                    canonical_condition(raw, name)
-            except DataError:
-                continue
-            fitting.append(name)
-        return fitting
+        return [name for name in found if all(_fits(raw, name) for raw in conditions)]
     return found
+
+
+def _fits(raw: str, dataset: str) -> bool:
+    try:
+        canonical_condition(raw, dataset)
+    except DataError:
+        return False
+    return True

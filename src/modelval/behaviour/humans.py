@@ -27,11 +27,11 @@ import math
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import combinations
 from pathlib import Path
 
 import numpy as np
 
+from modelval.behaviour.agreement import HumanAgreement, HumanCeiling, human_agreement, human_ceiling
 from modelval.behaviour.consistency import (
     NA_DESCRIPTIONS,
     Consistency,
@@ -44,17 +44,15 @@ from modelval.behaviour.consistency import (
     pair_keep,
     weighted_kappa,
 )
-from modelval.behaviour.cue_conflict import parse_stimulus_name
-from modelval.behaviour.decisions import NO_RESPONSE
-from modelval.behaviour.experiments import TEXTURE_VS_SHAPE, experiment
+from modelval.behaviour.decisions import NO_RESPONSE, Decision
+from modelval.behaviour.experiments import get_dataset
 from modelval.behaviour.resampling import (
     RESAMPLING_DESCRIPTIONS,
     bootstrap_weights,
     percentile_interval,
     resampling_for,
-    resolve_unit,
 )
-from modelval.behaviour.trials import FILE_PREFIXES, Trial, aligned, check_dataset, read_trials
+from modelval.behaviour.trials import aligned, read_trials
 from modelval.errors import DataError
 from modelval.parsing import check_seed
 
@@ -68,7 +66,6 @@ __all__ = [
     "HumanComparison",
     "HumanPanel",
     "HumanShapeImage",
-    "bootstrap_error_consistency",
     "compare_with_humans",
     "error_consistency",
     "human_agreement",
@@ -101,17 +98,31 @@ class HumanPanel:
     """The published human observers of one experiment: name -> trials (all sessions of a subject pooled)."""
 
     dataset: str
-    observers: dict[str, list[Trial]]
+    observers: dict[str, list[Decision]]
     files: dict[str, list[Path]] = field(default_factory=dict)
 
     def images(self) -> list[str]:
         return sorted(t.image for t in next(iter(self.observers.values())))
 
     def vectors(self, images: Sequence[str] | None = None) -> dict[str, ObserverVectors]:
+        """Each observer's vectors over ``images``.
+
+        Parameters
+        ----------
+        images
+            The images (default: those every observer saw).
+        """
         images = self.images() if images is None else images
         return {name: ObserverVectors.of(trials, images) for name, trials in sorted(self.observers.items())}
 
     def accuracies(self, na_handling: str = "wrong") -> dict[str, float]:
+        """Each observer's accuracy.
+
+        Parameters
+        ----------
+        na_handling
+            How a "na" answer counts: ``"wrong"`` or ``"exclude"``.
+        """
         return {name: vector.accuracy(na_handling) for name, vector in self.vectors().items()}
 
     def no_response(self) -> dict[str, int]:
@@ -125,10 +136,17 @@ def human_files(reference_dir: str | os.PathLike[str], dataset: str) -> dict[str
     The folder is texture-vs-shape's flat ``raw-data/`` (``<experiment>_subject-NN_session_K.csv``), or
     model-vs-human's ``raw-data/`` with one sub-folder per dataset (``colour/colour_subject-NN_session_1.csv``),
     or that sub-folder itself.
+
+    Parameters
+    ----------
+    reference_dir
+        The published raw-data folder.
+    dataset
+        One of :data:`~modelval.behaviour.experiments.DATASET_NAMES`.
     """
-    folder = Path(reference_dir)
-    upstream = experiment(check_dataset(dataset)).upstream
-    for where, prefix in ((folder, FILE_PREFIXES[dataset]), (folder / upstream, upstream), (folder, upstream)):
+    folder, entry = Path(reference_dir), get_dataset(dataset)
+    upstream = entry.upstream
+    for where, prefix in ((folder, entry.file_prefix), (folder / upstream, upstream), (folder, upstream)):
         found: dict[str, list[Path]] = {}
         for path in sorted(where.glob(f"{prefix}_subject-*.csv")):
             subject = path.name[len(prefix) + 1 :].split("_session")[0]
@@ -138,9 +156,9 @@ def human_files(reference_dir: str | os.PathLike[str], dataset: str) -> dict[str
     return {}
 
 
-def _pooled(subject: str, paths: Sequence[Path]) -> list[Trial]:
+def _pooled(subject: str, paths: Sequence[Path]) -> list[Decision]:
     """All sessions of one subject as one observer; an image answered in two sessions is an error."""
-    trials: list[Trial] = []
+    trials: list[Decision] = []
     seen: dict[str, Path] = {}
     for path in paths:
         for trial in read_trials(path):
@@ -155,70 +173,28 @@ def _pooled(subject: str, paths: Sequence[Path]) -> list[Trial]:
 
 
 def load_human_panel(reference_dir: str | os.PathLike[str], dataset: str) -> HumanPanel:
-    """Read the human observers of ``dataset`` from the published raw-data folder (sessions pooled by subject)."""
+    """Read the human observers of ``dataset`` from the published raw-data folder (sessions pooled by subject).
+
+    Parameters
+    ----------
+    reference_dir
+        The published raw-data folder.
+    dataset
+        One of :data:`~modelval.behaviour.experiments.DATASET_NAMES`.
+    """
     files = human_files(reference_dir, dataset)
     if len(files) < 2:
-        humans = experiment(dataset).humans
-        fetch = "modelval data download --humans" + ("" if humans == TEXTURE_VS_SHAPE else f" --dataset {dataset}")
+        entry = get_dataset(dataset)
         raise DataError(
-            f"found {len(files)} human observer(s) of {dataset} ({FILE_PREFIXES[dataset]}_subject-NN_*.csv) "
-            f"in {reference_dir}; need the published raw data: run `{fetch}`, or name the folder that holds "
-            "them (reference_dir= in Python, --reference-dir DIR on the command line)"
+            f"found {len(files)} human observer(s) of {dataset} ({entry.file_prefix}_subject-NN_*.csv) in "
+            f"{reference_dir}; need the published raw data: run `{entry.humans_command}`, or name the folder that "
+            "holds them (reference_dir= in Python, --reference-dir DIR on the command line)"
         )
     observers = {name: _pooled(name, paths) for name, paths in files.items()}
     first_name, first = next(iter(observers.items()))
     for name, trials in observers.items():
         aligned(first, trials, names=(first_name, name))
     return HumanPanel(dataset, observers, files)
-
-
-@dataclass(frozen=True)
-class HumanAgreement:
-    """The humans' mutual error consistency: every pair of distinct observers (some left out, if asked)."""
-
-    mean: float
-    pairs: dict[tuple[str, str], float]
-    per_observer: dict[str, float]  # each observer's mean kappa with the others
-    kappa_max: dict[tuple[str, str], float] = field(default_factory=dict)
-    left_out: tuple[str, ...] = ()
-    na_handling: str = "wrong"
-
-    @property
-    def range(self) -> tuple[float, float]:
-        values = list(self.per_observer.values())
-        return min(values), max(values)
-
-    @property
-    def mean_kappa_max(self) -> float:
-        return float(np.mean(list(self.kappa_max.values()))) if self.kappa_max else math.nan
-
-
-#: The former name: the humans' mutual kappa is not a ceiling for a model (see HumanAgreement).
-HumanCeiling = HumanAgreement
-
-
-def human_agreement(panel: HumanPanel, *, leave_out: Sequence[str] = (), na_handling: str = "wrong") -> HumanAgreement:
-    """Mean kappa over all pairs of distinct human observers, the observers in ``leave_out`` left out."""
-    vectors = {name: v for name, v in panel.vectors().items() if name not in leave_out}
-    if len(vectors) < 2:
-        raise DataError("the humans' mutual error consistency needs at least two human observers")
-    names = sorted(vectors)
-    consistency = {(a, b): pair_consistency(vectors[a], vectors[b], na_handling) for a, b in combinations(names, 2)}
-    pairs = {pair: c.kappa for pair, c in consistency.items()}
-    per_observer = {name: float(np.mean([k for pair, k in pairs.items() if name in pair])) for name in names}
-    return HumanAgreement(
-        float(np.mean(list(pairs.values()))),
-        pairs,
-        per_observer,
-        {pair: c.kappa_max for pair, c in consistency.items()},
-        tuple(sorted(leave_out)),
-        na_handling,
-    )
-
-
-def human_ceiling(panel: HumanPanel) -> HumanAgreement:
-    """The former name of :func:`human_agreement` (all observers; it is no ceiling for a model)."""
-    return human_agreement(panel)
 
 
 @dataclass
@@ -318,7 +294,7 @@ class HumanComparison:
 
 
 def compare_with_humans(
-    trials: Sequence[Trial],
+    trials: Sequence[Decision],
     panel: HumanPanel,
     *,
     subject: str | None = None,
@@ -333,9 +309,28 @@ def compare_with_humans(
     ``subject`` (default: the trials' ``subj`` column) names the observer; a human of the panel with
     the same name is left out of the comparison and of the humans' mutual reference. ``resample`` is the
     bootstrap's unit (``None``: texture images on cue-conflict, images elsewhere).
+
+    Parameters
+    ----------
+    trials
+        An observer's decisions, one per image.
+    panel
+        The human observers of one dataset.
+    subject
+        The observer's name (a human of that name is left out); default: the trials' ``subj``.
+    n_bootstrap
+        Bootstrap resamples (0: no interval).
+    seed
+        Seed of the resamples.
+    resample
+        The bootstrap's unit (:data:`~modelval.behaviour.resampling.RESAMPLING_UNITS`; ``None``: the default).
+    resample_observers
+        Also resample the human observers.
+    na_handling
+        How a "na" answer counts: ``"wrong"`` or ``"exclude"``.
     """
     check_na_handling(na_handling)
-    unit = resolve_unit(resample, cue_conflict=panel.dataset == "cue-conflict")
+    unit = get_dataset(panel.dataset).resampling(resample)
     subject = subject if subject is not None else (trials[0].subject if trials else "")
     names = [name for name in sorted(panel.observers) if name != subject]
     excluded = subject if subject in panel.observers else None
@@ -357,7 +352,7 @@ def compare_with_humans(
     per_observer = {name: pair_consistency(mine, vector, na_handling) for name, vector in humans.items()}
     accuracies = {name: vector.accuracy(na_handling) for name, vector in humans.items()}
     values = list(accuracies.values())
-    interval = bootstrap_error_consistency(
+    interval = _bootstrap_error_consistency(
         mine.correct,
         [h.correct for h in humans.values()],
         n_bootstrap=n_bootstrap,
@@ -389,7 +384,7 @@ def compare_with_humans(
     )
 
 
-def bootstrap_error_consistency(
+def _bootstrap_error_consistency(
     correct: np.ndarray,
     human_correct: Sequence[np.ndarray],
     *,
@@ -440,34 +435,45 @@ class HumanShapeImage:
 
 
 def human_shape_fractions(panel: HumanPanel) -> dict[str, tuple[int, int]]:
-    """Cue-conflict: per conflict image, (humans who chose the shape, humans) ("na" is not the shape)."""
-    if panel.dataset != "cue-conflict":
+    """Cue-conflict: per conflict image, (humans who chose the shape, humans) ("na" is not the shape).
+
+    Parameters
+    ----------
+    panel
+        The human observers of one dataset.
+    """
+    if not get_dataset(panel.dataset).has_conflicts:
         raise DataError(f"shape decisions exist only on cue-conflict images, not on {panel.dataset}")
     counts: dict[str, list[int]] = {}
-    for trials in panel.observers.values():
-        for trial in trials:
-            shape, texture = parse_stimulus_name(trial.image)
-            if shape == texture:
-                continue
-            entry = counts.setdefault(trial.image, [0, 0])
-            entry[0] += trial.response == shape
-            entry[1] += 1
+    for trial in (trial for trials in panel.observers.values() for trial in trials if trial.is_conflict):
+        entry = counts.setdefault(trial.image, [0, 0])
+        entry[0] += trial.response == trial.shape
+        entry[1] += 1
     return {image: (hits, total) for image, (hits, total) in sorted(counts.items())}
 
 
 def texture_despite_humans(
-    trials: Sequence[Trial],
+    trials: Sequence[Decision],
     fractions: Mapping[str, tuple[int, int]],
     *,
     min_humans: int = HUMAN_SHAPE_MAJORITY,
 ) -> list[HumanShapeImage]:
-    """Images where the observer chose the texture although at least ``min_humans`` humans chose the shape."""
+    """Images where the observer chose the texture although at least ``min_humans`` humans chose the shape.
+
+    Parameters
+    ----------
+    trials
+        An observer's decisions, one per image.
+    fractions
+        Per image, (humans who chose the shape, humans) (:func:`human_shape_fractions`).
+    min_humans
+        The humans who must have chosen the shape.
+    """
     found = []
     for trial in trials:
         if trial.image not in fractions:
             continue
-        shape, texture = parse_stimulus_name(trial.image)
         hits, total = fractions[trial.image]
-        if trial.response == texture and hits >= min_humans:
-            found.append(HumanShapeImage(trial.image, shape, texture, trial.response, hits, total))
+        if trial.response == trial.texture and hits >= min_humans:
+            found.append(HumanShapeImage(trial.image, trial.shape, trial.texture, trial.response, hits, total))
     return sorted(found, key=lambda item: (-item.humans_shape, item.image))

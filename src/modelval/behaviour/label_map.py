@@ -24,7 +24,13 @@ __all__ = ["IMAGENET_LABEL_MAP", "LabelMap", "read_label_map"]
 
 
 def read_label_map(path: str | os.PathLike[str]) -> LabelMap:
-    """A label map from a JSON file (see the module docstring); every problem is named with the file."""
+    """A label map from a JSON file (see the module docstring); every problem is named with the file.
+
+    Parameters
+    ----------
+    path
+        The JSON file.
+    """
     path = Path(path)
     try:
         data = json.loads(path.read_text())

@@ -33,7 +33,8 @@ from fractions import Fraction
 import numpy as np
 
 from modelval.behaviour.categories import CATEGORIES
-from modelval.behaviour.cue_conflict import parse_stimulus_name
+from modelval.behaviour.decisions import Decision
+from modelval.behaviour.experiments import get_dataset
 from modelval.behaviour.permutation import (
     DEFAULT_PERMUTATIONS,
     PermutationTest,
@@ -46,20 +47,21 @@ from modelval.behaviour.resampling import (
     bootstrap_weights,
     percentile_interval,
     resampling_for,
-    resolve_unit,
 )
-from modelval.behaviour.trials import Trial, aligned, responses
+from modelval.behaviour.trials import aligned, responses
 
+#: What a discordant image is, with cue conflicts (True) and without.
 DISCORDANT_DEFINITIONS = {
-    "cue-conflict": "conflict images where exactly one observer chose the shape category (shape hit vs not)",
-    "other": "images where exactly one observer answered correctly",
+    True: "conflict images where exactly one observer chose the shape category (shape hit vs not)",
+    False: "images where exactly one observer answered correctly",
 }
+#: The statistic McNemar tests, with cue conflicts (True) and without, and its meaning.
 MCNEMAR_STATISTICS = {
-    "cue-conflict": (
+    True: (
         "shape_decision_rate",
         "shape hits / conflict images: NOT the shape bias (a texture hit and any other answer count alike)",
     ),
-    "other": ("accuracy", "correct / images: the statistic of the comparison itself"),
+    False: ("accuracy", "correct / images: the statistic of the comparison itself"),
 }
 PER_CATEGORY_METHOD = (
     "exact paired permutation test per category (all 2^d sign flips, counted by stimulus type), "
@@ -68,7 +70,15 @@ PER_CATEGORY_METHOD = (
 
 
 def mcnemar_exact(b: int, c: int) -> float:
-    """Exact two-sided McNemar p-value for ``b`` and ``c`` discordant pairs (1.0 when there are none)."""
+    """Exact two-sided McNemar p-value for ``b`` and ``c`` discordant pairs (1.0 when there are none).
+
+    Parameters
+    ----------
+    b
+        Pairs only A answered correctly.
+    c
+        Pairs only B answered correctly.
+    """
     if b < 0 or c < 0:
         raise ValueError(f"discordant counts must be >= 0, got {b} and {c}")
     n = b + c
@@ -206,8 +216,8 @@ def _ratio(hits: np.ndarray, totals: np.ndarray) -> np.ndarray:
 
 
 def compare_paired(
-    a: Sequence[Trial],
-    b: Sequence[Trial],
+    a: Sequence[Decision],
+    b: Sequence[Decision],
     *,
     dataset: str,
     names: tuple[str, str] = ("A", "B"),
@@ -219,20 +229,38 @@ def compare_paired(
 ) -> PairedComparison:
     """Paired comparison of two observers' trials on ``dataset`` (see the module docstring).
 
-    ``resample`` is the bootstrap's unit (``None``: texture images on cue-conflict, images elsewhere);
-    ``permutations`` random sign-flip sets (seeded with ``seed``) give the test of the difference.
+    Parameters
+    ----------
+    a
+        Observer A's trials.
+    b
+        Observer B's trials.
+    dataset
+        One of :data:`~modelval.behaviour.experiments.DATASET_NAMES`.
+    names
+        How A and B are named.
+    n_bootstrap
+        Bootstrap resamples (0: no interval).
+    seed
+        Seed of the resamples.
+    level
+        Coverage of the interval (0.95: 95%).
+    resample
+        The bootstrap's unit (``None``: texture images on cue conflicts, images elsewhere).
+    permutations
+        Random sign-flip sets of the permutation test (0: none).
     """
-    cue_conflict = dataset == "cue-conflict"
-    unit = resolve_unit(resample, cue_conflict=cue_conflict)
+    cue_conflict = get_dataset(dataset).has_conflicts
+    unit = get_dataset(dataset).resampling(resample)
     images = aligned(a, b, names=names)
     resp_a, resp_b = np.array(responses(a, images)), np.array(responses(b, images))
-    categories = np.array([t.category for t in sorted(a, key=lambda t: t.image)])
+    index = {t.image: t for t in a}
+    categories = np.array([index[image].shape for image in images])
     if cue_conflict:
-        parsed = [parse_stimulus_name(image) for image in images]
-        keep = np.array([shape != texture for shape, texture in parsed])
+        keep = np.array([index[image].is_conflict for image in images], dtype=bool)
         images = [image for image, kept in zip(images, keep, strict=True) if kept]
-        shapes = np.array([shape for shape, _ in parsed])[keep]
-        textures = np.array([texture for _, texture in parsed])[keep]
+        shapes = categories[keep]
+        textures = np.array([index[image].texture for image in images])
         ra, rb = resp_a[keep], resp_b[keep]
         num_a, num_b = ra == shapes, rb == shapes
         # shape bias = shape hits / (shape + texture hits): the denominator differs per observer
@@ -274,7 +302,7 @@ def compare_paired(
         name: CategoryDifference(row.a, row.b, row.images, row.ci95, row.p, adjusted[name])
         for name, row in per_category.items()
     }
-    key = "cue-conflict" if cue_conflict else "other"
+    key = cue_conflict
     rate = (num_a.mean(), num_b.mean()) if len(num_a) else (math.nan, math.nan)
     mcnemar = McNemar(
         statistic=MCNEMAR_STATISTICS[key][0],

@@ -93,7 +93,7 @@ class PermutationTest:
         }
 
 
-def ratio_difference(num_a: np.ndarray, den_a: np.ndarray, num_b: np.ndarray, den_b: np.ndarray) -> float:
+def _ratio_difference(num_a: np.ndarray, den_a: np.ndarray, num_b: np.ndarray, den_b: np.ndarray) -> float:
     """sum(num_a) / sum(den_a) - sum(num_b) / sum(den_b) (NaN when a denominator is 0)."""
     sa, sb = float(np.sum(den_a)), float(np.sum(den_b))
     if sa == 0 or sb == 0:
@@ -132,9 +132,27 @@ def permutation_test(
     permutations: int = DEFAULT_PERMUTATIONS,
     seed: int = DEFAULT_SEED,
 ) -> PermutationTest:
-    """Monte Carlo paired permutation test of the ratio difference (exact when 2^d <= ``permutations``)."""
+    """Monte Carlo paired permutation test of the ratio difference (exact when 2^d <= ``permutations``).
+
+    Parameters
+    ----------
+    num_a
+        A's numerator per stimulus type.
+    den_a
+        A's denominator per stimulus type.
+    num_b
+        B's numerator per stimulus type.
+    den_b
+        B's denominator per stimulus type.
+    statistic
+        The statistic (only ``"ratio_difference"``).
+    permutations
+        Random sign-flip sets (0: none).
+    seed
+        Seed of the resamples.
+    """
     num_a, den_a, num_b, den_b = _terms(num_a, den_a, num_b, den_b)
-    observed = ratio_difference(num_a, den_a, num_b, den_b)
+    observed = _ratio_difference(num_a, den_a, num_b, den_b)
     discordant = np.flatnonzero((num_a != num_b) | (den_a != den_b))
     d = len(discordant)
     if permutations <= 0:
@@ -159,7 +177,7 @@ def permutation_test(
     p = _p_value(null, None, observed, adjustment=1, total=permutations)
     test = PermutationTest(statistic, observed, p, permutations, False, seed, d)
     if test.at_floor:  # the Monte Carlo test can only say p <= 2/(N+1): say the exact p where it can be counted
-        exact_p = streamed_exact_p(num_a, den_a, num_b, den_b)
+        exact_p = _streamed_exact_p(num_a, den_a, num_b, den_b)
         if exact_p is not None:
             test = PermutationTest(statistic, observed, p, permutations, False, seed, d, exact_p)
     return test
@@ -198,7 +216,7 @@ def _orientation_terms(u: Term, v: Term, count: int) -> np.ndarray:
     )  # fmt: skip
 
 
-def streamed_exact_p(
+def _streamed_exact_p(
     num_a: np.ndarray, den_a: np.ndarray, num_b: np.ndarray, den_b: np.ndarray, *, max_grid: int = MAX_STREAMED_GRID
 ) -> float | None:
     """The exact two-sided p over all 2^d sign flips, as :func:`exact_permutation_test`, for grids too large to
@@ -210,7 +228,7 @@ def streamed_exact_p(
     probabilities far below 1e-300 of a single term are not lost before they are summed.
     """
     num_a, den_a, num_b, den_b = _terms(num_a, den_a, num_b, den_b)
-    observed = ratio_difference(num_a, den_a, num_b, den_b)
+    observed = _ratio_difference(num_a, den_a, num_b, den_b)
     if math.isnan(observed):
         return math.nan
     base, types = _discordant_types(num_a, den_a, num_b, den_b)
@@ -258,9 +276,25 @@ def exact_permutation_test(
     statistic: str = "ratio_difference",
     max_grid: int = MAX_EXACT_GRID,
 ) -> PermutationTest:
-    """The exact paired permutation test over all 2^d sign flips, by counting stimulus types (see module doc)."""
+    """The exact paired permutation test over all 2^d sign flips, by counting stimulus types (see module doc).
+
+    Parameters
+    ----------
+    num_a
+        A's numerator per stimulus type.
+    den_a
+        A's denominator per stimulus type.
+    num_b
+        B's numerator per stimulus type.
+    den_b
+        B's denominator per stimulus type.
+    statistic
+        The statistic (only ``"ratio_difference"``).
+    max_grid
+        The largest grid of counts computed exactly.
+    """
     num_a, den_a, num_b, den_b = _terms(num_a, den_a, num_b, den_b)
-    observed = ratio_difference(num_a, den_a, num_b, den_b)
+    observed = _ratio_difference(num_a, den_a, num_b, den_b)
     base, types = _discordant_types(num_a, den_a, num_b, den_b)
     d = sum(count for _, _, count in types)
     grid = math.prod(count + 1 for _, _, count in types)
@@ -284,6 +318,11 @@ def holm(pvalues: Mapping[str, float]) -> dict[str, float]:
 
     Sorted ascending, the i-th of m p-values (i from 0) becomes ``max over j <= i of min(1, (m - j) * p_j)``;
     it controls the family-wise error rate at the nominal level under any dependence.
+
+    Parameters
+    ----------
+    pvalues
+        The family's p-values (NaN: outside the family).
     """
     defined = sorted((p, key) for key, p in pvalues.items() if not math.isnan(p))
     m = len(defined)
@@ -297,5 +336,15 @@ def holm(pvalues: Mapping[str, float]) -> dict[str, float]:
 
 def two_sided_p(null: np.ndarray, observed: float, *, permutations: int) -> float:
     """Two-sided Monte Carlo p of ``observed`` against ``permutations`` random null draws, as
-    :func:`permutation_test` computes it (the observed assignment counted once; the floor is 2/(N+1))."""
+    :func:`permutation_test` computes it (the observed assignment counted once; the floor is 2/(N+1)).
+
+    Parameters
+    ----------
+    null
+        The null draws.
+    observed
+        The observed statistic.
+    permutations
+        How many null draws.
+    """
     return _p_value(np.asarray(null, dtype=np.float64), None, observed, adjustment=1, total=permutations)

@@ -25,7 +25,7 @@ from modelval.behaviour.cue_conflict import Stimulus
 from modelval.errors import DataError
 
 
-def category_ranks(scores: np.ndarray, targets: Sequence[str], label_map: LabelMap = IMAGENET_LABEL_MAP) -> np.ndarray:
+def _category_ranks(scores: np.ndarray, targets: Sequence[str], label_map: LabelMap = IMAGENET_LABEL_MAP) -> np.ndarray:
     """For each row of ``scores`` (N, K), the rank (1 = top) of ``targets[i]``'s best-scored output among all K."""
     scores = np.asarray(scores)
     if scores.ndim != 2 or len(scores) != len(targets):
@@ -65,15 +65,25 @@ class RankSensitivity:
 def rank_sensitivity(
     scores: np.ndarray, stimuli: Sequence[Stimulus], label_map: LabelMap = IMAGENET_LABEL_MAP
 ) -> RankSensitivity:
-    """REFINED-BIAS's shape and texture MRR of ``scores`` (softmax probabilities or logits: ranks are the same)."""
+    """REFINED-BIAS's shape and texture MRR of ``scores`` (softmax probabilities or logits: ranks are the same).
+
+    Parameters
+    ----------
+    scores
+        ``(N, 1000)`` probabilities or logits.
+    stimuli
+        The stimuli, in the rows' order.
+    label_map
+        The head's label map (default: ImageNet's).
+    """
     conflicts = [i for i, stimulus in enumerate(stimuli) if stimulus.is_conflict]
     if not conflicts:
         raise DataError("no cue-conflict images (shape != texture): the shape and texture ranks need them")
     rows = np.asarray(scores)[conflicts]
     shapes = [stimuli[i].shape for i in conflicts]
     textures = [stimuli[i].texture for i in conflicts]
-    shape_rr = 1.0 / category_ranks(rows, shapes, label_map)
-    texture_rr = 1.0 / category_ranks(rows, textures, label_map)
+    shape_rr = 1.0 / _category_ranks(rows, shapes, label_map)
+    texture_rr = 1.0 / _category_ranks(rows, textures, label_map)
     per_category = {}
     for category in CATEGORIES:
         as_shape, as_texture = np.asarray(shapes) == category, np.asarray(textures) == category

@@ -67,7 +67,7 @@ class Resampling:
         return RESAMPLING_DESCRIPTIONS[self.unit]
 
 
-def check_unit(unit: str) -> str:
+def _check_unit(unit: str) -> str:
     if unit not in RESAMPLING_UNITS:
         raise DataError(f"unknown resampling unit {unit!r}; expected one of: {', '.join(RESAMPLING_UNITS)}")
     return unit
@@ -78,10 +78,17 @@ def resolve_unit(unit: str | None, *, cue_conflict: bool) -> str:
 
     A source unit on images without shared sources (edges, silhouettes) is refused rather than silently
     replaced, so a report never claims a resampling it did not do.
+
+    Parameters
+    ----------
+    unit
+        One of :data:`RESAMPLING_UNITS`, or ``None``.
+    cue_conflict
+        True for cue-conflict images.
     """
     if unit is None:
         return DEFAULT_RESAMPLING if cue_conflict else "stimuli"
-    check_unit(unit)
+    _check_unit(unit)
     if unit != "stimuli" and not cue_conflict:
         raise DataError(
             f"resampling by {unit!r} needs cue-conflict stimuli (a shape image and a texture image per stimulus); "
@@ -91,8 +98,16 @@ def resolve_unit(unit: str | None, *, cue_conflict: bool) -> str:
 
 
 def resampling_for(names: Sequence[str], unit: str) -> Resampling:
-    """The :class:`Resampling` of stimuli named ``names`` (cue-conflict names when ``unit`` is a source unit)."""
-    check_unit(unit)
+    """The :class:`Resampling` of stimuli named ``names`` (cue-conflict names when ``unit`` is a source unit).
+
+    Parameters
+    ----------
+    names
+        The stimuli's file names.
+    unit
+        The bootstrap's unit, or ``None``.
+    """
+    _check_unit(unit)
     if unit == "stimuli":
         return Resampling(unit)
     sources = [stimulus_sources(name) for name in names]
@@ -118,6 +133,19 @@ def bootstrap_weights(
 
     ``stimuli`` draws exactly as the bootstrap before cluster units existed (``rng.integers(0, n)`` in
     chunks of at most ``max_cells`` indices), so its intervals are unchanged.
+
+    Parameters
+    ----------
+    n
+        How many stimuli.
+    resampling
+        What a resample draws.
+    n_bootstrap
+        Bootstrap resamples (0: no interval).
+    seed
+        Seed of the resamples.
+    max_cells
+        The most weights per chunk.
     """
     if n <= 0 or n_bootstrap <= 0:
         return
@@ -140,7 +168,15 @@ def bootstrap_weights(
 
 
 def percentile_interval(values: np.ndarray, level: float = 0.95) -> tuple[float, float]:
-    """The percentile interval of the finite ``values`` (NaN, NaN when none is finite)."""
+    """The percentile interval of the finite ``values`` (NaN, NaN when none is finite).
+
+    Parameters
+    ----------
+    values
+        The resampled values.
+    level
+        Coverage of the interval (0.95: 95%).
+    """
     values = np.asarray(values, dtype=np.float64)
     values = values[np.isfinite(values)]
     if values.size == 0:
@@ -150,7 +186,17 @@ def percentile_interval(values: np.ndarray, level: float = 0.95) -> tuple[float,
 
 
 def weighted_ratio(weights: np.ndarray, numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
-    """Per resample: sum(w * numerator) / sum(w * denominator) (NaN where the denominator is 0)."""
+    """Per resample: sum(w * numerator) / sum(w * denominator) (NaN where the denominator is 0).
+
+    Parameters
+    ----------
+    weights
+        Resample weights, ``(resamples, n)``.
+    numerator
+        Per stimulus.
+    denominator
+        Per stimulus.
+    """
     with np.errstate(invalid="ignore", divide="ignore"):
         return (weights @ np.asarray(numerator, dtype=np.float64)) / (
             weights @ np.asarray(denominator, dtype=np.float64)

@@ -253,7 +253,15 @@ class SensitivityCard:
 
 
 def protocol_variants(source: PreprocessConfig, aggregation: Aggregation = "mean") -> tuple[Variant, list[Variant]]:
-    """The reference protocol and one variant per (factor, value), built from the model's own config."""
+    """The reference protocol and one variant per (factor, value), built from the model's own config.
+
+    Parameters
+    ----------
+    source
+        The model's own preprocessing config.
+    aggregation
+        ``"mean"`` or ``"sum"`` of the ImageNet scores of each category.
+    """
     reference_config = source.for_stimuli("none")
     reference = Variant(REFERENCE, REFERENCE, reference_config, aggregation)
     own = reference_config.interpolation
@@ -267,7 +275,7 @@ def protocol_variants(source: PreprocessConfig, aggregation: Aggregation = "mean
         variants.append(Variant("resize", value, config, aggregation, note))
     for interpolation in ("bilinear", "bicubic"):
         config = dataclasses.replace(reference_config, interpolation=interpolation)
-        note = "" if interpolation_acts(reference_config) else "no resize in the reference: interpolation cannot act"
+        note = "" if _interpolation_acts(reference_config) else "no resize in the reference: interpolation cannot act"
         variants.append(Variant("interpolation", interpolation, config, aggregation, note))
     # Where interpolation can act: under each resize, the other interpolation against the model's own.
     seen = {input_key(reference_config)}
@@ -296,20 +304,32 @@ def protocol_variants(source: PreprocessConfig, aggregation: Aggregation = "mean
     return reference, variants
 
 
-def interpolation_acts(config: PreprocessConfig) -> bool:
+def _interpolation_acts(config: PreprocessConfig) -> bool:
     """Whether the images are resampled at all (a resize, a crop, or an input size other than the stimuli's)."""
     return not (config.resize is None and config.crop is None and config.input_size in (None, STIMULUS_SIZE))
 
 
 def input_key(config: PreprocessConfig) -> PreprocessConfig:
-    """The config that determines the model input: where nothing is resampled, interpolation never acts."""
-    if not interpolation_acts(config):
+    """The config that determines the model input: where nothing is resampled, interpolation never acts.
+
+    Parameters
+    ----------
+    config
+        A preprocessing config.
+    """
+    if not _interpolation_acts(config):
         return dataclasses.replace(config, interpolation="bilinear")
     return config
 
 
 def shape_bias_terms(decisions: Sequence[Decision]) -> tuple[np.ndarray, np.ndarray]:
-    """Per conflict stimulus: (shape hit, shape or texture hit), the terms of the shape bias."""
+    """Per conflict stimulus: (shape hit, shape or texture hit), the terms of the shape bias.
+
+    Parameters
+    ----------
+    decisions
+        The decisions.
+    """
     conflicts = [d for d in decisions if d.is_conflict]
     shape = np.array([d.response == d.shape for d in conflicts], dtype=np.float64)
     texture = np.array([d.response == d.texture for d in conflicts], dtype=np.float64)
@@ -325,7 +345,23 @@ def paired_intervals(
     n_bootstrap: int,
     seed: int,
 ) -> None:
-    """Each effect's Δ interval, and the separations of the ranked factors, from one set of resamples."""
+    """Each effect's Δ interval, and the separations of the ranked factors, from one set of resamples.
+
+    Parameters
+    ----------
+    card
+        The sensitivity card.
+    terms
+        Variant -> its :func:`shape_bias_terms`.
+    names
+        The stimuli's file names.
+    unit
+        The bootstrap's unit, or ``None``.
+    n_bootstrap
+        Bootstrap resamples (0: no interval).
+    seed
+        Seed of the resamples.
+    """
     effective = [row for row in card.variants if row.is_effect]
     if not effective or n_bootstrap <= 0 or not names:
         return
@@ -352,11 +388,24 @@ def paired_intervals(
 
 
 def format_p(value: float) -> str:
+    """A p-value in two significant digits (``n/a`` for NaN).
+
+    Parameters
+    ----------
+    value
+        The p-value.
+    """
     if math.isnan(value):
         return "n/a"
     return f"{value:.2g}" if value >= 0.001 else f"{value:.1e}"
 
 
 def forwards_needed(variants: Sequence[Variant]) -> int:
-    """Distinct inputs among ``variants`` (what :func:`sensitivity_card` runs)."""
+    """Distinct inputs among ``variants`` (what :func:`sensitivity_card` runs).
+
+    Parameters
+    ----------
+    variants
+        The variants.
+    """
     return len({input_key(v.config) for v in variants})

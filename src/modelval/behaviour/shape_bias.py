@@ -220,6 +220,23 @@ def bootstrap_interval(
     ``resampling`` (from :func:`~modelval.behaviour.resampling.resampling_for`) draws texture or shape
     images instead. Memory stays bounded (chunks of at most ``max_draws`` weights) however many images a
     decision file holds; inputs that fit draw in one piece, so seeded intervals do not depend on it.
+
+    Parameters
+    ----------
+    shape_hits
+        Per conflict image: 1 for a shape hit.
+    texture_hits
+        Per conflict image: 1 for a texture hit.
+    n_bootstrap
+        Bootstrap resamples (0: no interval).
+    seed
+        Seed of the resamples.
+    level
+        Coverage of the interval (0.95: 95%).
+    max_draws
+        The most draws held at once.
+    resampling
+        What a resample draws (:func:`~modelval.behaviour.resampling.resampling_for`; ``None``: conflict images).
     """
     n = len(shape_hits)
     resampling = resampling or Resampling("stimuli")

@@ -9,7 +9,6 @@ from pathlib import Path
 
 from modelval.behaviour.accuracy import AccuracyResult
 from modelval.behaviour.conditions import ConditionAccuracy
-from modelval.behaviour.trials import NAME_CODES
 from modelval.cli._args import add_json_option, output_file
 from modelval.cli._options import (
     ONE_MODEL,
@@ -19,11 +18,8 @@ from modelval.cli._options import (
     model_options,
 )
 from modelval.cli._output import out, out_json
-from modelval.datasets.registry import DATASET_NAMES
+from modelval.datasets.registry import DATASET_NAMES, get_dataset
 from modelval.records.run_store import default_run_store
-
-#: experiment -> the image-name code texture-vs-shape writes (``edg`` for edges, ...)
-CODE_OF = {dataset: code for code, dataset in NAME_CODES.items()}
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -68,14 +64,13 @@ def _run(args: argparse.Namespace) -> int:
     )  # fmt: skip
     if args.decisions_out and report.run is not None:
         from modelval.behaviour.decisions import write_decisions
-        from modelval.behaviour.trials import trials_from_decisions, write_trials
 
-        dataset = report.result.dataset
+        entry = get_dataset(report.result.dataset)
+        # model-vs-human's release names carry the dataset code and the condition already
+        released = entry.layout == "sessions"
+        name_code = None if released else entry.code
         decisions = report.run.evaluation.decisions
-        if dataset in CODE_OF:
-            write_decisions(args.decisions_out, decisions, subject=args.model, name_code=CODE_OF[dataset])
-        else:  # model-vs-human's release names carry the dataset code and the condition already
-            write_trials(args.decisions_out, trials_from_decisions(decisions), subject=args.model)
+        write_decisions(args.decisions_out, decisions, subject=args.model, name_code=name_code, as_written=released)
     if report.coverage_warning:
         print(f"modelval: warning: {report.coverage_warning}", file=sys.stderr)
     if args.json:

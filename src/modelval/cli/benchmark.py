@@ -216,7 +216,8 @@ def _run(args: argparse.Namespace) -> int:
 def _write_report(report, folder: Path) -> list[Path]:
     """benchmark.md, benchmark.csv, the ranks with their intervals, the measures against scale (when some
     observer's metadata gives it) and, per parametric dataset, the accuracy and kappa line plots."""
-    from modelval.figures.conditions import write_condition_figures, write_scale_figure
+    from modelval.figures.benchmark import write_scale_figure
+    from modelval.figures.conditions import write_condition_figures
 
     folder.mkdir(parents=True, exist_ok=True)
     written = [folder / "benchmark.md", folder / "benchmark.csv"]
@@ -226,7 +227,7 @@ def _write_report(report, folder: Path) -> list[Path]:
     written += write_scale_figure(report.table, folder)
     band = report.table.uncertainty
     if band is not None and band.rank_intervals:
-        from modelval.figures.conditions import plot_benchmark_ranks
+        from modelval.figures.benchmark import plot_benchmark_ranks
         from modelval.figures.style import REPORT_SAVE, save
 
         written += save(plot_benchmark_ranks(report.table), folder / "benchmark-ranks.png", pdf=True, **REPORT_SAVE)

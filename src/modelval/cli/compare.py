@@ -13,9 +13,9 @@ from pathlib import Path
 from modelval import jsonio
 from modelval.atomic import write_text
 from modelval.behaviour.conditions import ConditionPair
+from modelval.behaviour.experiments import DATASET_NAMES, get_dataset
 from modelval.behaviour.paired import PairedComparison
 from modelval.behaviour.permutation import PermutationTest
-from modelval.behaviour.trials import DATASETS
 from modelval.cli._args import add_figure_option, add_json_option, add_report_dir_option
 from modelval.cli._options import (
     MANY_MODELS,
@@ -57,7 +57,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "column, or the model's label)",
     )
     parser.add_argument("b", metavar="[LABEL=]B", type=_labelled_observer, help="the second observer, as A")
-    parser.add_argument("--dataset", choices=DATASETS, help="experiment (default: read from the image names)")
+    parser.add_argument("--dataset", choices=DATASET_NAMES, help="experiment (default: read from the image names)")
     # Two models take no loading flags (one checkpoint or label map for both makes no sense).
     add_settings(parser, *MANY_MODELS, *STATISTICS, "permutations", quiet=UNFLAGGED)
     add_figure_option(parser, "the per-category figure of A and B")
@@ -142,14 +142,13 @@ def format_summary(result: PairedComparison) -> str:
     name = "shape bias" if result.statistic == "shape_bias" else "accuracy"
     a, b = result.names
     low, high = result.ci95
-    unit = "conflict images" if result.dataset == "cue-conflict" else "images"
+    entry = get_dataset(result.dataset)
+    unit = entry.unit
     test, mcnemar = result.test, result.mcnemar
     flips = "exact, all sign flips" if test.exact else f"{test.permutations} permutations, seed {test.seed}"
-    rate = (
-        "shape-decision rate (shape hits / conflict images; NOT the shape bias)"
-        if result.dataset == ("cue-conflict")
-        else "accuracy"
-    )
+    rate = "accuracy"
+    if entry.has_conflicts:
+        rate = "shape-decision rate (shape hits / conflict images; NOT the shape bias)"
     over = RESAMPLED.get(result.resampling, result.resampling)
     lines = [
         f"A = {a}, B = {b} on {result.dataset} ({result.images} {unit})",
@@ -161,7 +160,7 @@ def format_summary(result: PairedComparison) -> str:
         "differently?)",
         f"  McNemar (exact) of the {rate}: A {mcnemar.rate_a:.2%} B {mcnemar.rate_b:.2%}, p = {_p(mcnemar.p)};"
         f" discordant: {mcnemar.a_only} only A, {mcnemar.b_only} only B"
-        f" ({'shape hit vs not' if result.dataset == 'cue-conflict' else 'correct vs not'})",
+        f" ({'shape hit vs not' if entry.has_conflicts else 'correct vs not'})",
         f"  per category (A, B, A - B in percentage points with 95% CI; exact permutation p, Holm-adjusted over "
         f"{sum(not math.isnan(r.p) for r in result.per_category.values())} categories):",
     ]
@@ -206,7 +205,7 @@ def disagreement_note(result: PairedComparison, level: float = 0.05) -> str | No
     holds_zero = low <= 0 <= high
     if holds_zero == (p < level):
         over = RESAMPLED.get(result.resampling, result.resampling)
-        unit = "conflict images" if result.dataset == "cue-conflict" else "images"
+        unit = get_dataset(result.dataset).unit
         if holds_zero:
             return (
                 f"the interval holds 0 while p = {_p(p)}: not a contradiction; p says A and B differ on these "

@@ -71,7 +71,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _run_download(args: argparse.Namespace) -> int:
     progress = sys.stderr.isatty()
-    if args.humans and get_dataset(args.dataset).source == "model-vs-human":
+    if args.humans and get_dataset(args.dataset).humans == "model-vs-human":
         from modelval.datasets.human_data import download_model_vs_human_raw_data
 
         root = download_model_vs_human_raw_data(

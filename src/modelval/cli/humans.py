@@ -15,8 +15,9 @@ from pathlib import Path
 
 from modelval import api, jsonio
 from modelval.atomic import write_text
+from modelval.behaviour.decisions import Decision
+from modelval.behaviour.experiments import DATASET_NAMES, get_dataset
 from modelval.behaviour.humans import HumanComparison
-from modelval.behaviour.trials import DATASETS, Trial
 from modelval.cli._args import add_figure_option, add_json_option, add_report_dir_option
 from modelval.cli._options import (
     ONE_MODEL,
@@ -59,7 +60,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     add_decision_specs(parser)
     add_model_argument(parser, many=True)
-    parser.add_argument("--dataset", choices=DATASETS, help="experiment (default: read from the image names)")
+    parser.add_argument("--dataset", choices=DATASET_NAMES, help="experiment (default: read from the image names)")
     add_human_options(parser)
     parser.add_argument(
         "--humans",
@@ -148,7 +149,9 @@ def _run_figures(args: argparse.Namespace) -> int:
     return 0
 
 
-def _figures(args: argparse.Namespace, result: HumanComparison, trials: list[Trial], panel, label: str) -> list[Path]:
+def _figures(
+    args: argparse.Namespace, result: HumanComparison, trials: list[Decision], panel, label: str
+) -> list[Path]:
     if not args.out and not args.report_dir:
         return []
     from modelval.figures.consistency import plot_error_consistency
@@ -161,7 +164,7 @@ def _figures(args: argparse.Namespace, result: HumanComparison, trials: list[Tri
     if args.report_dir:  # PNG and PDF
         target = args.report_dir / f"error-consistency-{result.dataset}.png"
         written += save(plot_error_consistency({label: {result.dataset: result}}), target, pdf=True, **REPORT_SAVE)
-    if args.report_dir and result.dataset == "cue-conflict":
+    if args.report_dir and get_dataset(result.dataset).has_conflicts:
         figure = plot_shape_bias_figure({label: trials}, panel)
         written += save(figure, args.report_dir / "shape-bias.png", pdf=True, **REPORT_SAVE)
     return written

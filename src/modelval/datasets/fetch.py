@@ -291,8 +291,7 @@ def ensure_stimuli(
     root = resolve_data_root(data_root, dataset)
     if root.is_dir():
         return root
-    command = "modelval data download" + ("" if dataset == "cue-conflict" else f" --dataset {dataset}")
-    how = f"{data_home_hint(get_dataset(dataset).folder + '/')}, or run `{command}`"
+    how = f"{data_home_hint(get_dataset(dataset).folder + '/')}, or run `{get_dataset(dataset).download_command}`"
     if root != default_data_root(dataset):
         raise DataError(f"{dataset} folder not found: {root} (from {data_root_origin(data_root, dataset)}); {how}")
     entry = get_dataset(dataset)

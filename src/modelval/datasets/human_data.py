@@ -65,7 +65,6 @@ def human_data_dir(dataset: str, reference_dir: str | os.PathLike[str] | None = 
         if folder.is_dir() and len(human_files(folder, dataset)) >= 2:
             return folder
     source = experiment(dataset).humans
-    fetch = "modelval data download --humans" + (f" --dataset {dataset}" if source == MODEL_VS_HUMAN else "")
     where = (
         "model-vs-human's raw-data/ (with a sub-folder per dataset)"
         if source == MODEL_VS_HUMAN
@@ -78,7 +77,7 @@ def human_data_dir(dataset: str, reference_dir: str | os.PathLike[str] | None = 
         how = data_home_hint(f"{sub}/ (a copy of {where})")
     raise DataError(
         f"published human raw data of {dataset} not found (looked in {', '.join(str(c) for c in candidates)}): run "
-        f"`{fetch}`, or {how}"
+        f"`{experiment(dataset).humans_command}`, or {how}"
     )
 
 

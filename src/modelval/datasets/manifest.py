@@ -7,15 +7,21 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from modelval.datasets.registry import get_dataset
+from modelval.datasets.registry import DEFAULT_DATASET, get_dataset
 from modelval.datasets.stimuli import discover_stimuli
 from modelval.download import sha256_of
 from modelval.errors import ChecksumError, DataError
 from modelval.paths import package_data
 
 
-def manifest_path(dataset: str = "cue-conflict") -> Path:
-    """The committed manifest of ``dataset`` (``modelval/data/<name>_manifest.json``)."""
+def manifest_path(dataset: str = DEFAULT_DATASET) -> Path:
+    """The committed manifest of ``dataset`` (``modelval/data/<name>_manifest.json``).
+
+    Parameters
+    ----------
+    dataset
+        One of :data:`~modelval.datasets.registry.DATASET_NAMES`.
+    """
     name = get_dataset(dataset).manifest
     if name is None:
         raise DataError(
@@ -25,8 +31,16 @@ def manifest_path(dataset: str = "cue-conflict") -> Path:
     return package_data(name)
 
 
-def load_manifest(path: str | os.PathLike[str] | None = None, *, dataset: str = "cue-conflict") -> dict[str, str]:
-    """``{relpath: sha256}`` of a published stimulus set (shipped in ``modelval/data/``)."""
+def load_manifest(path: str | os.PathLike[str] | None = None, *, dataset: str = DEFAULT_DATASET) -> dict[str, str]:
+    """``{relpath: sha256}`` of a published stimulus set (shipped in ``modelval/data/``).
+
+    Parameters
+    ----------
+    path
+        A manifest file; ``None``: the committed one of ``dataset``.
+    dataset
+        One of :data:`~modelval.datasets.registry.DATASET_NAMES`.
+    """
     path = Path(path) if path else manifest_path(dataset)
     try:
         payload = json.loads(path.read_text())
@@ -35,8 +49,16 @@ def load_manifest(path: str | os.PathLike[str] | None = None, *, dataset: str = 
     return dict(payload["files"])
 
 
-def build_manifest(root: str | os.PathLike[str], *, dataset: str = "cue-conflict") -> dict[str, object]:
-    """A manifest of the stimuli under ``root`` (how the ``modelval/data/*_manifest.json`` files were made)."""
+def build_manifest(root: str | os.PathLike[str], *, dataset: str = DEFAULT_DATASET) -> dict[str, object]:
+    """A manifest of the stimuli under ``root`` (how the ``modelval/data/*_manifest.json`` files were made).
+
+    Parameters
+    ----------
+    root
+        The stimulus folder.
+    dataset
+        One of :data:`~modelval.datasets.registry.DATASET_NAMES`.
+    """
     entry = get_dataset(dataset)
     stimuli = discover_stimuli(root, dataset=dataset)
     return {
@@ -47,7 +69,7 @@ def build_manifest(root: str | os.PathLike[str], *, dataset: str = "cue-conflict
 
 
 def verify_stimuli(
-    root: str | os.PathLike[str], manifest: dict[str, str] | None = None, *, dataset: str = "cue-conflict"
+    root: str | os.PathLike[str], manifest: dict[str, str] | None = None, *, dataset: str = DEFAULT_DATASET
 ) -> None:
     """Check that a stimulus folder holds exactly the published files, byte for byte (SHA-256).
 
@@ -143,6 +165,13 @@ def hash_stimuli(root: str | os.PathLike[str], relpaths: Sequence[str]) -> dict[
     Hashing the 1280 cue-conflict PNGs (133 MB) costs a fraction of a second (see docs/performance.md),
     so every evaluation of an official set can afford it: the digests key the decode cache and are
     checked against the committed manifest.
+
+    Parameters
+    ----------
+    root
+        The stimulus folder.
+    relpaths
+        The files, relative to ``root``.
     """
     root = Path(root)
     digests = {}
@@ -158,7 +187,15 @@ def hash_stimuli(root: str | os.PathLike[str], relpaths: Sequence[str]) -> dict[
 
 
 def manifest_differences(digests: dict[str, str], manifest: dict[str, str]) -> list[str]:
-    """What differs between the files found and the manifest: one phrase per file, sorted by name."""
+    """What differs between the files found and the manifest: one phrase per file, sorted by name.
+
+    Parameters
+    ----------
+    digests
+        ``{relpath: sha256}`` of the files found.
+    manifest
+        ``{relpath: sha256}`` published.
+    """
     problems = [f"{name} is not in the manifest" for name in sorted(set(digests) - set(manifest))]
     problems += [f"{name} is missing" for name in sorted(set(manifest) - set(digests))]
     problems += [

@@ -17,9 +17,8 @@ import json
 import os
 from pathlib import Path
 
-from modelval.behaviour.experiments import MODEL_VS_HUMAN, experiment
+from modelval.behaviour.experiments import MODEL_VS_HUMAN, get_dataset
 from modelval.behaviour.humans import HumanPanel, human_files, load_human_panel
-from modelval.behaviour.trials import FILE_PREFIXES, check_dataset
 from modelval.datasets.fetch import RAW_DATA_MANIFEST
 from modelval.datasets.human_data import MODEL_VS_HUMAN_MANIFEST
 from modelval.datasets.manifest import hash_stimuli, manifest_differences
@@ -32,17 +31,21 @@ VERIFIED = "verified"
 def human_manifest(dataset: str, *, publication: str | None = None) -> dict[str, str]:
     """``{file name: sha256}`` of the published human observer files of ``dataset``.
 
-    ``publication``: whose file names (``"texture-vs-shape"`` or ``"model-vs-human"``); default: where the
-    dataset's humans were first published (model-vs-human also republishes texture-vs-shape's three).
+    Parameters
+    ----------
+    dataset
+        One of :data:`~modelval.datasets.registry.DATASET_NAMES`.
+    publication
+        Whose file names: ``"texture-vs-shape"`` or ``"model-vs-human"``; default: where the dataset's humans were first
+        published (model-vs-human also republishes texture-vs-shape's three).
     """
-    entry = experiment(check_dataset(dataset))
+    entry = get_dataset(dataset)
     if (publication or entry.humans) == MODEL_VS_HUMAN:
         files = json.loads(package_data(MODEL_VS_HUMAN_MANIFEST).read_text())["files"]
         folder = f"{entry.upstream}/"
         return {name.split("/", 1)[1]: digest for name, digest in files.items() if name.startswith(folder)}
-    prefix = FILE_PREFIXES[dataset]
     files = json.loads(package_data(RAW_DATA_MANIFEST).read_text())["files"]
-    return {name: spec["sha256"] for name, spec in files.items() if name.startswith(f"{prefix}_subject-")}
+    return {name: spec["sha256"] for name, spec in files.items() if name.startswith(f"{entry.file_prefix}_subject-")}
 
 
 def verify_reference_dir(reference_dir: str | os.PathLike[str], dataset: str, *, allow_modified: bool = False) -> str:
@@ -50,10 +53,19 @@ def verify_reference_dir(reference_dir: str | os.PathLike[str], dataset: str, *,
 
     The observer files are those the panel reads (:func:`~modelval.behaviour.humans.human_files`, in either
     publication's layout): a changed, missing or extra one counts.
+
+    Parameters
+    ----------
+    reference_dir
+        The folder of the human raw data.
+    dataset
+        One of :data:`~modelval.datasets.registry.DATASET_NAMES`.
+    allow_modified
+        Report a difference instead of raising.
     """
     folder = Path(reference_dir)
     paths = [path for sessions in human_files(folder, dataset).values() for path in sessions]
-    upstream = experiment(check_dataset(dataset)).upstream
+    upstream = get_dataset(dataset).upstream
     # texture-vs-shape's three under model-vs-human's names (``edge/edge_subject-01_session_1.csv``)
     named_upstream = bool(paths) and all(path.name.startswith(f"{upstream}_subject-") for path in paths)
     expected = human_manifest(dataset, publication=MODEL_VS_HUMAN if named_upstream else None)
@@ -63,12 +75,9 @@ def verify_reference_dir(reference_dir: str | os.PathLike[str], dataset: str, *,
         return VERIFIED
     shown = "; ".join(problems[:5]) + (f"; and {len(problems) - 5} more" if len(problems) > 5 else "")
     if not allow_modified:
-        fetch = "modelval data download --humans"
-        if experiment(dataset).humans == MODEL_VS_HUMAN:
-            fetch += f" --dataset {dataset}"
         raise DataError(
             f"{folder} does not hold the published human observers of {dataset}: {shown}. Restore it "
-            f"(`{fetch} --force`) or pass --allow-modified-reference to compare against "
+            f"(`{get_dataset(dataset).humans_command} --force`) or pass --allow-modified-reference to compare against "
             "it anyway"
         )
     count = len(problems)
@@ -79,7 +88,17 @@ def verify_reference_dir(reference_dir: str | os.PathLike[str], dataset: str, *,
 def load_reference_panel(
     reference_dir: str | os.PathLike[str], dataset: str, *, allow_modified: bool = False
 ) -> tuple[HumanPanel, str]:
-    """The human observers of ``dataset`` after :func:`verify_reference_dir`, and what the check found."""
+    """The human observers of ``dataset`` after :func:`verify_reference_dir`, and what the check found.
+
+    Parameters
+    ----------
+    reference_dir
+        The folder of the human raw data.
+    dataset
+        One of :data:`~modelval.datasets.registry.DATASET_NAMES`.
+    allow_modified
+        Load a modified folder, saying what differs.
+    """
     verification = verify_reference_dir(reference_dir, dataset, allow_modified=allow_modified)
     return load_human_panel(reference_dir, dataset), verification
 

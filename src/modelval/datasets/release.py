@@ -129,20 +129,10 @@ def _write_record(dataset: str, record: Mapping[str, Any]) -> dict[str, Any]:
 
 def _licence_notice(dataset: str) -> str:
     """What the user is told before the first fetch of ``dataset``."""
-    entry = get_dataset(dataset)
-    if dataset == "sketch":
-        terms = (
-            "sketch is ImageNet-Sketch (Wang et al. 2019), licensed MIT by its authors "
-            "(https://github.com/HaohanWang/ImageNet-Sketch/blob/master/LICENSE)"
-        )
-    else:
-        terms = (
-            f"{dataset} is derived from ImageNet images; using it means accepting the {entry.license}, "
-            "which allow non-commercial research and education only"
-        )
     return (
-        f"modelval: licence of the {dataset} stimuli: {terms}. modelval does not redistribute them; they come "
-        "from model-vs-human's release v0.1 (Geirhos et al., NeurIPS 2021; licenses/LICENSES_OVERVIEW.md there). "
+        f"modelval: licence of the {dataset} stimuli: {get_dataset(dataset).terms}. modelval does not redistribute "
+        "them; they come from model-vs-human's release v0.1 (Geirhos et al., NeurIPS 2021; "
+        "licenses/LICENSES_OVERVIEW.md there). "
         "This notice is shown once, at the first fetch."
     )
 
@@ -438,6 +428,7 @@ def fetch_release(
     notify
         Receives the licence notice (default: printed on stderr).
     """
+
     def check(folder: Path) -> None:
         relpaths = [s.relpath for s in discover_stimuli(folder, dataset=dataset, expected_count=None)]
         release_status(folder, dataset, hash_stimuli(folder, relpaths))

@@ -20,7 +20,7 @@ from tqdm.auto import tqdm
 from modelval.behaviour.categories import CATEGORIES
 from modelval.behaviour.cue_conflict import EXPECTED_CONFLICTS, EXPECTED_IMAGES, Stimulus, parse_stimulus_name
 from modelval.behaviour.experiments import short_image_name
-from modelval.datasets.registry import get_dataset
+from modelval.datasets.registry import DEFAULT_DATASET, get_dataset
 from modelval.errors import DataError
 from modelval.paths import user_cache_dir
 from modelval.preprocessing import pil_to_uint8
@@ -105,7 +105,7 @@ def data_home_hint(what: str = "cue-conflict/") -> str:
         The folder the data home should hold.
     """
     return (
-        f"set {DATA_HOME_ENV}=DIR to the folder that holds {what} (the data home; or data_home = \"DIR\" in the "
+        f'set {DATA_HOME_ENV}=DIR to the folder that holds {what} (the data home; or data_home = "DIR" in the '
         "[settings] of modelval.toml)"
     )
 
@@ -114,7 +114,7 @@ def discover_stimuli(
     root: str | os.PathLike[str],
     *,
     expected_count: int | Literal["registry"] | None = "registry",
-    dataset: str = "cue-conflict",
+    dataset: str = DEFAULT_DATASET,
 ) -> list[Stimulus]:
     """List the images of a stimulus folder with their categories, checking the folder's layout.
 
@@ -185,9 +185,8 @@ def discover_stimuli(
         )
     if not root.is_dir():
         raise DataError(
-            f"{dataset} folder not found: {root}; {data_home_hint(get_dataset(dataset).folder + '/')}, "
-            f"or run `modelval data download{'' if dataset == 'cue-conflict' else ' --dataset ' + dataset}` "
-            "to fetch the stimuli"
+            f"{dataset} folder not found: {root}; {data_home_hint(entry.folder + '/')}, "
+            f"or run `{entry.download_command}` to fetch the stimuli"
         )
     stimuli: list[Stimulus] = []
     try:
@@ -262,7 +261,7 @@ def _discover_sessions(root: Path, dataset: str) -> list[Stimulus]:
     return stimuli
 
 
-def resolve_data_root(data_root: str | os.PathLike[str] | None = None, dataset: str = "cue-conflict") -> Path:
+def resolve_data_root(data_root: str | os.PathLike[str] | None = None, dataset: str = DEFAULT_DATASET) -> Path:
     """The dataset's folder: ``data_root``, else ``<data home>/<folder>``, else the per-user cache.
 
     Parameters
@@ -275,7 +274,7 @@ def resolve_data_root(data_root: str | os.PathLike[str] | None = None, dataset: 
     return _data_root_and_origin(data_root, dataset)[0]
 
 
-def data_root_origin(data_root: str | os.PathLike[str] | None = None, dataset: str = "cue-conflict") -> str:
+def data_root_origin(data_root: str | os.PathLike[str] | None = None, dataset: str = DEFAULT_DATASET) -> str:
     """Which setting :func:`resolve_data_root` took the folder from: the data root, the data home or the cache.
 
     Parameters
@@ -297,13 +296,25 @@ def _data_root_and_origin(data_root: str | os.PathLike[str] | None, dataset: str
     return default_data_root(dataset), "the per-user cache"
 
 
-def default_data_root(dataset: str = "cue-conflict") -> Path:
-    """``<user cache>/<folder>``: where downloads go when nothing else is configured."""
+def default_data_root(dataset: str = DEFAULT_DATASET) -> Path:
+    """``<user cache>/<folder>``: where downloads go when nothing else is configured.
+
+    Parameters
+    ----------
+    dataset
+        One of :data:`~modelval.datasets.registry.DATASET_NAMES`.
+    """
     return user_cache_dir() / get_dataset(dataset).folder
 
 
 def load_image(path: str | os.PathLike[str]) -> torch.Tensor:
-    """Decode one image file to an RGB uint8 (3, H, W) tensor; a clear error names a bad file."""
+    """Decode one image file to an RGB uint8 (3, H, W) tensor; a clear error names a bad file.
+
+    Parameters
+    ----------
+    path
+        The image file.
+    """
     try:
         with Image.open(path) as image:
             image.load()
@@ -356,11 +367,19 @@ def decode_stimuli(
     workers: int = 0,
     progress: bool = True,
 ) -> torch.Tensor:
-    """Decode all stimuli into one uint8 tensor (N, 3, 224, 224), in the order given.
+    """Decode all stimuli into one uint8 tensor (N, 3, 224, 224), in the order given; a bad file is one
+    :class:`DataError` naming it.
 
-    ``workers`` > 0 decodes in DataLoader worker processes. Each image lands at its own index, so
-    the result does not depend on the number of workers. A bad file is one :class:`DataError`
-    naming it, with or without workers.
+    Parameters
+    ----------
+    root
+        The stimulus folder.
+    stimuli
+        The images to decode, in order.
+    workers
+        DataLoader worker processes (0: none); each image lands at its own index, so the result does not depend on it.
+    progress
+        Show a progress bar.
     """
     import torch
 
@@ -382,5 +401,12 @@ def decode_stimuli(
 
 
 def summarize(stimuli: Sequence[Stimulus]) -> dict[str, int]:
+    """How many images ``stimuli`` hold: all, with a cue conflict, and without.
+
+    Parameters
+    ----------
+    stimuli
+        The stimuli.
+    """
     counts = Counter(s.is_conflict for s in stimuli)
     return {"images": len(stimuli), "conflicts": counts[True], "no_conflict": counts[False]}

@@ -13,7 +13,7 @@ import torch
 
 from modelval.datasets.cache import cache_enabled, load_or_decode
 from modelval.datasets.manifest import hash_stimuli, load_manifest, manifest_differences
-from modelval.datasets.registry import get_dataset
+from modelval.datasets.registry import DEFAULT_DATASET, get_dataset
 from modelval.datasets.stimuli import Stimulus, decode_stimuli, discover_stimuli
 from modelval.errors import DataError
 from modelval.records.digests import DIGESTS_COMPUTED
@@ -35,7 +35,7 @@ class StimulusSet:
     verification: str = "not checked"  # "verified", "modified: ...", or "not checked" (a subset)
     #: SHA-256 of each file's bytes, by relative path (``None`` for a set built in memory).
     digests: dict[str, str] | None = None
-    dataset: str = "cue-conflict"
+    dataset: str = DEFAULT_DATASET
     #: (what the content digest was computed from, the digest): every evaluation's cache key needs it, and the
     #: pixel digest of a set built in memory hashes every pixel. ``dataclasses.replace`` starts a new one.
     _content: tuple[tuple[Any, ...], str] | None = field(default=None, init=False, repr=False, compare=False)
@@ -50,20 +50,35 @@ class StimulusSet:
         expected_count: int | Literal["registry"] | None = "registry",
         cache: bool = True,
         cache_dir: str | os.PathLike[str] | None = None,
-        dataset: str = "cue-conflict",
+        dataset: str = DEFAULT_DATASET,
         verify: bool | None = None,
         allow_modified: bool = False,
     ) -> StimulusSet:
         """Discover, verify and decode the stimuli of ``dataset`` under ``root``.
 
-        ``verify`` (default: when the full official set is loaded, ``expected_count="registry"``)
-        checks every file's name and SHA-256 against the committed manifest and refuses a modified
-        set with an error naming the files, unless ``allow_modified``: then it is evaluated and
-        :attr:`verification` says what differs. ``allow_modified`` also accepts a subset of the set
-        (any number of images; the registry's count is not enforced), which is always checked against
-        the manifest, so the result says which files are missing. The same content digests key the decode cache (see
-        :mod:`modelval.datasets.cache`), so a hit gives the pixels of exactly these files; the cache
-        holds the cue-conflict set, as the 160-image sets decode in well under a second.
+        Parameters
+        ----------
+        root
+            The stimulus folder.
+        workers
+            DataLoader worker processes for decoding (0: none).
+        progress
+            Show a progress bar.
+        expected_count
+            The number of images required (``"registry"``: the dataset's; ``None``: any).
+        cache
+            Use the decode cache (:mod:`modelval.datasets.cache`), keyed by the files' content digests; it holds
+            the cue-conflict set, as the 160-image sets decode in well under a second.
+        cache_dir
+            The decode cache's folder (default: the user cache).
+        dataset
+            One of :data:`~modelval.datasets.registry.DATASET_NAMES`.
+        verify
+            Check every file's name and SHA-256 against the committed manifest and refuse a modified set, naming
+            the files; default: when the full official set is loaded (``expected_count="registry"``).
+        allow_modified
+            Evaluate a modified set (:attr:`verification` says what differs) or a subset of any size, which is
+            always checked against the manifest, so the result says which files are missing.
         """
         root = Path(root)
         if allow_modified and expected_count == "registry":
@@ -79,7 +94,7 @@ class StimulusSet:
         def decode() -> torch.Tensor:
             return decode_stimuli(root, stimuli, workers=workers, progress=progress)
 
-        if dataset != "cue-conflict" or not cache_enabled(cache):
+        if not get_dataset(dataset).decode_cache or not cache_enabled(cache):
             return cls(root, stimuli, decode(), verification=verification, digests=digests, dataset=dataset)
         images, status = load_or_decode(root, stimuli, decode, cache_dir=cache_dir, digests=digests)
         return cls(root, stimuli, images, status, verification, digests, dataset)
@@ -96,7 +111,13 @@ class StimulusSet:
         self.__dict__.update(state)
 
     def provenance(self, content_sha256: str | None = None) -> dict[str, object]:
-        """The ``"stimuli"`` part of a provenance record (``content_sha256``: the digest when already computed)."""
+        """The ``"stimuli"`` part of a provenance record.
+
+        Parameters
+        ----------
+        content_sha256
+            The content digest when already computed (``None``: computed here).
+        """
         return {
             "dataset": self.dataset,
             "images": len(self),

@@ -2,8 +2,9 @@
 
 Shape bias per category (:mod:`~modelval.figures.shape_bias`), the protocol-sensitivity card
 (:mod:`~modelval.figures.sensitivity`), the comparison with humans (:mod:`~modelval.figures.humans`,
-:mod:`~modelval.figures.accuracy`, :mod:`~modelval.figures.consistency`, :mod:`~modelval.figures.conditions`)
-and calibration (:mod:`~modelval.figures.calibration`), in one style (:mod:`~modelval.figures.style`).
+:mod:`~modelval.figures.accuracy`, :mod:`~modelval.figures.consistency`, :mod:`~modelval.figures.conditions`),
+the benchmark table (:mod:`~modelval.figures.benchmark`) and calibration (:mod:`~modelval.figures.calibration`),
+in one style (:mod:`~modelval.figures.style`).
 
 Each ``plot_*`` draws into the caller's ``ax`` when given (a figure of several panels: ``axes``), else into a
 new figure, and returns the matplotlib Figure, neither written nor closed; in the caller's axes it sets no
@@ -32,9 +33,9 @@ _EXPORTS = {
     "plot_error_consistency": "modelval.figures.consistency",
     "plot_human_likeness": "modelval.figures.consistency",
     "plot_kappa_matrix": "modelval.figures.consistency",
-    "plot_benchmark_ranks": "modelval.figures.conditions",
-    "plot_benchmark_scale": "modelval.figures.conditions",
-    "write_scale_figure": "modelval.figures.conditions",
+    "plot_benchmark_ranks": "modelval.figures.benchmark",
+    "plot_benchmark_scale": "modelval.figures.benchmark",
+    "write_scale_figure": "modelval.figures.benchmark",
     "plot_condition_accuracy": "modelval.figures.conditions",
     "plot_condition_grid": "modelval.figures.conditions",
     "plot_condition_kappa": "modelval.figures.conditions",

@@ -17,8 +17,9 @@ import numpy as np
 from modelval.behaviour.accuracy import wilson_interval
 from modelval.behaviour.categories import CATEGORIES
 from modelval.behaviour.consistency import ObserverVectors
+from modelval.behaviour.decisions import Decision
+from modelval.behaviour.experiments import DATASET_NAMES
 from modelval.behaviour.humans import HumanPanel
-from modelval.behaviour.trials import DATASETS, Trial
 from modelval.figures.style import (
     DATASET_LABELS,
     HUMAN_COLOUR,
@@ -35,7 +36,17 @@ if TYPE_CHECKING:
 
 
 def human_accuracy(panel: HumanPanel, mode: str = "pooled", na_handling: str = "wrong") -> tuple[float, list[float]]:
-    """(the humans' accuracy: all trials pooled or the mean over observers, each observer's accuracy)."""
+    """(the humans' accuracy: all trials pooled or the mean over observers, each observer's accuracy).
+
+    Parameters
+    ----------
+    panel
+        The human observers.
+    mode
+        "pooled" (all trials together) or "mean" (over observers).
+    na_handling
+        How a "na" answer counts (:func:`~modelval.behaviour.consistency.check_na_handling`).
+    """
     if mode not in HUMAN_MODES:
         raise ValueError(f"humans_mode must be one of {HUMAN_MODES}, got {mode!r}")
     vectors = list(panel.vectors().values())
@@ -47,7 +58,7 @@ def human_accuracy(panel: HumanPanel, mode: str = "pooled", na_handling: str = "
     return correct / trials, each
 
 
-def model_accuracy(trials: Sequence[Trial]) -> tuple[float, tuple[float, float], int]:
+def _model_accuracy(trials: Sequence[Decision]) -> tuple[float, tuple[float, float], int]:
     """(accuracy, Wilson 95% interval, images) of one observer's trials."""
     vector = ObserverVectors.of(trials, [t.image for t in trials])
     correct, images = int(vector.correct.sum()), int(vector.correct.size)
@@ -55,7 +66,7 @@ def model_accuracy(trials: Sequence[Trial]) -> tuple[float, tuple[float, float],
 
 
 def plot_accuracy_by_dataset(
-    models: Mapping[str, Mapping[str, Sequence[Trial]]],
+    models: Mapping[str, Mapping[str, Sequence[Decision]]],
     panels: Mapping[str, HumanPanel],
     *,
     humans_mode: str = "pooled",
@@ -106,7 +117,7 @@ def plot_accuracy_by_dataset(
     (['edges'], ['87%', '24%'])
     >>> plt.close(fig)
     """
-    datasets = [d for d in DATASETS if d in panels or any(d in v for v in models.values())]
+    datasets = [d for d in DATASET_NAMES if d in panels or any(d in v for v in models.values())]
     x = np.arange(len(datasets))
     fig, ax = new_axes(ax, (max(6.4, 0.5 * len(datasets) * (len(models) + 1) + 2.0), 4.8))
     width = 0.8 / (len(models) + 1)
@@ -131,7 +142,7 @@ def plot_accuracy_by_dataset(
             if dataset not in per_dataset:
                 ax.text(position, 0.02, "n/a", ha="center", va="bottom", fontsize=8, color=colour, rotation=90)
                 continue
-            value, (low, high), _ = model_accuracy(per_dataset[dataset])
+            value, (low, high), _ = _model_accuracy(per_dataset[dataset])
             ax.bar(position, value, width * 0.9, color=colour, label=None if labelled else label)
             ax.errorbar(position, value, yerr=[[value - low], [high - value]], color="black", capsize=3, linewidth=1)
             ax.text(position, high + 0.015, f"{value:.0%}", ha="center", fontsize=7)

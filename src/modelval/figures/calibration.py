@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from modelval.errors import InputValidationError
-from modelval.figures.style import axes_for
+from modelval.figures.style import axes_for, new_axes, pyplot
 from modelval.metrics.calibration import ReliabilityBins
 from modelval.metrics.estimators import SmoothReliabilityCurve
 
@@ -28,12 +28,6 @@ if TYPE_CHECKING:
 
 #: The resolution the commands write the calibration figures at (``save(fig, path, dpi=DPI)``).
 DPI = 100
-
-
-def _pyplot():
-    import matplotlib.pyplot as plt
-
-    return plt
 
 
 def _axis_labels(target: str) -> tuple[str, str]:
@@ -51,6 +45,15 @@ def _finite_bins(bins: ReliabilityBins) -> tuple[np.ndarray, np.ndarray, np.ndar
     return lo, width, bins.counts, bins.counts > 0
 
 
+def _wilson_bars(
+    ax: Any, bins: ReliabilityBins, values: np.ndarray, centres: np.ndarray, nonempty: np.ndarray, **kwargs: Any
+) -> None:
+    """The 95% Wilson interval of each non-empty bin's accuracy, as error bars."""
+    low, high = bins.accuracy_interval()
+    yerr = np.vstack([values - low, high - values])[:, nonempty]
+    ax.errorbar(centres[nonempty], values[nonempty], yerr=yerr, fmt="none", ecolor="black", **kwargs)
+
+
 def _panel_pair(
     what: str, ax: Axes | None, second_ax: Axes | None, second: bool | None, second_name: str
 ) -> tuple[Figure, Any, Any, bool]:
@@ -61,11 +64,9 @@ def _panel_pair(
         if second_ax is not None:
             raise InputValidationError(f"{what}: {axes_name}= goes with ax= (the diagram's own axes)")
         if second is False:
-            fig, main = _pyplot().subplots(figsize=(5, 5))
+            fig, main = pyplot().subplots(figsize=(5, 5))
             return fig, main, None, True
-        fig, (main, lower) = _pyplot().subplots(
-            2, 1, figsize=(5, 7), gridspec_kw={"height_ratios": [3, 1]}, sharex=True
-        )
+        fig, (main, lower) = pyplot().subplots(2, 1, figsize=(5, 7), gridspec_kw={"height_ratios": [3, 1]}, sharex=True)
         return fig, main, lower, True
     if second is True and second_ax is None:
         raise InputValidationError(
@@ -156,18 +157,7 @@ def plot_reliability(
         edgecolor="tab:red",
         label="gap",
     )
-    low, high = bins.accuracy_interval()
-    centres = lo + width / 2
-    ax.errorbar(
-        centres[nonempty],
-        acc[nonempty],
-        yerr=np.vstack([acc - low, high - acc])[:, nonempty],
-        fmt="none",
-        ecolor="black",
-        elinewidth=1,
-        capsize=2,
-        label="95% Wilson interval",
-    )
+    _wilson_bars(ax, bins, acc, lo + width / 2, nonempty, elinewidth=1, capsize=2, label="95% Wilson interval")
     ax.plot([0, 1], [0, 1], linestyle="--", color="gray", label="perfect calibration")
     ax.set_xlim(0, 1)
     ax.set_ylim(0, 1)
@@ -224,10 +214,7 @@ def plot_confidence_histogram(
     >>> plt.close(fig)
     """
     own = ax is None
-    if ax is None:
-        fig, ax = _pyplot().subplots(figsize=(5, 3.5))
-    else:
-        fig = ax.figure
+    fig, ax = new_axes(ax, (5, 3.5))
     lo, width, counts, nonempty = _finite_bins(bins)
     ax.bar(lo, counts / bins.total, width=width, align="edge", color="tab:blue", edgecolor="black")
     mean_acc = float(np.sum(bins.accuracy[nonempty] * counts[nonempty]) / bins.total)
@@ -292,10 +279,7 @@ def plot_ece_vs_temperature(
             f"need one ECE per temperature, got {len(temperatures)} temperatures and {len(eces)} ECE values"
         )
     own = ax is None
-    if ax is None:
-        fig, ax = _pyplot().subplots(figsize=(6, 4))
-    else:
-        fig = ax.figure
+    fig, ax = new_axes(ax, (6, 4))
     ax.plot(list(temperatures), [e * 100 for e in eces], marker="o", color="purple")
     if fitted is not None:
         ax.axvline(fitted, color="gray", linestyle="--", label=f"fitted T = {fitted:.3f}")
@@ -418,8 +402,6 @@ def plot_multilabel_reliability(
     title of a new figure, and heads the first panel's title in the caller's axes. Labels beyond 24 are left
     out, and the heading says how many are shown.
 
-    A grid of panels, so it takes ``axes`` (not ``ax``): the caller's axes, one per label shown.
-
     Parameters
     ----------
     label_bins
@@ -466,7 +448,7 @@ def plot_multilabel_reliability(
     if axes is None:
         cols = min(columns, shown)
         rows = -(-shown // cols)
-        fig, grid = _pyplot().subplots(
+        fig, grid = pyplot().subplots(
             rows, cols, figsize=(3.2 * cols, 3.0 * rows + 0.8), sharex=True, sharey=True, squeeze=False
         )
         panels = list(grid.flat)
@@ -483,17 +465,7 @@ def plot_multilabel_reliability(
         lo, width, _, nonempty = _finite_bins(bins)
         frac = np.where(nonempty, bins.accuracy, 0.0)
         ax.bar(lo, frac, width=width, align="edge", color="tab:blue", edgecolor="black", linewidth=0.5)
-        low, high = bins.accuracy_interval()
-        centres = lo + width / 2
-        ax.errorbar(
-            centres[nonempty],
-            frac[nonempty],
-            yerr=np.vstack([frac - low, high - frac])[:, nonempty],
-            fmt="none",
-            ecolor="black",
-            elinewidth=0.8,
-            capsize=1.5,
-        )
+        _wilson_bars(ax, bins, frac, lo + width / 2, nonempty, elinewidth=0.8, capsize=1.5)
         ax.plot([0, 1], [0, 1], linestyle="--", color="gray", linewidth=1)
         ax.set_xlim(0, 1)
         ax.set_ylim(0, 1)

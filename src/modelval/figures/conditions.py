@@ -56,34 +56,13 @@ def _draw(
         if condition.value in entry.excluded:
             ax.axvspan(i - 0.5, i + 0.5, color="#d9d9d9", alpha=0.5, linewidth=0, zorder=0)
     if humans:
-        values = {row.condition: getattr(row, metric) for row in humans}
-        ax.plot(
-            x,
-            [values.get(c.value, math.nan) for c in entry.conditions],
-            marker="D",
-            color=HUMAN_COLOUR,
-            markersize=8,
-            markeredgecolor="black",
-            markeredgewidth=0.4,
-            linewidth=1.5,
-            label="humans" + (" (mutual kappa: each vs the others)" if metric != "accuracy" else ""),
-            zorder=4,
-        )
+        mutual = " (mutual kappa: each vs the others)" if metric != "accuracy" else ""
+        kwargs = {"marker": "D", "color": HUMAN_COLOUR, "markersize": 8, "linewidth": 1.5, "zorder": 4}
+        _line(ax, entry.conditions, humans, metric, label="humans" + mutual, **kwargs)
     for index, (name, rows) in enumerate(lines.items()):
         colour, marker = style((styles or {}).get(name, index))
-        values = {row.condition: getattr(row, metric) for row in rows}
-        ax.plot(
-            x,
-            [values.get(c.value, math.nan) for c in entry.conditions],
-            marker=marker,
-            color=colour,
-            markersize=7,
-            markeredgecolor="black",
-            markeredgewidth=0.4,
-            linewidth=1.2,
-            label=name,
-            zorder=3,
-        )
+        kwargs = {"marker": marker, "color": colour, "markersize": 7, "linewidth": 1.2, "zorder": 3}
+        _line(ax, entry.conditions, rows, metric, label=name, **kwargs)
     ax.axhline(chance, color="grey", linestyle=":", linewidth=1.2, zorder=1)
     ax.set_xticks(x, [c.label for c in entry.conditions])
     ax.set_xlim(-0.5, len(x) - 0.5)
@@ -92,11 +71,16 @@ def _draw(
     ax.set_xlabel(entry.xlabel)
     ax.set_ylabel(label)
     ax.set_title(dataset, fontsize=11)
-    for side in ("top", "right"):
-        ax.spines[side].set_visible(False)
+    ax.spines[["top", "right"]].set_visible(False)
     if legend:
         ax.legend(fontsize=7.5, frameon=False, loc="best")
     return fig
+
+
+def _line(ax: Any, conditions: Sequence[Any], rows: Sequence[Any], metric: str, **kwargs: Any) -> None:
+    values = {row.condition: getattr(row, metric) for row in rows}
+    y = [values.get(c.value, math.nan) for c in conditions]
+    ax.plot(np.arange(len(conditions)), y, markeredgecolor="black", markeredgewidth=0.4, **kwargs)
 
 
 def plot_condition_accuracy(
@@ -108,10 +92,6 @@ def plot_condition_accuracy(
     ax: Axes | None = None,
 ) -> Figure:
     """Draw each observer's accuracy against the condition of one dataset, with the humans' as the reference.
-
-    As model-vs-human's ``plot_accuracy``: one line per observer over the dataset's conditions in upstream's
-    order and labels, the humans' accuracy over their pooled trials as red diamonds, a dotted line at chance
-    (1/16), and the conditions model-vs-human's benchmark leaves out shaded.
 
     Parameters
     ----------
@@ -158,10 +138,6 @@ def plot_condition_kappa(
     ax: Axes | None = None,
 ) -> Figure:
     """Draw each observer's error consistency with the humans against the condition of one dataset.
-
-    As model-vs-human's ``plot_error_consistency_lineplot``: one line per observer (its mean kappa with the
-    human observers in each condition), the humans' mutual kappa (each against the others, averaged) as red
-    diamonds, a dotted line at kappa 0, and the conditions the benchmark leaves out shaded.
 
     Parameters
     ----------
@@ -218,8 +194,6 @@ def plot_condition_panels(
 
     :func:`plot_condition_accuracy` on the left (with the legend), :func:`plot_condition_kappa` on the right;
     a new figure also gets the dataset in its title and a note under it on what the humans and the shading are.
-
-    Two panels, so it takes ``axes`` (a pair), not ``ax``.
 
     Parameters
     ----------
@@ -288,8 +262,6 @@ def plot_condition_grid(
     The datasets in model-vs-human's order, each panel as :func:`plot_condition_accuracy` or
     :func:`plot_condition_kappa` draws it, with one legend for all panels (and, in a new figure, a title and
     a note under the panels).
-
-    A grid of panels with a legend for the figure, so it takes ``axes``, not ``ax``.
 
     Parameters
     ----------
@@ -373,184 +345,17 @@ def plot_condition_grid(
     return fig
 
 
-def plot_benchmark_ranks(table: Any, *, ax: Axes | None = None) -> Figure:
-    """Draw each observer's rank in each measure of the benchmark table with its 95% rank interval.
-
-    One column per measure (OOD accuracy, accuracy difference, observed and error consistency) and the mean
-    rank; per observer its rank (marker) and the 2.5 and 97.5 percentiles of its ranks over the bootstrap
-    resamples (bar). Overlapping bars: the data do not order those observers in that measure.
-
-    Parameters
-    ----------
-    table
-        A :class:`~modelval.behaviour.benchmark.BenchmarkTable` with its ``uncertainty`` (``n_bootstrap`` > 0).
-    ax
-        Axes to draw into; ``None``: a new figure of 8 x 4 inches (the legend right of the axes).
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-        ``ax.figure``, or the new figure; neither saved nor closed (:func:`modelval.figures.save`).
-
-    Examples
-    --------
-    >>> import matplotlib.pyplot as plt
-    >>> from modelval.behaviour.benchmark import benchmark_table
-    >>> from modelval.behaviour.humans import load_human_panel
-    >>> from modelval.behaviour.trials import read_trials
-    >>> from modelval.figures import plot_benchmark_ranks
-    >>> files = {"ResNet-50": "style-transfer-512-nomask-experiment_resnet50_session-1.csv",
-    ...          "VGG-16": "style-transfer-512-nomask-experiment_vgg16_session-1.csv"}
-    >>> observers = {label: {"cue-conflict": read_trials(REFERENCE / name)} for label, name in files.items()}
-    >>> table = benchmark_table(observers, {"cue-conflict": load_human_panel(REFERENCE, "cue-conflict")},
-    ...                         n_bootstrap=100)
-    >>> fig, ax = plt.subplots()
-    >>> _ = plot_benchmark_ranks(table, ax=ax)
-    >>> [tick.get_text() for tick in ax.get_xticklabels()][-1], ax.get_ylabel()
-    ('mean rank', 'rank (1 = best)')
-    >>> plt.close(fig)
-    """
-    from modelval.behaviour.benchmark import METRICS
-
-    band = table.uncertainty
-    if band is None or not band.rank_intervals:
-        from modelval.errors import InputValidationError
-
-        raise InputValidationError("the rank figure needs the table's rank intervals: build it with n_bootstrap > 0")
-    fig, ax = new_axes(ax, (8.0, 4.0))
-    ranks = table.ranks()
-    columns = [*METRICS, "mean_rank"]
-    labels = list(band.rank_intervals)
-    width = 0.7 / max(len(labels), 1)
-    for index, label in enumerate(labels):
-        colour, marker = style(index)
-        x = np.arange(len(columns)) - 0.35 + width * (index + 0.5)
-        y = [ranks[label][m] for m in columns]
-        low = [y[k] - band.rank_intervals[label][m][0] for k, m in enumerate(columns)]
-        high = [band.rank_intervals[label][m][1] - y[k] for k, m in enumerate(columns)]
-        ax.errorbar(x, y, yerr=[low, high], fmt=marker, color=colour, capsize=3, label=label)
-    ax.set_xticks(np.arange(len(columns)), [m.replace("_", " ") for m in columns], rotation=20, ha="right")
-    ax.set_ylabel("rank (1 = best)")
-    ax.set_ylim(len(labels) + 0.5, 0.5)
-    ax.set_yticks(range(1, len(labels) + 1))
-    ax.set_title(f"Ranks with 95% intervals ({band.n_bootstrap} bootstrap resamples)", fontsize=10)
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
-    return fig
-
-
-#: Where Lonnqvist et al. (ICML 2025) find models' error consistency near the humans': about 5 B training images.
-LONNQVIST_IMAGES = 5e9
-#: Axis labels of :func:`plot_benchmark_scale`.
-SCALE_LABELS = {"parameters": "parameters", "training_images": "training images (pre-training set)"}
-MEASURE_LABELS = {
-    "ood_accuracy": "OOD accuracy",
-    "accuracy_difference": "accuracy difference",
-    "observed_consistency": "observed consistency",
-    "error_consistency": "error consistency (kappa)",
-}
-
-
-def plot_benchmark_scale(
-    table: Any, *, measure: str = "error_consistency", scale: str = "training_images", ax: Axes | None = None
-) -> Figure:
-    """Draw one benchmark measure against the observers' scale (parameters or training images, log axis).
-
-    One point per complete observer whose metadata gives the scale (its aggregate over the table's
-    datasets, with its 95% bootstrap interval when the table has one); the humans' value (every pair of
-    observers) as a dashed line with its interval as a band. Lonnqvist et al. (ICML 2025) find models near
-    the humans only at about 5 billion training images: on the training-images axis a dotted line marks it.
-
-    Parameters
-    ----------
-    table
-        A :class:`~modelval.behaviour.benchmark.BenchmarkTable` with ``metadata``
-        (:func:`modelval.api.benchmark.benchmark` fills it; ``benchmark_table(..., metadata=...)``).
-    measure
-        ``"ood_accuracy"``, ``"accuracy_difference"``, ``"observed_consistency"`` or ``"error_consistency"``.
-    scale
-        ``"training_images"`` or ``"parameters"``.
-    ax
-        Axes to draw into; ``None``: a new figure of 5 x 4 inches.
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-        ``ax.figure``, or the new figure; neither saved nor closed (:func:`modelval.figures.save`).
-
-    Examples
-    --------
-    >>> import matplotlib.pyplot as plt
-    >>> from modelval.behaviour.benchmark import ModelMetadata, benchmark_table
-    >>> from modelval.behaviour.humans import load_human_panel
-    >>> from modelval.behaviour.trials import read_trials
-    >>> from modelval.figures import plot_benchmark_scale
-    >>> trials = read_trials(REFERENCE / "style-transfer-512-nomask-experiment_resnet50_session-1.csv")
-    >>> table = benchmark_table({"ResNet-50": {"cue-conflict": trials}},
-    ...                         {"cue-conflict": load_human_panel(REFERENCE, "cue-conflict")},
-    ...                         metadata={"ResNet-50": ModelMetadata(25_557_032, 1_281_167, "ImageNet-1k")})
-    >>> fig, ax = plt.subplots()
-    >>> _ = plot_benchmark_scale(table, ax=ax)
-    >>> ax.get_xscale(), ax.get_xlabel()
-    ('log', 'training images (pre-training set)')
-    >>> plt.close(fig)
-    """
-    from modelval.behaviour.benchmark import METRICS, SCALES
-    from modelval.errors import InputValidationError
-
-    if measure not in METRICS:
-        raise InputValidationError(f"measure is one of {', '.join(METRICS)}, got {measure!r}")
-    if scale not in SCALES:
-        raise InputValidationError(f"scale is one of {', '.join(SCALES)}, got {scale!r}")
-    points = [
-        (label, found.value(scale), table.aggregate(label)[measure])
-        for label, found in table.metadata.items()
-        if found.value(scale) and table.complete(label)
-    ]
-    if not points:
-        raise InputValidationError(f"no observer of the table has its {scale.replace('_', ' ')} in its metadata")
-    band = table.uncertainty
-    fig, ax = new_axes(ax, (5.0, 4.0))
-    order = list(table.observers)
-    for label, x, y in points:
-        colour, marker = style(order.index(label))
-        found = band.intervals.get(label, {}).get("aggregate", {}).get(measure) if band else None
-        yerr = [[y - found[0]], [found[1] - y]] if found else None
-        ax.errorbar([x], [y], yerr=yerr, fmt=marker, color=colour, capsize=3, label=label)
-    human = table.human_aggregate()[measure]
-    ax.axhline(human, color=HUMAN_COLOUR, linestyle="--", linewidth=1, label="humans (every pair)")
-    found = band.intervals.get("humans", {}).get("aggregate", {}).get(measure) if band else None
-    if found:
-        ax.axhspan(found[0], found[1], color=HUMAN_COLOUR, alpha=0.12, linewidth=0)
-    ax.set_xscale("log")
-    xs = [x for _, x, _ in points]
-    if scale == "training_images":
-        xs.append(LONNQVIST_IMAGES)
-        ax.axvline(LONNQVIST_IMAGES, color="grey", linestyle=":", linewidth=1, label="~5 B images (Lonnqvist et al.)")
-    ax.set_xlim(min(xs) / 3, max(xs) * 3)
-    ax.set_xlabel(SCALE_LABELS[scale])
-    ax.set_ylabel(MEASURE_LABELS[measure])
-    ax.set_title(f"{MEASURE_LABELS[measure]} against {SCALE_LABELS[scale].split(' (')[0]}", fontsize=10)
-    ax.legend(fontsize=7, loc="best", frameon=False)
-    return fig
-
-
-def write_scale_figure(table: Any, folder: str | Path) -> list[Path]:
-    """``benchmark-scale.png`` (and PDF): OOD accuracy and error consistency against training images and, beside
-    them, against parameters, for the scales some observer's metadata gives; nothing when none does."""
-    scales = [s for s in ("training_images", "parameters") if any(m.value(s) for m in table.metadata.values())]
-    if not scales or not any(table.complete(label) for label in table.metadata):
-        return []
-    fig, axes = pyplot().subplots(len(scales), 2, figsize=(10.0, 4.0 * len(scales)), squeeze=False)
-    for row, scale in enumerate(scales):
-        for column, measure in enumerate(("ood_accuracy", "error_consistency")):
-            plot_benchmark_scale(table, measure=measure, scale=scale, ax=axes[row][column])
-    fig.tight_layout()
-    return save(fig, Path(folder) / "benchmark-scale.png", pdf=True, **REPORT_SAVE)
-
-
 def write_condition_figures(table: Any, folder: str | Path) -> list[Path]:
     """The line plots of every parametric dataset of a :class:`~modelval.behaviour.benchmark.BenchmarkTable`:
-    ``conditions-<dataset>.png`` (both metrics) and the two grids, as PNG and PDF."""
+    ``conditions-<dataset>.png`` (both metrics) and the two grids, as PNG and PDF.
+
+    Parameters
+    ----------
+    table
+        A :class:`~modelval.behaviour.benchmark.BenchmarkTable`.
+    folder
+        Where the figures go.
+    """
     lines: dict[str, dict[str, Sequence[ConditionComparison]]] = {}
     humans: dict[str, Sequence[HumanCondition]] = {}
     for dataset in table.datasets:
@@ -568,7 +373,19 @@ def write_lines(
     *,
     styles: Mapping[str, int] | None = None,
 ) -> list[Path]:
-    """``conditions-<dataset>.png`` per parametric dataset in ``lines``, and the grids when there are several."""
+    """``conditions-<dataset>.png`` per parametric dataset in ``lines``, and the grids when there are several.
+
+    Parameters
+    ----------
+    lines
+        Dataset -> label -> that observer's per-condition comparisons.
+    humans
+        Dataset -> the humans per condition.
+    folder
+        Where the figures go.
+    styles
+        Label -> index of its colour and marker.
+    """
     out = Path(folder)
     written: list[Path] = []
     parametric = [d for d in lines if experiment(d).parametric]

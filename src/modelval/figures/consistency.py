@@ -21,8 +21,8 @@ import numpy as np
 
 from modelval.behaviour.benchmark import DatasetScores
 from modelval.behaviour.consistency import KappaMatrix
+from modelval.behaviour.experiments import DATASET_NAMES
 from modelval.behaviour.humans import HumanAgreement, HumanComparison, HumanPanel, compare_with_humans
-from modelval.behaviour.trials import DATASETS
 from modelval.figures.style import (
     DATASET_LABELS,
     HUMAN_COLOUR,
@@ -100,7 +100,7 @@ def plot_error_consistency(
     >>> plt.close(fig)
     """
     agreements = dict(agreements) if agreements is not None else _agreements(results)
-    datasets = [d for d in DATASETS if d in agreements]
+    datasets = [d for d in DATASET_NAMES if d in agreements]
     x = np.arange(len(datasets))
     fig, ax = new_axes(ax, (max(4.2, 2.4 * len(datasets) + 1.8), 4.8))
     for i, dataset in enumerate(datasets):
@@ -241,7 +241,7 @@ def plot_kappa_matrix(
     return fig
 
 
-def human_reference(panel: HumanPanel, na_handling: str = "wrong") -> dict[str, float]:
+def _human_reference(panel: HumanPanel, na_handling: str = "wrong") -> dict[str, float]:
     """The humans' own values of the benchmark views: each human against the other humans, averaged."""
     each = [
         compare_with_humans(trials, panel, subject=name, n_bootstrap=0, na_handling=na_handling)
@@ -325,7 +325,7 @@ def plot_human_likeness(
     ([2, 2, 3], [-0.2, 1.0])
     >>> plt.close(fig)
     """
-    datasets = [d for d in DATASETS if any(d in per for per in results.values())]
+    datasets = [d for d in DATASET_NAMES if any(d in per for per in results.values())]
     own = axes is None
     if axes is None:
         fig, axes = pyplot().subplots(1, 3, figsize=(max(9.0, 3.2 * len(datasets) + 3.0), 4.2))
@@ -333,7 +333,7 @@ def plot_human_likeness(
         axes = axes_for(axes, 3, "plot_human_likeness")[:3]
         fig = axes[0].figure
     x = np.arange(len(datasets))
-    humans = {d: human_reference(panels[d], na_handling) for d in datasets if panels and d in panels}
+    humans = {d: _human_reference(panels[d], na_handling) for d in datasets if panels and d in panels}
     for dataset, scores in (humans_per_condition or {}).items():
         humans[dataset] = {key: scores.value(key) for key, _ in VIEWS}
     within = {d for per in (per_condition or {}).values() for d in per} | set(humans_per_condition or {})

@@ -32,10 +32,10 @@ import numpy as np
 
 from modelval.behaviour.categories import CATEGORIES
 from modelval.behaviour.consistency import kappa_matrix
+from modelval.behaviour.decisions import Decision
 from modelval.behaviour.humans import HumanComparison, HumanPanel
 from modelval.behaviour.paired import PairedComparison
 from modelval.behaviour.shape_bias import ShapeBiasResult, compute_shape_bias
-from modelval.behaviour.trials import Trial, decisions_from_trials
 from modelval.figures.style import (
     HUMAN_COLOUR,
     HUMAN_MODES,
@@ -55,19 +55,16 @@ if TYPE_CHECKING:
 
 __all__ = [
     "HumanShapeBias",
-    "category_order",
-    "human_shape_bias",
     "plot_paired_categories",
     "plot_shape_bias_boxplot",
     "plot_shape_bias_figure",
-    "shape_bias_of",
     "write_human_figures",
 ]
 
 
-def shape_bias_of(trials: Sequence[Trial]) -> ShapeBiasResult:
+def _shape_bias_of(trials: Sequence[Decision]) -> ShapeBiasResult:
     """Shape bias (overall and per category) of cue-conflict trials, without a bootstrap."""
-    return compute_shape_bias(decisions_from_trials(trials), n_bootstrap=0)
+    return compute_shape_bias(trials, n_bootstrap=0)
 
 
 class HumanShapeBias:
@@ -77,10 +74,8 @@ class HumanShapeBias:
         if mode not in HUMAN_MODES:
             raise ValueError(f"humans_mode must be one of {HUMAN_MODES}, got {mode!r}")
         self.mode = mode
-        self.observers = {name: shape_bias_of(trials) for name, trials in sorted(panel.observers.items())}
-        pooled = compute_shape_bias(
-            [d for trials in panel.observers.values() for d in decisions_from_trials(trials)], n_bootstrap=0
-        )
+        self.observers = {name: _shape_bias_of(trials) for name, trials in sorted(panel.observers.items())}
+        pooled = compute_shape_bias([d for trials in panel.observers.values() for d in trials], n_bootstrap=0)
         self.decisions = {
             c: pooled.per_category[c].shape_hits + pooled.per_category[c].texture_hits for c in CATEGORIES
         }
@@ -101,11 +96,11 @@ class HumanShapeBias:
         return f"humans, {len(self.observers)} observers, {how} ({self.overall:.1%})"
 
 
-def human_shape_bias(panel: HumanPanel, mode: str = "pooled") -> HumanShapeBias:
+def _human_shape_bias(panel: HumanPanel, mode: str = "pooled") -> HumanShapeBias:
     return HumanShapeBias(panel, mode)
 
 
-def category_order(humans: HumanShapeBias | None) -> list[str]:
+def _category_order(humans: HumanShapeBias | None) -> list[str]:
     """Categories by the humans' fraction of texture decisions, lowest first (drawn at the bottom, as upstream);
     ties and the no-humans case alphabetical."""
     if humans is None:
@@ -114,7 +109,7 @@ def category_order(humans: HumanShapeBias | None) -> list[str]:
 
 
 def plot_shape_bias_figure(
-    models: Mapping[str, Sequence[Trial]],
+    models: Mapping[str, Sequence[Decision]],
     humans: HumanPanel | None,
     *,
     humans_mode: str = "pooled",
@@ -169,8 +164,8 @@ def plot_shape_bias_figure(
     >>> plt.close(fig)
     """
     fig, ax = new_axes(ax, (7.6, 8.0))
-    reference = human_shape_bias(humans, humans_mode) if humans is not None else None
-    order = category_order(reference)
+    reference = _human_shape_bias(humans, humans_mode) if humans is not None else None
+    order = _category_order(reference)
     rows = np.arange(len(order))
     counts: dict[str, list[int]] = {c: [] for c in order}
     for i in range(len(order) - 1):
@@ -191,7 +186,7 @@ def plot_shape_bias_figure(
     conflicts: dict[str, int] = {}
     for index, (label, trials) in enumerate(models.items()):
         colour, marker = style((styles or {}).get(label, index))
-        result = shape_bias_of(trials)
+        result = _shape_bias_of(trials)
         ax.scatter(
             [1 - result.per_category[c].shape_bias for c in order], rows + shifts[index], s=46, color=colour,
             marker=marker, edgecolor="black", linewidths=0.4, zorder=3,
@@ -236,7 +231,7 @@ def _stimuli(result: ShapeBiasResult, category: str) -> int:
 
 
 def plot_shape_bias_boxplot(
-    models: Mapping[str, Sequence[Trial]],
+    models: Mapping[str, Sequence[Decision]],
     humans: HumanPanel | None,
     *,
     humans_mode: str = "pooled",
@@ -285,12 +280,12 @@ def plot_shape_bias_boxplot(
     fig, ax = new_axes(ax, (max(4.0, 1.1 * (len(models) + 1) + 1.5), 4.2))
     data, labels, colours = [], [], []
     if humans is not None:
-        reference = human_shape_bias(humans, humans_mode)
+        reference = _human_shape_bias(humans, humans_mode)
         data.append([v for v in reference.per_category.values() if not math.isnan(v)])
         labels.append(f"humans\n({humans_mode})")
         colours.append(HUMAN_COLOUR)
     for index, (label, trials) in enumerate(models.items()):
-        result = shape_bias_of(trials)
+        result = _shape_bias_of(trials)
         data.append([r.shape_bias for r in result.per_category.values() if not math.isnan(r.shape_bias)])
         labels.append(label)
         colours.append(style((styles or {}).get(label, index))[0])
@@ -410,7 +405,7 @@ def plot_paired_categories(result: PairedComparison, *, axes: Any = None) -> Fig
 
 
 def write_human_figures(
-    models: Mapping[str, Mapping[str, Sequence[Trial]]],
+    models: Mapping[str, Mapping[str, Sequence[Decision]]],
     panels: Mapping[str, HumanPanel],
     comparisons: Mapping[str, Mapping[str, HumanComparison]],
     out_dir: str | Path,
@@ -426,6 +421,23 @@ def write_human_figures(
     :mod:`modelval.figures.conditions`), human-likeness (accuracy difference, observed and error
     consistency; within each condition where there are conditions) and one error-consistency matrix of all
     observers per experiment.
+
+    Parameters
+    ----------
+    models
+        Label -> dataset -> that model's trials.
+    panels
+        Dataset -> its human observers.
+    comparisons
+        Label -> dataset -> the model's comparison with the humans.
+    out_dir
+        Where the figures go.
+    sources
+        Where the data came from, for the footnote.
+    humans_mode
+        "pooled" or "mean" (:func:`~modelval.figures.accuracy.human_accuracy`).
+    na_handling
+        How a "na" answer counts.
     """
     from modelval.behaviour.benchmark import score_humans, score_observer
     from modelval.behaviour.experiments import experiment
@@ -438,9 +450,10 @@ def write_human_figures(
 
     out = Path(out_dir)
     written: list[Path] = []
-    cue = {label: d["cue-conflict"] for label, d in models.items() if "cue-conflict" in d}
+    conflicts = next((d for per in models.values() for d in per if experiment(d).has_conflicts), "")
+    cue = {label: d[conflicts] for label, d in models.items() if conflicts in d}
     if cue:
-        panel = panels.get("cue-conflict")
+        panel = panels.get(conflicts)
         styles = {label: index for index, label in enumerate(models)}  # the same colour in every figure
         figure = plot_shape_bias_figure(cue, panel, humans_mode=humans_mode, sources=sources, styles=styles)
         written += save(figure, out / "shape-bias.png", pdf=True, **REPORT_SAVE)

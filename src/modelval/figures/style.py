@@ -71,11 +71,26 @@ def pyplot() -> Any:
 
 
 def style(index: int) -> tuple[str, str]:
+    """``(colour, marker)`` of the observer at ``index``.
+
+    Parameters
+    ----------
+    index
+        The observer's index (colours and markers cycle).
+    """
     return MODEL_COLOURS[index % len(MODEL_COLOURS)], MODEL_MARKERS[index % len(MODEL_MARKERS)]
 
 
 def new_axes(ax: Any, figsize: tuple[float, float]) -> tuple[Any, Any]:
-    """``(figure, axes)``: the given axes and its figure, or a new figure of ``figsize``."""
+    """``(figure, axes)``: the given axes and its figure, or a new figure of ``figsize``.
+
+    Parameters
+    ----------
+    ax
+        The caller's axes, or ``None``.
+    figsize
+        The size of a new figure, in inches.
+    """
     if ax is not None:
         return ax.figure, ax
     fig, ax = pyplot().subplots(figsize=figsize)
@@ -83,7 +98,17 @@ def new_axes(ax: Any, figsize: tuple[float, float]) -> tuple[Any, Any]:
 
 
 def axes_for(axes: Any, count: int, what: str) -> list[Any]:
-    """The caller's ``axes`` of a figure of several panels, flattened, refused in one line when fewer than ``count``."""
+    """The caller's ``axes`` of a figure of several panels, flattened, refused in one line when fewer than ``count``.
+
+    Parameters
+    ----------
+    axes
+        The caller's axes (an array or a list).
+    count
+        How many panels are drawn.
+    what
+        The plot's name, for the error.
+    """
     flat = list(np.asarray(axes, dtype=object).flat)
     if len(flat) < count:
         raise InputValidationError(f"{what} draws {count} panel(s): axes= needs {count} Axes, got {len(flat)}")
@@ -162,7 +187,7 @@ def save(
         pyplot().close(fig)
 
 
-def sources_note(sources: Sources | None, datasets: list[str] | None = None) -> str:
+def _sources_note(sources: Sources | None, datasets: list[str] | None = None) -> str:
     """The footnote naming each observer's file per experiment (empty without sources)."""
     if not sources:
         return ""
@@ -180,9 +205,19 @@ def sources_note(sources: Sources | None, datasets: list[str] | None = None) -> 
 
 
 def add_sources(fig: Any, sources: Sources | None, datasets: list[str] | None = None) -> None:
-    """Put the sources footnote under everything already drawn (call it last; ``bbox_inches="tight"``
-    keeps it when saving)."""
-    note = sources_note(sources, datasets)
+    """Put the sources footnote under everything already drawn (call it last; ``bbox_inches="tight"`` keeps it when
+    saving).
+
+    Parameters
+    ----------
+    fig
+        The figure.
+    sources
+        Where the data came from; ``None``: no footnote.
+    datasets
+        The datasets shown (default: all of ``sources``).
+    """
+    note = _sources_note(sources, datasets)
     if not note:
         return
     # below the lowest artist (a legend under the axes may reach below the figure's own area)
