@@ -231,7 +231,6 @@ def vlm_shape_bias(
     if len(set(names)) != len(names):
         raise DataError(f"the prompts {', '.join(names)} repeat a name; each prompt once")
     stimuli = load_stimuli(options)
-    digests = stimuli.digests or {}
     provenance = {**environment(), "vlm": identity, "stimuli": stimuli.provenance()}
     unit = resolve_unit(options.resample, cue_conflict=True)
     cache_on = caching(options.cache)
@@ -240,17 +239,7 @@ def vlm_shape_bias(
     for prompt_name, text, default_parser in resolved:
         parser = parse or default_parser
         cache = AnswerCache(identity, text) if cache_on else None
-        answers = []
-        for index, stimulus in enumerate(stimuli.stimuli):
-            digest = digests.get(stimulus.relpath, stimulus.relpath)
-            answer = cache.get(stimulus.relpath, digest) if cache is not None else None
-            if answer is None:
-                answer = _ask(function, label, stimuli.images[index], text, stimulus.relpath)
-                if cache is not None:
-                    cache.put(stimulus.relpath, digest, answer)
-            answers.append(answer)
-        if cache is not None:
-            cache.flush()
+        answers = _answers(function, label, stimuli, text, cache)
         decisions = [
             Decision(s.name, s.shape, s.texture, parse_answer(answer, parser) or NO_RESPONSE)
             for s, answer in zip(stimuli.stimuli, answers, strict=True)
@@ -287,6 +276,23 @@ def vlm_shape_bias(
         "provenance": provenance,
     }
     return PromptSweepReport(label, runs, differences, details)
+
+
+def _answers(function: VLM, label: str, stimuli: Any, text: str, cache: Any) -> list[str]:
+    """The VLM's answer to ``text`` on each stimulus: from the answer cache where stored, else asked (and kept)."""
+    digests = stimuli.digests or {}
+    answers = []
+    for index, stimulus in enumerate(stimuli.stimuli):
+        digest = digests.get(stimulus.relpath, stimulus.relpath)
+        answer = cache.get(stimulus.relpath, digest) if cache is not None else None
+        if answer is None:
+            answer = _ask(function, label, stimuli.images[index], text, stimulus.relpath)
+            if cache is not None:
+                cache.put(stimulus.relpath, digest, answer)
+        answers.append(answer)
+    if cache is not None:
+        cache.flush()
+    return answers
 
 
 def _vlm_callable(vlm: str | VLM) -> tuple[VLM, dict[str, Any]]:
