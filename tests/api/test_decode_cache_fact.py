@@ -10,7 +10,8 @@ from __future__ import annotations
 import pytest
 
 import modelval
-from modelval.api.pipeline import decode_cache_entry, load_stimuli
+from modelval.api.loading import load_stimuli
+from modelval.api.pipeline import decode_cache_entry
 from modelval.cli.shape_bias import describe_decode_cache
 from modelval.errors import UserCodeError
 

@@ -348,8 +348,9 @@ def _measure_normalizations(
     ``evaluated(normalization)``, when given, supplies results already computed on the same stimuli
     (a test session's validation runner) instead of evaluating again.
     """
+    from modelval.api.loading import load
     from modelval.api.options import EvaluationOptions, ModelOptions
-    from modelval.api.pipeline import load, run_model
+    from modelval.api.pipeline import run_model
     from modelval.judgement.sanity import VERDICT, sanity_check
     from modelval.runtime import resolve_device
 

@@ -204,7 +204,7 @@ def vlm_shape_bias(
     >>> round(report.differences[0].accuracy_difference, 4)  # texture16 - vqa16: every answer lost
     -0.3667
     """
-    from modelval.api.pipeline import load_stimuli
+    from modelval.api.loading import load_stimuli
     from modelval.behaviour.answers import PARSERS, abstentions_of, parse_answer, prompt_difference
     from modelval.behaviour.decisions import NO_RESPONSE, Decision
     from modelval.behaviour.resampling import resolve_unit
