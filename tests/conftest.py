@@ -134,6 +134,21 @@ def bundled_evaluations(bundled_model, modelval_runner):
     return run
 
 
+@pytest.fixture(scope="session")
+def recorded_evaluations():
+    """``recorded_evaluations(normalization)``: the bundled model's evaluation on all 1280 stimuli as recorded in
+    ``tests/data/lite0-cue-conflict.npz`` (see tests/recorded_outputs.py): no model, no forward.
+
+    For the tests whose subject is what is computed from the model's outputs (a metric against its reference
+    package, a comparison, a report), not the forward path: they run in the fast tier. The slow tier checks that
+    the file still equals the model's output (``test_the_recorded_outputs_are_the_models``). The evaluations are
+    shared by the session's tests: never change one.
+    """
+    from recorded_outputs import recorded_evaluation
+
+    return recorded_evaluation
+
+
 @contextlib.contextmanager
 def caches_on() -> Iterator[None]:
     """The session's caches on, for the duration of the block (see ``session_caches``)."""

@@ -175,9 +175,9 @@ def test_per_category_differences_have_intervals_and_holm_adjusted_exact_tests(m
     assert result.to_dict()["per_category_tests"]["correction"] == "Holm"
 
 
-def test_mcnemar_and_the_shape_bias_can_disagree(bundled_evaluations):
+def test_mcnemar_and_the_shape_bias_can_disagree(recorded_evaluations):
     """The issue's case: ImageNet- vs own-normalized Lite0: +3.26 pp, permutation p ~ 0.006, McNemar p = 0.53."""
-    own, imagenet = (bundled_evaluations(n).decisions for n in ("model", "imagenet"))
+    own, imagenet = (recorded_evaluations(n).decisions for n in ("model", "imagenet"))
     result = compare_paired(imagenet, own, dataset="cue-conflict", resample="stimuli", n_bootstrap=1000)
     assert round(result.difference * 100, 2) == 3.26
     assert result.ci95[0] > 0  # stimuli resampled: the interval excludes 0 ...

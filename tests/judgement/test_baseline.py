@@ -2,6 +2,7 @@
 
 import json
 
+import numpy as np
 import pytest
 
 from modelval.cli import main
@@ -9,6 +10,7 @@ from modelval.errors import DataError
 from modelval.judgement.baseline import compare_to_baseline, load_baseline, save_baseline
 from modelval.paths import package_data
 from modelval.runner.matrix import MAX_BASELINE_FLIPS
+from recorded_outputs import NORMALIZATIONS, RECORDED, REGENERATE, recorded_meta
 
 COMMITTED = package_data("baselines/efficientnet_lite0.json")
 
@@ -33,10 +35,36 @@ def test_committed_baseline_still_holds(bundled_evaluations):
     assert comparison.max_shift < 1e-3
 
 
+#: How far a recorded probability may be from a fresh forward's. Measured: 0 on the machine that made the file
+#: with 1 and 2 torch threads; batch size moves them by up to 1e-7 (the bound of
+#: tests/evaluation/test_evaluation.py's batch-size test is 1e-5). A change of the model, its preprocessing or
+#: the forward path moves them by far more (the ImageNet normalization by up to 0.5) and flips decisions.
+RECORDED_ATOL = 1e-5
+
+
 @pytest.mark.slow
-def test_preprocessing_change_is_reported_image_by_image(bundled_evaluations):
+@pytest.mark.parametrize("normalization", NORMALIZATIONS)
+def test_the_recorded_outputs_are_the_models(bundled_evaluations, recorded_evaluations, normalization):
+    """The file the fast tier reads instead of running the model still equals the model's output: the same
+    stimuli in the same order, preprocessing, weights, decisions and shape bias, each probability within
+    RECORDED_ATOL of the forward's."""
+    real, recorded = bundled_evaluations(normalization), recorded_evaluations(normalization)
+    where = RECORDED.relative_to(RECORDED.parents[2])
+    how = f"{where} is no longer the model's output; if that is meant, run: {REGENERATE}"
+    assert [s.relpath for s in recorded.stimuli] == [s.relpath for s in real.stimuli], how
+    assert (recorded.config, recorded.aggregation) == (real.config, real.aggregation), how
+    assert recorded_meta()["weights_sha256"] == real.provenance["weights_sha256"], how
+    np.testing.assert_allclose(
+        recorded.category_probabilities, real.category_probabilities, rtol=0, atol=RECORDED_ATOL, err_msg=how
+    )
+    assert [d.response for d in recorded.decisions] == [d.response for d in real.decisions], how
+    assert recorded.result.to_dict() == real.result.to_dict(), how
+
+
+def test_preprocessing_change_is_reported_image_by_image(recorded_evaluations):
+    # The model's real ImageNet-normalized outputs, recorded (tests/data): the comparison's report is the subject.
     baseline = load_baseline(COMMITTED)
-    changed = bundled_evaluations("imagenet")
+    changed = recorded_evaluations("imagenet")
     comparison = compare_to_baseline(baseline, changed)
     assert not comparison.passed
     decisions_then = {r["name"]: r["decision"] for r in baseline["images"]}
@@ -50,16 +78,16 @@ def test_preprocessing_change_is_reported_image_by_image(bundled_evaluations):
     assert comparison.largest_shifts[0].delta != 0
 
 
-def test_cli_save_then_compare_with_a_changed_normalization(stimulus_subset, tmp_path, capsys, bundled_evaluations):
-    # On 4 stimuli per category (64): the round trip is the same code as on 1280, and the session's
-    # full-set evaluations give each of these images' decisions (they do not depend on the batch).
+def test_cli_save_then_compare_with_a_changed_normalization(stimulus_subset, tmp_path, capsys, recorded_evaluations):
+    # On 4 stimuli per category (64): the round trip is the same code as on 1280, and the recorded full-set
+    # evaluations (tests/data) give each of these images' decisions (they do not depend on the batch).
     subset = stimulus_subset(4)
     out = tmp_path / "lite0.json"
     common = ["--data-root", str(subset), "--device", "cpu", "--allow-modified-stimuli"]
     assert main(["baseline", "save", "--model", "efficientnet_lite0", "--out", str(out), *common]) == 0
     saved = load_baseline(out)
     assert len(saved["images"]) == 64
-    library = {d.imagename: d.response for d in bundled_evaluations("model").decisions}
+    library = {d.imagename: d.response for d in recorded_evaluations("model").decisions}
     assert {r["name"]: r["decision"] for r in saved["images"]} == {
         r["name"]: library[r["name"]] for r in saved["images"]
     }
@@ -67,7 +95,7 @@ def test_cli_save_then_compare_with_a_changed_normalization(stimulus_subset, tmp
     code = main(["baseline", "compare", str(out), "--normalization", "imagenet", "--json", *common])
     report = json.loads(capsys.readouterr().out)
     assert code == 1 and report["passed"] is False
-    wrong = {d.imagename: d.response for d in bundled_evaluations("imagenet").decisions}
+    wrong = {d.imagename: d.response for d in recorded_evaluations("imagenet").decisions}
     assert report["flipped"] == sum(library[r["name"]] != wrong[r["name"]] for r in saved["images"]) > 0
     assert any("flipped decisions > --max-flips 0" in f for f in report["failures"])
     # the verdict as data: its status and reason, the flips counted by transition (shape -> texture, ...)
@@ -89,12 +117,12 @@ def test_bad_baseline_files_are_clear_errors(tmp_path, capsys):
     assert "not a modelval baseline" in capsys.readouterr().err
 
 
-def test_baseline_of_other_stimuli_is_refused(bundled_evaluations, tmp_path):
+def test_baseline_of_other_stimuli_is_refused(recorded_evaluations, tmp_path):
     baseline = load_baseline(COMMITTED)
     baseline["images"] = [*baseline["images"][:-1], {**baseline["images"][-1], "name": "cat9-dog9.png"}]
     path = save_baseline(tmp_path / "b.json", baseline)
     with pytest.raises(DataError, match="different stimuli"):
-        compare_to_baseline(load_baseline(path), bundled_evaluations("model"))
+        compare_to_baseline(load_baseline(path), recorded_evaluations("model"))
 
 
 def test_baseline_of_a_spec_with_a_label_map(stimulus_subset, ten_way_head, tmp_path, capsys):

@@ -250,8 +250,8 @@ def test_parity_smooth_ece_equals_relplot(n, seed):
 # Real scores: the bundled EfficientNet-Lite0's one-vs-rest columns
 
 
-def test_parity_on_real_one_vs_rest_scores(bundled_evaluations):
-    probs, labels = real_one_vs_rest(bundled_evaluations())
+def test_parity_on_real_one_vs_rest_scores(recorded_evaluations):
+    probs, labels = real_one_vs_rest(recorded_evaluations())
     worst = 0.0
     for k in range(probs.shape[1]):
         p, y = probs[:, k], (labels == k).astype(np.int64)

@@ -211,12 +211,12 @@ def test_platt_on_separable_data():
         fit_platt(z, np.ones(6), targets="hard")
 
 
-def test_parity_platt_on_real_one_vs_rest_logits(bundled_evaluations):
+def test_parity_platt_on_real_one_vs_rest_logits(recorded_evaluations):
     # EfficientNet-Lite0's renormalised 16-class probabilities, one-vs-rest "the shape is class k",
     # as logits; fitted on half of the stimuli and applied to the other half.
     from modelval.behaviour.categories import CATEGORIES
 
-    evaluation = bundled_evaluations()
+    evaluation = recorded_evaluations()
     scores = evaluation.category_probabilities.astype(np.float64)
     probs = scores / scores.sum(axis=1, keepdims=True)
     shapes = np.array([CATEGORIES.index(s.shape) for s in evaluation.stimuli])

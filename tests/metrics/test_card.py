@@ -69,10 +69,10 @@ def test_card_on_random_logits_matches_the_reference_packages(n, classes, seed):
     assert from_probs["nll"] == pytest.approx(card["nll"], rel=1e-9)
 
 
-def test_card_on_real_model_outputs(bundled_evaluations):
+def test_card_on_real_model_outputs(recorded_evaluations):
     # EfficientNet-Lite0 on the 1280 cue-conflict stimuli: 16-class probabilities (mean aggregation,
     # renormalised to sum 1) against the shape category. Real, far-from-calibrated outputs.
-    evaluation = bundled_evaluations()
+    evaluation = recorded_evaluations()
     scores = evaluation.category_probabilities.astype(np.float64)  # float64: sklearn computes in the input's dtype
     probs = scores / scores.sum(axis=1, keepdims=True)
     from modelval.behaviour.categories import CATEGORIES
@@ -172,10 +172,10 @@ def test_multilabel_card_on_random_scores():
     assert empty["weighted"]["ece"] is None and "no label has a positive" in empty["weighted"]["null_reasons"]["ece"]
 
 
-def test_binary_and_multilabel_cards_on_real_model_outputs(bundled_evaluations):
+def test_binary_and_multilabel_cards_on_real_model_outputs(recorded_evaluations):
     from modelval.behaviour.categories import CATEGORIES
 
-    evaluation = bundled_evaluations()
+    evaluation = recorded_evaluations()
     scores = evaluation.category_probabilities.astype(np.float64)
     shapes = np.array([CATEGORIES.index(s.shape) for s in evaluation.stimuli])
     textures = np.array([CATEGORIES.index(s.texture) for s in evaluation.stimuli])

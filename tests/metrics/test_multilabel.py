@@ -145,9 +145,9 @@ def test_per_label_intervals_and_names():
     json.dumps(table)
 
 
-def test_parity_on_real_multilabel_scores(bundled_evaluations):
+def test_parity_on_real_multilabel_scores(recorded_evaluations):
     # Real, uncalibrated scores: the mean of the ImageNet probabilities of each category's classes.
-    p, y, names = real_multilabel(bundled_evaluations())
+    p, y, names = real_multilabel(recorded_evaluations())
     assert (y.sum(axis=1) >= 1).all() and (y.sum(axis=1) == 2).any()  # genuinely multilabel rows
     assert check_against_references(p, y, 15) <= 1e-9
     result = multilabel_calibration(p, y, 15, label_names=names)
