@@ -75,10 +75,14 @@ class BenchmarkReport:
         return jsonio.dumps(self.to_dict(), indent=indent)
 
     def to_markdown(self) -> str:
-        return self.table.to_markdown()
+        from modelval.behaviour.benchmark_text import benchmark_markdown
+
+        return benchmark_markdown(self.table)
 
     def to_csv(self) -> str:
-        return self.table.to_csv()
+        from modelval.behaviour.benchmark_text import benchmark_csv
+
+        return benchmark_csv(self.table)
 
 
 def benchmark(

@@ -6,15 +6,18 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 
-from modelval.behaviour.consistency import pair_consistency
+from modelval.behaviour.consistency import ObserverVectors, pair_consistency
 from modelval.errors import DataError
 
-if TYPE_CHECKING:
-    from modelval.behaviour.humans import HumanPanel
+
+class Panel(Protocol):
+    """What the agreement reads of a :class:`~modelval.behaviour.humans.HumanPanel` (which imports this module)."""
+
+    def vectors(self) -> dict[str, ObserverVectors]: ...
 
 
 @dataclass(frozen=True)
@@ -42,7 +45,7 @@ class HumanAgreement:
 HumanCeiling = HumanAgreement
 
 
-def human_agreement(panel: HumanPanel, *, leave_out: Sequence[str] = (), na_handling: str = "wrong") -> HumanAgreement:
+def human_agreement(panel: Panel, *, leave_out: Sequence[str] = (), na_handling: str = "wrong") -> HumanAgreement:
     """Mean kappa over all pairs of distinct human observers, the observers in ``leave_out`` left out.
 
     Parameters
@@ -71,7 +74,7 @@ def human_agreement(panel: HumanPanel, *, leave_out: Sequence[str] = (), na_hand
     )
 
 
-def human_ceiling(panel: HumanPanel) -> HumanAgreement:
+def human_ceiling(panel: Panel) -> HumanAgreement:
     """The former name of :func:`human_agreement` (all observers; it is no ceiling for a model).
 
     Parameters

@@ -252,16 +252,6 @@ class BenchmarkTable:
             "datasets": per,
         }
 
-    def to_markdown(self) -> str:
-        from modelval.behaviour.benchmark_text import benchmark_markdown
-
-        return benchmark_markdown(self)
-
-    def to_csv(self) -> str:
-        from modelval.behaviour.benchmark_text import benchmark_csv
-
-        return benchmark_csv(self)
-
 
 def benchmark_table(
     observers: Mapping[str, Mapping[str, Sequence[Decision]]],
