@@ -31,10 +31,9 @@ from modelval.behaviour.experiments import (
     MODEL_VS_HUMAN_DATASETS,
     canonical_condition,
     experiment,
-    parse_session_name,
-    short_image_name,
 )
 from modelval.behaviour.humans import load_human_panel
+from modelval.behaviour.raw_names import parse_session_name, short_image_name
 from modelval.behaviour.trials import dataset_of, read_trials
 from modelval.errors import DataError
 from reference_packages import reference_names

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from modelval.behaviour.decisions import Decision
-from modelval.behaviour.experiments import get_dataset, short_image_name
+from modelval.behaviour.experiments import get_dataset
 from modelval.behaviour.humans import (
     compare_with_humans,
     error_consistency,
@@ -25,6 +25,7 @@ from modelval.behaviour.humans import (
     load_human_panel,
     texture_despite_humans,
 )
+from modelval.behaviour.raw_names import short_image_name
 from modelval.behaviour.trials import aligned, dataset_of, read_trials
 from modelval.errors import DataError
 from reference_packages import reference_names

@@ -21,7 +21,7 @@ from pathlib import Path
 from modelval.atomic import replacing
 from modelval.behaviour.categories import CATEGORIES
 from modelval.behaviour.cue_conflict import parse_stimulus_name
-from modelval.behaviour.experiments import parse_session_name, short_image_name
+from modelval.behaviour.raw_names import parse_session_name, short_image_name
 from modelval.errors import DataError
 
 #: Published human sessions record "na" when the observer gave no answer in time; it counts as neither

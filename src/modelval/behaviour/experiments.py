@@ -19,26 +19,24 @@ entry in :data:`EXPERIMENTS` and never a new branch in the code that uses it:
   with these facts.
 
 Datasets without a manipulation level (cue-conflict, edges, filled silhouettes, sketch, stylized) have one
-condition, ``"0"``. The human raw data writes a condition as the experiment wrote it (``0.00``, ``3``,
-``true``); model-vs-human reads the CSVs with pandas, which turns these into ``0.0``, ``3.0`` and ``True``
-before matching its condition lists. :func:`canonical_condition` makes the same match without pandas: exact,
-then ignoring case, then numerically equal.
+condition, ``"0"``. The raw data writes a condition as the experiment did (``0.00``, ``3``, ``true``); where
+model-vs-human's pandas reading matches ``0.0``, ``3.0``, ``True``, :func:`canonical_condition` matches the same
+without pandas: exact, then ignoring case, then numerically equal.
 
-Trials of two observers are matched within a condition by model-vs-human's short image name
-(:func:`short_image_name`, ``get_short_imagename`` in ``modelvshuman/helper/plotting_helper.py``): the
-ImageNet id ``n03792782_1418.png`` for ImageNet-derived images, else the part after the last ``_``.
+Trials of two observers are matched within a condition by their short image name
+(:func:`~modelval.behaviour.raw_names.short_image_name`).
 """
 
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from modelval.behaviour.categories import CATEGORIES
 from modelval.behaviour.cue_conflict import parse_stimulus_name
+from modelval.behaviour.raw_names import parse_category_image_name, parse_session_name
 from modelval.errors import DataError
 
 #: Where the human decisions of an experiment are published.
@@ -167,26 +165,6 @@ class Experiment:
         from modelval.behaviour.resampling import resolve_unit
 
         return resolve_unit(unit, cue_conflict=self.has_conflicts)
-
-
-_CATEGORY_IMAGE = re.compile(r"^(?P<category>[a-z]+)(?P<i>\d+)\.png$")
-
-
-def parse_category_image_name(name: str) -> tuple[str, str]:
-    """``oven10.png`` -> ``("oven", "oven")``: an image of one category, no cue conflict.
-
-    Parameters
-    ----------
-    name
-        The file name (a folder part is ignored).
-    """
-    match = _CATEGORY_IMAGE.match(name.rsplit("/", 1)[-1])
-    if match is None or match.group("category") not in CATEGORIES:
-        raise DataError(
-            f"cannot parse image name {name!r}: expected '<category><i>.png' with one of the 16 categories, "
-            "e.g. 'oven10.png'"
-        )
-    return match.group("category"), match.group("category")
 
 
 def parse_release_image_name(name: str, *, dataset: str) -> tuple[str, str]:
@@ -503,81 +481,3 @@ def canonical_condition(raw: str, dataset: str) -> str:
         f"condition {raw!r} is not one of the {dataset} conditions ({', '.join(entry.values)}, as model-vs-human "
         "names them)"
     )
-
-
-def short_image_name(imagename: str) -> str:
-    """model-vs-human's short image name, the key that matches the trials of two observers.
-
-    ``0001_nse_dnn_0.00_bicycle_10_n03792782_1418.png`` -> ``n03792782_1418.png`` (an ImageNet image keeps
-    its ``n0…`` synset prefix); ``0001_edg_s01_0_oven_00_oven10.png`` -> ``oven10.png``; a name without
-    ``_`` is returned as it is. A folder part (``dnn/session-1/...``) is dropped first.
-
-    Parameters
-    ----------
-    imagename
-        The image name as written.
-    """
-    parts = imagename.rsplit("/", 1)[-1].split("_")
-    return "_".join(parts[-2:]) if len(parts) > 1 and parts[-2].startswith("n0") else parts[-1]
-
-
-# <trial>_<code>_<observer>_<condition>_<category>_<number>_<image>: the release's and the sessions' names
-_SESSION_NAME = re.compile(
-    r"^(?P<trial>\d+)_(?P<code>[a-z]+)_(?P<observer>[A-Za-z0-9-]+)_(?P<condition>[^_]+)_(?P<category>[a-z]+)_"
-    r"(?P<number>\d+)_(?P<image>.+)$"
-)
-
-
-@dataclass(frozen=True)
-class SessionName:
-    """The fields of a model-vs-human image name (``0001_cl_dnn_bw_oven_40_n04111531_14126.png``)."""
-
-    trial: str
-    code: str
-    observer: str
-    condition: str
-    category: str
-    image: str
-
-    @property
-    def short(self) -> str:
-        return short_image_name(self.image)
-
-
-def parse_session_name(name: str) -> SessionName | None:
-    """The fields of a prefixed image name, or None when ``name`` is not one (e.g. ``oven10.png``).
-
-    Parameters
-    ----------
-    name
-        The image name (a folder part is ignored).
-    """
-    match = _SESSION_NAME.match(name.rsplit("/", 1)[-1])
-    if match is None:
-        return None
-    return SessionName(*match.group("trial", "code", "observer", "condition", "category", "image"))
-
-
-def datasets_of_code(code: str, conditions: set[str] | None = None) -> list[str]:
-    """The datasets whose images carry ``code``; the three Eidolon sets share ``eid`` and are told apart by
-    their conditions.
-
-    Parameters
-    ----------
-    code
-        The image-name code (``s5n``, ``edg``, ``eid``, ...).
-    conditions
-        The raw condition values seen.
-    """
-    found = [name for name, entry in EXPERIMENTS.items() if entry.code == code]
-    if len(found) > 1 and conditions:
-        return [name for name in found if all(_fits(raw, name) for raw in conditions)]
-    return found
-
-
-def _fits(raw: str, dataset: str) -> bool:
-    try:
-        canonical_condition(raw, dataset)
-    except DataError:
-        return False
-    return True

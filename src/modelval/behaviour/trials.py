@@ -21,7 +21,8 @@ from pathlib import Path
 import numpy as np
 
 from modelval.behaviour.decisions import Decision, parse_rows, reading_csv
-from modelval.behaviour.experiments import DATASET_NAMES, EXPERIMENTS, datasets_of_code, parse_session_name
+from modelval.behaviour.experiments import DATASET_NAMES, EXPERIMENTS, canonical_condition
+from modelval.behaviour.raw_names import parse_session_name
 from modelval.errors import DataError
 
 #: How a caller can name the experiment when the names cannot tell it (each command says its own way).
@@ -172,3 +173,28 @@ def responses(trials: Sequence[Decision], images: Sequence[str]) -> list[str]:
     """
     index = {t.image: t for t in trials}
     return [index[image].response for image in images]
+
+
+def datasets_of_code(code: str, conditions: set[str] | None = None) -> list[str]:
+    """The datasets whose images carry ``code``; the three Eidolon sets share ``eid`` and are told apart by
+    their conditions.
+
+    Parameters
+    ----------
+    code
+        The image-name code (``s5n``, ``edg``, ``eid``, ...).
+    conditions
+        The raw condition values seen.
+    """
+    found = [name for name, entry in EXPERIMENTS.items() if entry.code == code]
+    if len(found) > 1 and conditions:
+        return [name for name in found if all(_fits(raw, name) for raw in conditions)]
+    return found
+
+
+def _fits(raw: str, dataset: str) -> bool:
+    try:
+        canonical_condition(raw, dataset)
+    except DataError:
+        return False
+    return True

@@ -14,9 +14,9 @@ from modelval.behaviour.experiments import (
     Experiment,
     get_dataset,
     list_datasets,
-    parse_category_image_name,
     parse_release_image_name,
 )
+from modelval.behaviour.raw_names import parse_category_image_name
 
 #: One stimulus set's entry: the experiment it belongs to.
 DatasetEntry = Experiment

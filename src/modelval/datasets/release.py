@@ -33,7 +33,8 @@ from typing import Any
 
 from modelval.atomic import temporary_beside
 from modelval.behaviour.categories import CATEGORIES
-from modelval.behaviour.experiments import canonical_condition, experiment, parse_session_name
+from modelval.behaviour.experiments import canonical_condition, experiment
+from modelval.behaviour.raw_names import parse_session_name
 from modelval.datasets.manifest import hash_stimuli, manifest_differences
 from modelval.datasets.registry import get_dataset
 from modelval.datasets.stimuli import discover_stimuli

@@ -19,7 +19,7 @@ from tqdm.auto import tqdm
 
 from modelval.behaviour.categories import CATEGORIES
 from modelval.behaviour.cue_conflict import EXPECTED_CONFLICTS, EXPECTED_IMAGES, Stimulus, parse_stimulus_name
-from modelval.behaviour.experiments import short_image_name
+from modelval.behaviour.raw_names import short_image_name
 from modelval.datasets.registry import DEFAULT_DATASET, get_dataset
 from modelval.errors import DataError
 from modelval.paths import user_cache_dir
