@@ -17,7 +17,14 @@ import numpy as np
 
 from modelval.errors import InputValidationError
 from modelval.metrics.calibration import top1_confidences
-from modelval.metrics.validation import as_array, check_choice, check_confidences, check_n_bins, validate_probs
+from modelval.metrics.validation import (
+    as_array,
+    check_choice,
+    check_confidences,
+    check_n_bins,
+    validate_probs,
+    validate_top1,
+)
 
 HistogramConvention = Literal["default", "netcal"]
 HISTOGRAM_CONVENTIONS: tuple[str, ...] = ("default", "netcal")
@@ -27,14 +34,6 @@ MIN_ISOTONIC_EXAMPLES = 2
 #: scikit-learn's ``_make_unique`` merges confidences closer than this (``numpy.finfo(float64).resolution``).
 TIE_RESOLUTION = float(np.finfo(np.float64).resolution)
 _EPS = float(np.finfo(np.float64).eps)
-
-
-def _fit_inputs(confidences: Any, correct: Any, minimum: int, what: str, hint: str) -> tuple[np.ndarray, np.ndarray]:
-    """Validated float64 confidences and bool flags, with at least ``minimum`` examples."""
-    conf, flags = check_confidences(confidences, correct)
-    if conf.size < minimum:
-        raise InputValidationError(f"{what} needs at least {minimum} fit examples, got {conf.size}; {hint}")
-    return conf.astype(np.float64), flags
 
 
 _Calibrator = TypeVar("_Calibrator", bound="_TopLabel")
@@ -146,7 +145,7 @@ def histogram_binning(
     """
     check_n_bins(n_bins)
     check_choice(convention, "convention", HISTOGRAM_CONVENTIONS)
-    conf, flags = _fit_inputs(
+    conf, flags = validate_top1(
         confidences,
         correct,
         int(n_bins),
@@ -156,7 +155,7 @@ def histogram_binning(
     edges = histogram_bin_edges(conf, int(n_bins), adaptive=adaptive)
     idx = _netcal_fit_bins(edges, conf) if convention == "netcal" else _transform_bins(edges, conf)
     counts = np.bincount(idx, minlength=int(n_bins))
-    hits = np.bincount(idx, weights=flags.astype(np.float64), minlength=int(n_bins))
+    hits = np.bincount(idx, weights=flags, minlength=int(n_bins))
     values = 0.5 * (edges[:-1] + edges[1:])
     filled = counts > 0
     values[filled] = hits[filled] / counts[filled]
@@ -305,11 +304,11 @@ def isotonic_regression(confidences: Any, correct: Any) -> tuple[np.ndarray, np.
     confidences, correct
         Held-out top-1 confidences in [0, 1] and 0/1 (or bool) correctness flags.
     """
-    conf, flags = _fit_inputs(
+    conf, flags = validate_top1(
         confidences, correct, MIN_ISOTONIC_EXAMPLES, "isotonic regression", "use a larger validation set"
     )
     order = np.argsort(conf, kind="stable")
-    x_sorted, hits_sorted = conf[order], flags[order].astype(np.float64)
+    x_sorted, hits_sorted = conf[order], flags[order]
     starts = _unique_groups(x_sorted)
     x = x_sorted[starts]
     counts = np.diff(np.append(starts, len(x_sorted))).astype(np.float64)

@@ -18,22 +18,16 @@ import numpy as np
 from modelval.errors import InputValidationError
 from modelval.metrics.calibration import expected_calibration_error, reliability_bins
 from modelval.metrics.validation import (
-    as_array,
+    check_class_ids,
     check_class_indices,
-    check_confidences,
     check_count,
     check_n_bins,
     check_number,
+    validate_top1,
 )
 
 #: Bin counts of :func:`ece_at_bin_counts` when none are given.
 DEFAULT_BIN_COUNTS: tuple[int, ...] = (5, 10, 15, 20, 30, 50)
-
-
-def _top1(confidences: Any, correct: Any) -> tuple[np.ndarray, np.ndarray]:
-    """Validated float64 confidences and float64 0/1 flags."""
-    conf, flags = check_confidences(confidences, correct)
-    return conf.astype(np.float64), flags.astype(np.float64)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -76,7 +70,7 @@ def debiased_l2_calibration_error(confidences: Any, correct: Any, n_bins: int = 
         Return ``S``, an unbiased estimate of the squared error that may be slightly negative.
     """
     check_n_bins(n_bins)
-    conf, flags = _top1(confidences, correct)
+    conf, flags = validate_top1(confidences, correct)
     boundaries = _equal_mass_boundaries(conf, int(n_bins))
     idx = np.searchsorted(boundaries, conf, side="left")
     size = len(boundaries)
@@ -141,7 +135,7 @@ def ece_sweep(
     max_bins
         The largest bin count tried (default: the number of examples).
     """
-    conf, flags = _top1(confidences, correct)
+    conf, flags = validate_top1(confidences, correct)
     check_number(p, "p", minimum=1, expected="must be a number >= 1 (1 for the ECE, 2 for the L2 error)")
     limit = len(conf) if max_bins is None else max_bins
     check_count(limit, "max_bins", expected="must be a positive integer or None (all examples)")
@@ -274,7 +268,7 @@ def smooth_ece(confidences: Any, correct: Any) -> float:
     confidences, correct
         Top-1 confidences in [0, 1] and whether each prediction was right (0/1 or bool).
     """
-    f, y = _top1(confidences, correct)
+    f, y = validate_top1(confidences, correct)
     return _smece_with_width(f, y)[0]
 
 
@@ -306,7 +300,7 @@ def smooth_reliability_curve(
         Points of the mesh (relplot's ``config.plot_mesh_pts``, 200).
     """
     check_count(n_points, "n_points", minimum=2, expected="must be an integer >= 2")
-    f, y = _top1(confidences, correct)
+    f, y = validate_top1(confidences, correct)
     ce, sigma = _smece_with_width(f, y)
     x = np.linspace(0, 1, int(n_points))
     kernel = _ReflectedGaussian(sigma)
@@ -374,7 +368,7 @@ def ece_at_bin_counts(
         raise InputValidationError("bin_counts is empty; give at least one bin count, e.g. (5, 10, 15)")
     for n_bins in counts:
         check_n_bins(n_bins)
-    conf, flags = _top1(confidences, correct)
+    conf, flags = validate_top1(confidences, correct)
     return {int(b): expected_calibration_error(conf, flags, int(b), adaptive=adaptive) for b in counts}
 
 
@@ -387,16 +381,6 @@ class GroupECE:
     n_examples: int
     n_classes: int  # class ids listed for the group
     reason: str | None = None  # why ece is None
-
-
-def _group_ids(name: str, ids: Any) -> np.ndarray:
-    arr = as_array(list(ids) if isinstance(ids, (set, frozenset)) else ids, f"groups[{name!r}]").reshape(-1)
-    integral = arr.size == 0 or np.issubdtype(arr.dtype, np.integer)
-    if not integral and np.issubdtype(arr.dtype, np.floating):
-        integral = bool(np.isfinite(arr).all() and np.all(np.mod(arr, 1) == 0))
-    if not integral:
-        raise InputValidationError(f"groups[{name!r}] must list integer class ids, got dtype {arr.dtype}")
-    return arr.astype(np.int64)
 
 
 def ece_by_group(
@@ -419,7 +403,7 @@ def ece_by_group(
         The bins of each ECE.
     """
     check_n_bins(n_bins)
-    conf, flags = _top1(confidences, correct)
+    conf, flags = validate_top1(confidences, correct)
     y = check_class_indices(labels, "labels", n=len(conf), scores="confidences")
     if not isinstance(groups, Mapping):
         raise InputValidationError(
@@ -429,7 +413,7 @@ def ece_by_group(
         raise InputValidationError("groups is empty; give at least one group of class ids")
     result: dict[str, GroupECE] = {}
     for name, ids in groups.items():
-        class_ids = _group_ids(str(name), ids)
+        class_ids = check_class_ids(ids, f"groups[{str(name)!r}]")
         n_classes = int(np.unique(class_ids).size)
         member = np.isin(y, class_ids)
         count = int(member.sum())

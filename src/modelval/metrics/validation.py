@@ -182,14 +182,8 @@ def _check_unit_interval(values: np.ndarray, name: str, *, must: str, fix: str) 
     )
 
 
-def check_flags(values: Any, name: str = "correct", hint: str = "") -> np.ndarray:
-    """0/1 or bool flags (right or wrong, positive or negative) as a bool array.
-
-    Parameters
-    ----------
-    values, name, hint
-        The flags, their name and text appended to the messages.
-    """
+def _flags(values: Any, name: str = "correct", hint: str = "") -> np.ndarray:
+    """0/1 or bool flags (right or wrong, positive or negative) as a bool array."""
     flags = as_array(values, name)
     if flags.dtype == bool:
         return flags
@@ -241,7 +235,55 @@ def check_confidences(
         _real(conf, "confidences")
     fix = "did you pass logits? apply softmax and take the maximum"
     _check_unit_interval(conf, "confidences", must="lie", fix=fix)
-    return conf, check_flags(flags) if correct is not None else flags.astype(bool)
+    return conf, _flags(flags) if correct is not None else flags.astype(bool)
+
+
+def validate_top1(
+    confidences: Any, correct: Any, minimum: int = 1, what: str = "", hint: str = ""
+) -> tuple[np.ndarray, np.ndarray]:
+    """Top-1 confidences and correctness flags (:func:`check_confidences`), both as float64.
+
+    Parameters
+    ----------
+    confidences, correct
+        One top-1 confidence in [0, 1] and one 0/1 (or bool) flag per prediction.
+    minimum, what, hint
+        The fewest examples allowed, and what needs them and what to do instead, for the message.
+    """
+    conf, flags = check_confidences(confidences, correct)
+    if conf.size < minimum:
+        raise InputValidationError(f"{what} needs at least {minimum} fit examples, got {conf.size}; {hint}")
+    return conf.astype(np.float64), flags.astype(np.float64)
+
+
+def check_class_ids(ids: Any, name: str) -> np.ndarray:
+    """A group's class ids (a list, set or array of integers; integral floats accepted) as flat int64.
+
+    Parameters
+    ----------
+    ids, name
+        The class ids and their name in the message.
+    """
+    arr = as_array(list(ids) if isinstance(ids, (set, frozenset)) else ids, name).reshape(-1)
+    integral = arr.size == 0 or np.issubdtype(arr.dtype, np.integer)
+    if not integral and np.issubdtype(arr.dtype, np.floating):
+        integral = bool(np.isfinite(arr).all() and np.all(np.mod(arr, 1) == 0))
+    if not integral:
+        raise InputValidationError(f"{name} must list integer class ids, got dtype {arr.dtype}")
+    return arr.astype(np.int64)
+
+
+def check_zero_division(zero_division: Any) -> None:
+    """``zero_division`` is ``"warn"``, 0, 1 or NaN (scikit-learn's values).
+
+    Parameters
+    ----------
+    zero_division
+        The setting.
+    """
+    number = isinstance(zero_division, int | float) and not isinstance(zero_division, bool)
+    if zero_division != "warn" and not (number and (math.isnan(zero_division) or zero_division in (0, 1))):
+        raise InputValidationError(f"zero_division must be 'warn', 0, 1 or nan, got {zero_division!r}")
 
 
 def check_class_indices(values: Any, name: str, *, n: int | None = None, num_classes: int | None = None,
@@ -357,10 +399,14 @@ def validate_logits(logits: Any, labels: Any) -> tuple[np.ndarray, np.ndarray]:
     y = check_class_indices(labels, "labels", n=z.shape[0], num_classes=z.shape[1], scores="logits")
     if z.shape[0] == 0:
         raise InputValidationError("no examples: the logits are empty")
-    z = _real(z, "logits").astype(np.float64)
+    return _finite(_real(z, "logits").astype(np.float64)), y
+
+
+def _finite(z: np.ndarray, name: str = "logits") -> np.ndarray:
     if not np.isfinite(z).all():
-        raise InputValidationError("logits contain NaN or infinite values; fix or drop those rows")
-    return z, y
+        bad = int((~np.isfinite(z)).sum())
+        raise InputValidationError(f"{name} contain {bad} NaN or infinite value(s); fix or drop those examples")
+    return z
 
 
 def _column(values: Any, name: str) -> np.ndarray:
@@ -384,20 +430,12 @@ def _scores(scores: Any, name: str, allow_empty: bool) -> np.ndarray:
     return _real(s, name)
 
 
-def binary_labels(labels: Any, n: int | None = None) -> np.ndarray:
-    """0/1 (or bool) labels of shape ``(N,)`` or ``(N, 1)``, one per score, as bool.
-
-    Parameters
-    ----------
-    labels, n
-        The labels (1 = positive class) and how many there must be (``None``: any number but 0).
-    """
+def _binary_labels(labels: Any, n: int) -> np.ndarray:
+    """0/1 (or bool) labels of shape ``(N,)`` or ``(N, 1)``, ``n`` of them (one per score), as bool."""
     y = _column(labels, "labels")
-    if n is None and y.size == 0:
-        raise InputValidationError("no examples: the positive rate is undefined for an empty set")
-    if n is not None and y.shape != (n,):
+    if y.shape != (n,):
         raise InputValidationError(f"labels must have shape ({n},), one 0/1 label per score, got {y.shape}")
-    return check_flags(y, "labels", _LABEL_HINT)
+    return _flags(y, "labels", _LABEL_HINT)
 
 
 def binary_logits(scores: Any, *, allow_empty: bool = False) -> np.ndarray:
@@ -408,12 +446,7 @@ def binary_logits(scores: Any, *, allow_empty: bool = False) -> np.ndarray:
     scores, allow_empty
         The logits, and whether no examples is allowed.
     """
-    z = _scores(scores, "logits", allow_empty).astype(np.float64)
-    if not np.isfinite(z).all():
-        raise InputValidationError(
-            f"logits contain {int((~np.isfinite(z)).sum())} NaN or infinite value(s); fix or drop those examples"
-        )
-    return z
+    return _finite(_scores(scores, "logits", allow_empty).astype(np.float64))
 
 
 def binary_probabilities(scores: Any, *, logits: bool = False, allow_empty: bool = False) -> np.ndarray:
@@ -445,7 +478,7 @@ def validate_binary(probs: Any, labels: Any, *, logits: bool = False) -> tuple[n
         The scores are logits: their sigmoid is returned.
     """
     p = binary_probabilities(probs, logits=logits)
-    return p, binary_labels(labels, p.shape[0])
+    return p, _binary_labels(labels, p.shape[0])
 
 
 def validate_binary_logits(logits: Any, labels: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -457,7 +490,7 @@ def validate_binary_logits(logits: Any, labels: Any) -> tuple[np.ndarray, np.nda
         One logit and one 0/1 label per example, shape ``(N,)`` or ``(N, 1)``.
     """
     z = binary_logits(logits)
-    return z, binary_labels(labels, z.shape[0])
+    return z, _binary_labels(labels, z.shape[0])
 
 
 def validate_multilabel(scores: Any, labels: Any, *, logits: bool = False) -> tuple[np.ndarray, np.ndarray]:
@@ -485,12 +518,9 @@ def validate_multilabel(scores: Any, labels: Any, *, logits: bool = False) -> tu
             "target marks every label present in an example (class indices (N,) belong to a multiclass model)"
         )
     _real(s, name)
-    flags = check_flags(y, "labels", " (1 = label present)")
+    flags = _flags(y, "labels", " (1 = label present)")
     if logits:
-        z = s.astype(np.float64)
-        if not np.isfinite(z).all():
-            raise InputValidationError(f"logits contain {int((~np.isfinite(z)).sum())} NaN or infinite value(s)")
-        return sigmoid(z), flags
+        return sigmoid(_finite(s.astype(np.float64))), flags
     p = s.astype(binning_dtype(s.dtype))
     _check_unit_interval(p, "probs", must="be per-label probabilities", fix=_LOGITS_FLAG)
     return p, flags
