@@ -65,10 +65,6 @@ def _norm_of(bins: ReliabilityBins, norm: Norm) -> float:
     return bins.mce
 
 
-# --------------------------------------------------------------------------------------------------
-# Positive-class calibration
-
-
 def binary_reliability_bins(
     probs: Any,
     labels: Any,
@@ -129,10 +125,6 @@ def binary_calibration_error(
     )
 
 
-# --------------------------------------------------------------------------------------------------
-# Top-label calibration of a binary classifier
-
-
 def binary_top_label(probs: Any, labels: Any, *, logits: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """``(confidence, correct)`` of a binary classifier's top label: ``max(1 - p, p)`` and whether it is right.
 
@@ -174,10 +166,6 @@ def binary_top_label_calibration_error(
     """
     conf, correct = binary_top_label(probs, labels, logits=logits)
     return _norm_of(reliability_bins(conf, correct, n_bins, adaptive=adaptive, convention=convention), norm)
-
-
-# --------------------------------------------------------------------------------------------------
-# Proper scoring rules, debiased and smooth estimators
 
 
 def binary_brier_score(probs: Any, labels: Any, *, logits: bool = False) -> float:
@@ -259,10 +247,6 @@ def binary_smooth_reliability_curve(
     """
     p, y = validate_binary(probs, labels, logits=logits)
     return smooth_reliability_curve(p, y, n_points=n_points)
-
-
-# --------------------------------------------------------------------------------------------------
-# Bootstrap intervals
 
 
 def binary_calibration_intervals(

@@ -136,10 +136,6 @@ def _multinomial_draws(rng: np.random.Generator, cell_counts: np.ndarray, n_resa
         yield draws
 
 
-# --------------------------------------------------------------------------------------------------
-# Accuracy family
-
-
 def accuracy_intervals(
     labels: Any,
     preds: Any,
@@ -225,10 +221,6 @@ def _nanmean_rows(values: np.ndarray, present: np.ndarray) -> np.ndarray:
         return np.where(n > 0, total / np.maximum(n, 1), np.nan)
 
 
-# --------------------------------------------------------------------------------------------------
-# Calibration family
-
-
 def calibration_intervals(
     confidences: Any,
     correct: Any,
@@ -311,10 +303,6 @@ def calibration_intervals(
         name: _interval(estimate[name], np.concatenate([c[name] for c in chunks]), level, n_resamples, seed, stratify)
         for name in estimate
     }
-
-
-# --------------------------------------------------------------------------------------------------
-# References and bins
 
 
 def naive_bootstrap(

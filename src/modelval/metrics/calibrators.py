@@ -36,23 +36,36 @@ TIE_RESOLUTION = float(np.finfo(np.float64).resolution)
 _EPS = float(np.finfo(np.float64).eps)
 
 
-_Calibrator = TypeVar("_Calibrator", bound="_TopLabel")
+_Fit = TypeVar("_Fit", bound="_Calibrator")
 
 
-class _TopLabel:
-    """What both top-label calibrators share: fitting on probabilities, and the checks of new confidences."""
+class _Calibrator:
+    """What every calibrator shares: ``calibrator(x)`` is ``transform(x)``, which refuses until it is fitted."""
 
-    def fit(self: _Calibrator, confidences: Any, correct: Any) -> _Calibrator:  # pragma: no cover - abstract
+    _fit_call = "fit(confidences, correct) (or fit_probs)"
+
+    def fit(self: _Fit, scores: Any, labels: Any) -> _Fit:  # pragma: no cover - each calibrator has its own
         raise NotImplementedError
 
-    def transform(self, confidences: Any) -> np.ndarray:  # pragma: no cover - abstract
+    def transform(self, scores: Any) -> np.ndarray:  # pragma: no cover - each calibrator has its own
         raise NotImplementedError
 
     @property
-    def fitted(self) -> bool:  # pragma: no cover - abstract
+    def fitted(self) -> bool:  # pragma: no cover - each calibrator has its own
         raise NotImplementedError
 
-    def fit_probs(self: _Calibrator, probs: Any, labels: Any) -> _Calibrator:
+    def _check_fitted(self) -> None:
+        if not self.fitted:
+            raise InputValidationError(f"{type(self).__name__} is not fitted: call {self._fit_call} first")
+
+    def __call__(self, scores: Any) -> np.ndarray:
+        return self.transform(scores)
+
+
+class _TopLabel(_Calibrator):
+    """A top-label calibrator: fitted on probabilities through their top-1 confidence and correctness."""
+
+    def fit_probs(self: _Fit, probs: Any, labels: Any) -> _Fit:
         """Fit on an ``(N, C)`` probability matrix and labels (its top-1 confidence and correctness).
 
         Parameters
@@ -64,19 +77,9 @@ class _TopLabel:
 
     def _new_confidences(self, confidences: Any) -> np.ndarray:
         """Validated 1-D float64 confidences in [0, 1] for ``transform`` (may be empty), once fitted."""
-        if not self.fitted:
-            raise InputValidationError(
-                f"{type(self).__name__} is not fitted: call fit(confidences, correct) (or fit_probs) first"
-            )
+        self._check_fitted()
         conf, _ = check_confidences(confidences, matrix_hint="calibrate_top_label(calibrator, probs)")
         return conf.astype(np.float64)
-
-    def __call__(self, confidences: Any) -> np.ndarray:
-        return self.transform(confidences)
-
-
-# --------------------------------------------------------------------------------------------------
-# Histogram binning
 
 
 def histogram_bin_edges(confidences: Any, n_bins: int = 10, *, adaptive: bool = False) -> np.ndarray:
@@ -219,10 +222,6 @@ class HistogramBinningCalibrator(_TopLabel):
             f"HistogramBinningCalibrator(n_bins={self.n_bins}, adaptive={self.adaptive}, "
             f"convention={self.convention!r}; {state})"
         )
-
-
-# --------------------------------------------------------------------------------------------------
-# Isotonic regression
 
 
 def pool_adjacent_violators(values: Any, weights: Any = None) -> np.ndarray:
@@ -370,9 +369,6 @@ class IsotonicCalibrator(_TopLabel):
             return "IsotonicCalibrator(not fitted)"
         return f"IsotonicCalibrator(fitted, {len(self.x_thresholds_)} thresholds)"
 
-
-# --------------------------------------------------------------------------------------------------
-# Applying a top-label calibrator to a probability matrix
 
 TopLabelCalibrator = HistogramBinningCalibrator | IsotonicCalibrator
 

@@ -30,11 +30,6 @@ from modelval.metrics.validation import (
 DEFAULT_BIN_COUNTS: tuple[int, ...] = (5, 10, 15, 20, 30, 50)
 
 
-# --------------------------------------------------------------------------------------------------
-# Kumar, Liang & Ma (2019): debiased L2 calibration error with equal-mass bins
-# --------------------------------------------------------------------------------------------------
-
-
 def _equal_mass_boundaries(conf: np.ndarray, n_bins: int) -> np.ndarray:
     """Upper bin boundaries of ``calibration.get_equal_bins`` (the last one is 1.0).
 
@@ -86,11 +81,6 @@ def debiased_l2_calibration_error(confidences: Any, correct: Any, n_bins: int = 
     if squared:
         return estimate
     return math.sqrt(max(estimate, 0.0))
-
-
-# --------------------------------------------------------------------------------------------------
-# Roelofs et al. (2022): ECE sweep
-# --------------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -155,10 +145,6 @@ def ece_sweep(
         adaptive=adaptive,
     )
 
-
-# --------------------------------------------------------------------------------------------------
-# Blasiok & Nakkiran (2023): smooth ECE, reproducing relplot 1.0.x
-# --------------------------------------------------------------------------------------------------
 
 #: relplot's defaults: the bandwidth search stops below this width; mesh sizes of the metric and the plot.
 SMECE_MIN_SIGMA = 0.001
@@ -306,11 +292,6 @@ def smooth_reliability_curve(
     kernel = _ReflectedGaussian(sigma)
     accuracy, _ = kernel.smooth(f, y, x)
     return SmoothReliabilityCurve(x=x, accuracy=accuracy, density=kernel.kde(f, x), sigma=sigma, smooth_ece=ce)
-
-
-# --------------------------------------------------------------------------------------------------
-# Bin counts, ECE at several bin counts, ECE per class group
-# --------------------------------------------------------------------------------------------------
 
 
 def auto_n_bins(n: int) -> int:
