@@ -21,7 +21,7 @@ import numpy as np
 from modelval.errors import InputValidationError
 from modelval.metrics.binary import logit
 from modelval.metrics.calibrators import HistogramBinningCalibrator, IsotonicCalibrator, _Calibrator, _Fit
-from modelval.metrics.temperature import ScalingFitWarning, fit_temperature
+from modelval.metrics.temperature import ScalingFitWarning, _fit_temperature_for_caller
 from modelval.metrics.validation import (
     as_array,
     binary_logits,
@@ -162,12 +162,7 @@ def fit_binary_temperature(logits: Any, labels: Any) -> float:
     """
     z, y = validate_binary_logits(logits, labels)
     pair = np.stack([np.zeros_like(z), z], axis=1)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", ScalingFitWarning)
-        temperature = fit_temperature(pair, y.astype(np.int64))
-    for record in caught:  # re-issued so that the warning points at the caller
-        warnings.warn(record.message, record.category, stacklevel=2)
-    return temperature
+    return _fit_temperature_for_caller(pair, y.astype(np.int64))
 
 
 class _OneLogit(_Calibrator):
