@@ -106,12 +106,8 @@ def _divide(num: np.ndarray, den: np.ndarray, zero_division: float | str, what: 
                 RuntimeWarning,
                 stacklevel=3,
             )
-        out = np.where(zero, _zero_value(zero_division), out)
+        out = np.where(zero, 0.0 if zero_division == "warn" else float(zero_division), out)
     return out
-
-
-def _zero_value(zero_division: float | str) -> float:
-    return 0.0 if zero_division == "warn" else float(zero_division)
 
 
 @dataclass(frozen=True)

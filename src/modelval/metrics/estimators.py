@@ -16,7 +16,7 @@ from typing import Any, Literal
 import numpy as np
 
 from modelval.errors import InputValidationError
-from modelval.metrics.calibration import expected_calibration_error, reliability_bins
+from modelval.metrics.calibration import ReliabilityBins, expected_calibration_error, reliability_bins
 from modelval.metrics.validation import (
     check_class_ids,
     check_class_indices,
@@ -94,8 +94,7 @@ class SweepResult:
     adaptive: bool
 
 
-def _lp_error(confidences: np.ndarray, correct: np.ndarray, n_bins: int, adaptive: bool, p: float) -> float:
-    bins = reliability_bins(confidences, correct, n_bins, adaptive=adaptive)
+def _lp_error(bins: ReliabilityBins, p: float) -> float:
     if p == 1:
         return bins.ece
     nonempty = bins.counts > 0
@@ -138,7 +137,7 @@ def ece_sweep(
         best = b
     chosen = reliability_bins(conf, flags, best, adaptive=adaptive)
     return SweepResult(
-        ece=_lp_error(conf, flags, best, adaptive, float(p)),
+        ece=_lp_error(chosen, float(p)),
         n_bins=best,
         effective_bins=chosen.effective_bins,
         p=float(p),
