@@ -95,10 +95,6 @@ class EceRecord:
         return out
 
 
-def _artifact_key_for(path: Path) -> ArtifactKey | None:
-    return next(filter(None, (parse_artifact_dir(parent.name) for parent in path.parents)), None)
-
-
 def discover_prediction_files(paths: Iterable[str | Path]) -> list[Path]:
     """Expand files and directory trees into a sorted list of ``.jsonl`` files, each once.
 
@@ -185,7 +181,7 @@ def evaluate_paths(paths: Sequence[str | Path], *, n_bins: int | Literal["auto"]
     records: list[EceRecord] = []
     groups: dict[tuple[str, int, int, int], list[tuple[ArtifactKey, Path]]] = {}
     for f in discover_prediction_files(paths):
-        key = _artifact_key_for(f)
+        key = next(filter(None, (parse_artifact_dir(parent.name) for parent in f.parents)), None)
         if key is None:
             records.append(evaluate_file(f, **options))
         else:

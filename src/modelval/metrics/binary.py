@@ -25,7 +25,6 @@ from modelval.metrics.estimators import (
     smooth_reliability_curve,
 )
 from modelval.metrics.validation import (
-    binary_labels,
     check_choice,
     check_n_bins,
     validate_binary,
@@ -64,10 +63,6 @@ def _norm_of(bins: ReliabilityBins, norm: Norm) -> float:
         return bins.rms
     check_choice(norm, "norm", NORMS, hint=" ('l1' ECE, 'l2' RMS, 'max' MCE)")
     return bins.mce
-
-
-# --------------------------------------------------------------------------------------------------
-# Positive-class calibration
 
 
 def binary_reliability_bins(
@@ -120,24 +115,14 @@ def binary_calibration_error(
 
     Parameters
     ----------
-    probs, labels
-        One positive-class probability (or logit) and one 0/1 label per example, shape ``(N,)`` or ``(N, 1)``.
-    n_bins
-        The number of bins.
+    probs, labels, n_bins, logits, adaptive, convention
+        As :func:`binary_reliability_bins`.
     norm
         ``"l1"``, ``"l2"`` or ``"max"``.
-    logits
-        The scores are logits: ``sigmoid`` is applied.
-    adaptive, convention
-        As :func:`~modelval.metrics.calibration.reliability_bins`.
     """
     return _norm_of(
         binary_reliability_bins(probs, labels, n_bins, logits=logits, adaptive=adaptive, convention=convention), norm
     )
-
-
-# --------------------------------------------------------------------------------------------------
-# Top-label calibration of a binary classifier
 
 
 def binary_top_label(probs: Any, labels: Any, *, logits: bool = False) -> tuple[np.ndarray, np.ndarray]:
@@ -148,10 +133,8 @@ def binary_top_label(probs: Any, labels: Any, *, logits: bool = False) -> tuple[
 
     Parameters
     ----------
-    probs, labels
-        One positive-class probability (or logit) and one 0/1 label per example, shape ``(N,)`` or ``(N, 1)``.
-    logits
-        The scores are logits: ``sigmoid`` is applied.
+    probs, labels, logits
+        As :func:`binary_reliability_bins`.
     """
     p, y = validate_binary(probs, labels, logits=logits)
     two = np.stack([1 - p, p], axis=1)
@@ -176,23 +159,13 @@ def binary_top_label_calibration_error(
 
     Parameters
     ----------
-    probs, labels
-        One positive-class probability (or logit) and one 0/1 label per example, shape ``(N,)`` or ``(N, 1)``.
-    n_bins
-        The number of bins.
+    probs, labels, n_bins, logits, adaptive, convention
+        As :func:`binary_reliability_bins`.
     norm
         ``"l1"`` (ECE), ``"l2"`` (RMS) or ``"max"`` (MCE).
-    logits
-        The scores are logits: ``sigmoid`` is applied.
-    adaptive, convention
-        As :func:`~modelval.metrics.calibration.reliability_bins`.
     """
     conf, correct = binary_top_label(probs, labels, logits=logits)
     return _norm_of(reliability_bins(conf, correct, n_bins, adaptive=adaptive, convention=convention), norm)
-
-
-# --------------------------------------------------------------------------------------------------
-# Proper scoring rules, debiased and smooth estimators
 
 
 def binary_brier_score(probs: Any, labels: Any, *, logits: bool = False) -> float:
@@ -200,10 +173,8 @@ def binary_brier_score(probs: Any, labels: Any, *, logits: bool = False) -> floa
 
     Parameters
     ----------
-    probs, labels
-        One positive-class probability (or logit) and one 0/1 label per example, shape ``(N,)`` or ``(N, 1)``.
-    logits
-        The scores are logits: ``sigmoid`` is applied.
+    probs, labels, logits
+        As :func:`binary_reliability_bins`.
     """
     p, y = validate_binary(probs, labels, logits=logits)
     diff = p.astype(np.float64) - y
@@ -219,10 +190,8 @@ def binary_negative_log_likelihood(probs: Any, labels: Any, *, logits: bool = Fa
 
     Parameters
     ----------
-    probs, labels
-        One positive-class probability (or logit) and one 0/1 label per example, shape ``(N,)`` or ``(N, 1)``.
-    logits
-        The scores are logits: ``sigmoid`` is applied.
+    probs, labels, logits
+        As :func:`binary_reliability_bins`.
     """
     if logits:
         z, y = validate_binary_logits(probs, labels)
@@ -243,12 +212,10 @@ def binary_debiased_l2_calibration_error(
 
     Parameters
     ----------
-    probs, labels
-        One positive-class probability (or logit) and one 0/1 label per example, shape ``(N,)`` or ``(N, 1)``.
+    probs, labels, logits
+        As :func:`binary_reliability_bins`.
     n_bins, squared
         As :func:`~modelval.metrics.estimators.debiased_l2_calibration_error`.
-    logits
-        The scores are logits: ``sigmoid`` is applied.
     """
     p, y = validate_binary(probs, labels, logits=logits)
     return debiased_l2_calibration_error(p, y, n_bins, squared=squared)
@@ -259,10 +226,8 @@ def binary_smooth_ece(probs: Any, labels: Any, *, logits: bool = False) -> float
 
     Parameters
     ----------
-    probs, labels
-        One positive-class probability (or logit) and one 0/1 label per example, shape ``(N,)`` or ``(N, 1)``.
-    logits
-        The scores are logits: ``sigmoid`` is applied.
+    probs, labels, logits
+        As :func:`binary_reliability_bins`.
     """
     p, y = validate_binary(probs, labels, logits=logits)
     return smooth_ece(p, y)
@@ -275,19 +240,13 @@ def binary_smooth_reliability_curve(
 
     Parameters
     ----------
-    probs, labels
-        One positive-class probability (or logit) and one 0/1 label per example, shape ``(N,)`` or ``(N, 1)``.
-    logits
-        The scores are logits: ``sigmoid`` is applied.
+    probs, labels, logits
+        As :func:`binary_reliability_bins`.
     n_points
         Points of the mesh.
     """
     p, y = validate_binary(probs, labels, logits=logits)
     return smooth_reliability_curve(p, y, n_points=n_points)
-
-
-# --------------------------------------------------------------------------------------------------
-# Bootstrap intervals
 
 
 def binary_calibration_intervals(
@@ -310,14 +269,8 @@ def binary_calibration_intervals(
 
     Parameters
     ----------
-    probs, labels
-        One positive-class probability (or logit) and one 0/1 label per example, shape ``(N,)`` or ``(N, 1)``.
-    n_bins
-        The number of bins.
-    logits
-        The scores are logits: ``sigmoid`` is applied.
-    adaptive, convention
-        As :func:`~modelval.metrics.calibration.reliability_bins`.
+    probs, labels, n_bins, logits, adaptive, convention
+        As :func:`binary_reliability_bins`.
     n_resamples, seed, stratify, level
         As :func:`~modelval.metrics.bootstrap.calibration_intervals`.
     """
@@ -335,14 +288,3 @@ def binary_calibration_intervals(
         level=level,
     )
     return {("positive_rate" if name == "accuracy" else name): value for name, value in found.items()}
-
-
-def positive_rate(labels: Any) -> float:
-    """Fraction of positive labels.
-
-    Parameters
-    ----------
-    labels
-        0/1 labels, shape ``(N,)`` or ``(N, 1)``.
-    """
-    return float(binary_labels(labels).mean())

@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, cast
 
 import numpy as np
 
 from modelval.errors import InputValidationError
 from modelval.metrics.binary import logit
-from modelval.metrics.calibrators import HistogramBinningCalibrator, IsotonicCalibrator
-from modelval.metrics.temperature import ScalingFitWarning, fit_temperature
+from modelval.metrics.calibrators import HistogramBinningCalibrator, IsotonicCalibrator, _Calibrator, _Fit
+from modelval.metrics.temperature import ScalingFitWarning, _fit_temperature_for_caller
 from modelval.metrics.validation import (
     as_array,
     binary_logits,
@@ -162,31 +162,15 @@ def fit_binary_temperature(logits: Any, labels: Any) -> float:
     """
     z, y = validate_binary_logits(logits, labels)
     pair = np.stack([np.zeros_like(z), z], axis=1)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", ScalingFitWarning)
-        temperature = fit_temperature(pair, y.astype(np.int64))
-    for record in caught:  # re-issued so that the warning points at the caller
-        warnings.warn(record.message, record.category, stacklevel=2)
-    return temperature
+    return _fit_temperature_for_caller(pair, y.astype(np.int64))
 
 
-def _not_fitted(name: str) -> InputValidationError:
-    return InputValidationError(f"{name} is not fitted: call fit(logits, labels) (or fit_probs) first")
-
-
-_Scaling = TypeVar("_Scaling", bound="_OneLogit")
-
-
-class _OneLogit:
+class _OneLogit(_Calibrator):
     """A calibrator of one logit, which also takes probabilities (as ``logit(clip(p, eps, 1 - eps))``)."""
 
-    def fit(self: _Scaling, logits: Any, labels: Any) -> _Scaling:  # pragma: no cover - each scaling has its own
-        raise NotImplementedError
+    _fit_call = "fit(logits, labels) (or fit_probs)"
 
-    def transform(self, logits: Any) -> np.ndarray:  # pragma: no cover - each scaling has its own
-        raise NotImplementedError
-
-    def fit_probs(self: _Scaling, probs: Any, labels: Any) -> _Scaling:
+    def fit_probs(self: _Fit, probs: Any, labels: Any) -> _Fit:
         """Fit on positive-class probabilities.
 
         Parameters
@@ -207,16 +191,12 @@ class _OneLogit:
         """
         return self.transform(logit(binary_probabilities(probs, allow_empty=True)))
 
-    def __call__(self, logits: Any) -> np.ndarray:
-        return self.transform(logits)
-
 
 class PlattScaling(_OneLogit):
     """Platt scaling ``sigmoid(a z + b)`` of one logit (see the module docstring).
 
-    ``fit(logits, labels)`` or ``fit_probs(probs, labels)`` (probabilities become
-    ``logit(clip(p, eps, 1 - eps))``); ``transform(logits)`` / ``transform_probs(probs)`` give calibrated
-    probabilities. Fitted: ``a_``, ``b_``, ``converged_``.
+    ``fit(logits, labels)`` or ``fit_probs(probs, labels)``; ``transform(logits)`` / ``transform_probs(probs)`` give
+    calibrated probabilities. Fitted: ``a_``, ``b_``, ``converged_``.
     """
 
     def __init__(self, *, targets: Targets = "platt") -> None:
@@ -225,6 +205,10 @@ class PlattScaling(_OneLogit):
         self.a_: float | None = None
         self.b_: float | None = None
         self.converged_: bool | None = None
+
+    @property
+    def fitted(self) -> bool:
+        return self.a_ is not None
 
     def fit(self, logits: Any, labels: Any) -> PlattScaling:
         """Fit ``a`` and ``b`` (:func:`fit_platt`).
@@ -245,9 +229,8 @@ class PlattScaling(_OneLogit):
         logits
             One logit per example.
         """
-        if self.a_ is None or self.b_ is None:
-            raise _not_fitted("PlattScaling")
-        return sigmoid(self.a_ * binary_logits(logits, allow_empty=True) + self.b_)
+        self._check_fitted()
+        return sigmoid(cast(float, self.a_) * binary_logits(logits, allow_empty=True) + cast(float, self.b_))
 
     def __repr__(self) -> str:
         state = "not fitted" if self.a_ is None else f"a={self.a_:.6g}, b={self.b_:.6g}"
@@ -259,6 +242,10 @@ class BinaryTemperatureScaling(_OneLogit):
 
     def __init__(self) -> None:
         self.temperature_: float | None = None
+
+    @property
+    def fitted(self) -> bool:
+        return self.temperature_ is not None
 
     def fit(self, logits: Any, labels: Any) -> BinaryTemperatureScaling:
         """Fit ``T`` (:func:`fit_binary_temperature`).
@@ -279,9 +266,8 @@ class BinaryTemperatureScaling(_OneLogit):
         logits
             One logit per example.
         """
-        if self.temperature_ is None:
-            raise _not_fitted("BinaryTemperatureScaling")
-        return sigmoid(binary_logits(logits, allow_empty=True) / self.temperature_)
+        self._check_fitted()
+        return sigmoid(binary_logits(logits, allow_empty=True) / cast(float, self.temperature_))
 
     def __repr__(self) -> str:
         state = "not fitted" if self.temperature_ is None else f"T={self.temperature_:.6g}"

@@ -136,8 +136,22 @@ def _multinomial_draws(rng: np.random.Generator, cell_counts: np.ndarray, n_resa
         yield draws
 
 
-# --------------------------------------------------------------------------------------------------
-# Accuracy family
+def _intervals(
+    estimate: dict[str, float],
+    table: np.ndarray,
+    resampled: Callable[[np.ndarray, np.random.Generator], Any],
+    n_resamples: int,
+    seed: int,
+    stratify: bool,
+    level: float,
+) -> dict[str, BootstrapInterval]:
+    """Each estimate's interval over the statistics ``resampled(draws, rng)`` of resampled counts of ``table``."""
+    rng = np.random.default_rng(check_seed(seed))
+    chunks = [resampled(draws, rng) for draws in _multinomial_draws(rng, table, n_resamples, stratify)]
+    return {
+        name: _interval(estimate[name], np.concatenate([c[name] for c in chunks]), level, n_resamples, seed, stratify)
+        for name in estimate
+    }
 
 
 def accuracy_intervals(
@@ -204,17 +218,13 @@ def accuracy_intervals(
                 out[f"shot_{name}"] = _nanmean_rows(per_class[:, idx], present[:, idx])
         return out
 
-    estimate = {name: float(v[0]) for name, v in stats(cells[None, :, 1], cells.sum(axis=1)[None, :]).items()}
-    rng = np.random.default_rng(check_seed(seed))
-    strata = cells if stratify else cells.reshape(1, -1)
-    chunks: list[dict[str, np.ndarray]] = []
-    for draws in _multinomial_draws(rng, strata, n_resamples, stratify):
+    def resampled(draws: np.ndarray, rng: np.random.Generator) -> dict[str, np.ndarray]:
         per = draws.reshape(draws.shape[0], k, 2)
-        chunks.append(stats(per[:, :, 1].astype(np.float64), per.sum(axis=2).astype(np.float64)))
-    return {
-        name: _interval(estimate[name], np.concatenate([c[name] for c in chunks]), level, n_resamples, seed, stratify)
-        for name in estimate
-    }
+        return stats(per[:, :, 1].astype(np.float64), per.sum(axis=2).astype(np.float64))
+
+    estimate = {name: float(v[0]) for name, v in stats(cells[None, :, 1], cells.sum(axis=1)[None, :]).items()}
+    table = cells if stratify else cells.reshape(1, -1)
+    return _intervals(estimate, table, resampled, n_resamples, seed, stratify, level)
 
 
 def _nanmean_rows(values: np.ndarray, present: np.ndarray) -> np.ndarray:
@@ -223,10 +233,6 @@ def _nanmean_rows(values: np.ndarray, present: np.ndarray) -> np.ndarray:
     total = np.where(present, values, 0.0).sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(n > 0, total / np.maximum(n, 1), np.nan)
-
-
-# --------------------------------------------------------------------------------------------------
-# Calibration family
 
 
 def calibration_intervals(
@@ -299,22 +305,13 @@ def calibration_intervals(
     # The point estimates are exactly those of reliability_bins (same summation order as ECE/MCE/RMS).
     point = reliability_bins(conf, flags, int(n_bins), adaptive=adaptive, convention=convention)
     estimate = {"ece": point.ece, "mce": point.mce, "rms": point.rms, "accuracy": float(flags.mean())}
-    rng = np.random.default_rng(check_seed(seed))
-    chunks: list[dict[str, np.ndarray]] = []
-    table = counts.reshape(strata, size * 2)
-    for draws in _multinomial_draws(rng, table, n_resamples, stratify):
+
+    def resampled(draws: np.ndarray, rng: np.random.Generator) -> dict[str, np.ndarray]:
         m = draws.reshape((draws.shape[0], *shape[1:])).astype(np.float64)
         noise = rng.standard_normal(m.shape)
-        s = m * means.reshape(shape) + np.sqrt(m * variances.reshape(shape)) * noise
-        chunks.append(stats(m, s))
-    return {
-        name: _interval(estimate[name], np.concatenate([c[name] for c in chunks]), level, n_resamples, seed, stratify)
-        for name in estimate
-    }
+        return stats(m, m * means.reshape(shape) + np.sqrt(m * variances.reshape(shape)) * noise)
 
-
-# --------------------------------------------------------------------------------------------------
-# References and bins
+    return _intervals(estimate, counts.reshape(strata, size * 2), resampled, n_resamples, seed, stratify, level)
 
 
 def naive_bootstrap(

@@ -17,7 +17,14 @@ import numpy as np
 
 from modelval.errors import InputValidationError
 from modelval.metrics.calibration import top1_confidences
-from modelval.metrics.validation import as_array, check_choice, check_confidences, check_n_bins, validate_probs
+from modelval.metrics.validation import (
+    as_array,
+    check_choice,
+    check_confidences,
+    check_n_bins,
+    validate_probs,
+    validate_top1,
+)
 
 HistogramConvention = Literal["default", "netcal"]
 HISTOGRAM_CONVENTIONS: tuple[str, ...] = ("default", "netcal")
@@ -29,31 +36,36 @@ TIE_RESOLUTION = float(np.finfo(np.float64).resolution)
 _EPS = float(np.finfo(np.float64).eps)
 
 
-def _fit_inputs(confidences: Any, correct: Any, minimum: int, what: str, hint: str) -> tuple[np.ndarray, np.ndarray]:
-    """Validated float64 confidences and bool flags, with at least ``minimum`` examples."""
-    conf, flags = check_confidences(confidences, correct)
-    if conf.size < minimum:
-        raise InputValidationError(f"{what} needs at least {minimum} fit examples, got {conf.size}; {hint}")
-    return conf.astype(np.float64), flags
+_Fit = TypeVar("_Fit", bound="_Calibrator")
 
 
-_Calibrator = TypeVar("_Calibrator", bound="_TopLabel")
+class _Calibrator:
+    """What every calibrator shares: ``calibrator(x)`` is ``transform(x)``, which refuses until it is fitted."""
 
+    _fit_call = "fit(confidences, correct) (or fit_probs)"
 
-class _TopLabel:
-    """What both top-label calibrators share: fitting on probabilities, and the checks of new confidences."""
-
-    def fit(self: _Calibrator, confidences: Any, correct: Any) -> _Calibrator:  # pragma: no cover - abstract
+    def fit(self: _Fit, scores: Any, labels: Any) -> _Fit:  # pragma: no cover - each calibrator has its own
         raise NotImplementedError
 
-    def transform(self, confidences: Any) -> np.ndarray:  # pragma: no cover - abstract
+    def transform(self, scores: Any) -> np.ndarray:  # pragma: no cover - each calibrator has its own
         raise NotImplementedError
 
     @property
-    def fitted(self) -> bool:  # pragma: no cover - abstract
+    def fitted(self) -> bool:  # pragma: no cover - each calibrator has its own
         raise NotImplementedError
 
-    def fit_probs(self: _Calibrator, probs: Any, labels: Any) -> _Calibrator:
+    def _check_fitted(self) -> None:
+        if not self.fitted:
+            raise InputValidationError(f"{type(self).__name__} is not fitted: call {self._fit_call} first")
+
+    def __call__(self, scores: Any) -> np.ndarray:
+        return self.transform(scores)
+
+
+class _TopLabel(_Calibrator):
+    """A top-label calibrator: fitted on probabilities through their top-1 confidence and correctness."""
+
+    def fit_probs(self: _Fit, probs: Any, labels: Any) -> _Fit:
         """Fit on an ``(N, C)`` probability matrix and labels (its top-1 confidence and correctness).
 
         Parameters
@@ -65,19 +77,9 @@ class _TopLabel:
 
     def _new_confidences(self, confidences: Any) -> np.ndarray:
         """Validated 1-D float64 confidences in [0, 1] for ``transform`` (may be empty), once fitted."""
-        if not self.fitted:
-            raise InputValidationError(
-                f"{type(self).__name__} is not fitted: call fit(confidences, correct) (or fit_probs) first"
-            )
+        self._check_fitted()
         conf, _ = check_confidences(confidences, matrix_hint="calibrate_top_label(calibrator, probs)")
         return conf.astype(np.float64)
-
-    def __call__(self, confidences: Any) -> np.ndarray:
-        return self.transform(confidences)
-
-
-# --------------------------------------------------------------------------------------------------
-# Histogram binning
 
 
 def histogram_bin_edges(confidences: Any, n_bins: int = 10, *, adaptive: bool = False) -> np.ndarray:
@@ -146,7 +148,7 @@ def histogram_binning(
     """
     check_n_bins(n_bins)
     check_choice(convention, "convention", HISTOGRAM_CONVENTIONS)
-    conf, flags = _fit_inputs(
+    conf, flags = validate_top1(
         confidences,
         correct,
         int(n_bins),
@@ -156,7 +158,7 @@ def histogram_binning(
     edges = histogram_bin_edges(conf, int(n_bins), adaptive=adaptive)
     idx = _netcal_fit_bins(edges, conf) if convention == "netcal" else _transform_bins(edges, conf)
     counts = np.bincount(idx, minlength=int(n_bins))
-    hits = np.bincount(idx, weights=flags.astype(np.float64), minlength=int(n_bins))
+    hits = np.bincount(idx, weights=flags, minlength=int(n_bins))
     values = 0.5 * (edges[:-1] + edges[1:])
     filled = counts > 0
     values[filled] = hits[filled] / counts[filled]
@@ -220,10 +222,6 @@ class HistogramBinningCalibrator(_TopLabel):
             f"HistogramBinningCalibrator(n_bins={self.n_bins}, adaptive={self.adaptive}, "
             f"convention={self.convention!r}; {state})"
         )
-
-
-# --------------------------------------------------------------------------------------------------
-# Isotonic regression
 
 
 def pool_adjacent_violators(values: Any, weights: Any = None) -> np.ndarray:
@@ -305,11 +303,11 @@ def isotonic_regression(confidences: Any, correct: Any) -> tuple[np.ndarray, np.
     confidences, correct
         Held-out top-1 confidences in [0, 1] and 0/1 (or bool) correctness flags.
     """
-    conf, flags = _fit_inputs(
+    conf, flags = validate_top1(
         confidences, correct, MIN_ISOTONIC_EXAMPLES, "isotonic regression", "use a larger validation set"
     )
     order = np.argsort(conf, kind="stable")
-    x_sorted, hits_sorted = conf[order], flags[order].astype(np.float64)
+    x_sorted, hits_sorted = conf[order], flags[order]
     starts = _unique_groups(x_sorted)
     x = x_sorted[starts]
     counts = np.diff(np.append(starts, len(x_sorted))).astype(np.float64)
@@ -371,9 +369,6 @@ class IsotonicCalibrator(_TopLabel):
             return "IsotonicCalibrator(not fitted)"
         return f"IsotonicCalibrator(fitted, {len(self.x_thresholds_)} thresholds)"
 
-
-# --------------------------------------------------------------------------------------------------
-# Applying a top-label calibrator to a probability matrix
 
 TopLabelCalibrator = HistogramBinningCalibrator | IsotonicCalibrator
 

@@ -104,11 +104,7 @@ MULTILABEL_DEFINITIONS: dict[str, str] = {
     "weighted": "mean over labels weighted by each label's number of positives (scikit-learn average='weighted'); "
     "null when no label has a positive",
     "micro": "each number computed on the N * L pooled (score, label) pairs; equals macro for brier and nll",
-    "ece": BINARY_DEFINITIONS["ece"],
-    "brier": BINARY_DEFINITIONS["brier"],
-    "nll": BINARY_DEFINITIONS["nll"],
-    "debiased_l2": BINARY_DEFINITIONS["debiased_l2"],
-    "smece": BINARY_DEFINITIONS["smece"],
+    **{name: BINARY_DEFINITIONS[name] for name in ("ece", "brier", "nll", "debiased_l2", "smece")},
     "ece_ci95": "per label: percentile bootstrap 95% interval of that label's ECE (examples resampled); the "
     "summaries have none (resampling an example moves its L label decisions together)",
 }

@@ -18,7 +18,7 @@ from typing import Any, Literal
 import numpy as np
 
 from modelval.errors import InputValidationError
-from modelval.metrics.validation import as_array, check_choice, check_count, validate_labels
+from modelval.metrics.validation import as_array, check_choice, check_count, check_zero_division, validate_labels
 
 Average = Literal["macro", "micro", "weighted"] | None
 AVERAGES: tuple[str | None, ...] = ("macro", "micro", "weighted", None)
@@ -106,21 +106,8 @@ def _divide(num: np.ndarray, den: np.ndarray, zero_division: float | str, what: 
                 RuntimeWarning,
                 stacklevel=3,
             )
-        out = np.where(zero, _zero_value(zero_division), out)
+        out = np.where(zero, 0.0 if zero_division == "warn" else float(zero_division), out)
     return out
-
-
-def _zero_value(zero_division: float | str) -> float:
-    return 0.0 if zero_division == "warn" else float(zero_division)
-
-
-def _check_zero_division(zero_division: Any) -> None:
-    if zero_division == "warn":
-        return
-    if isinstance(zero_division, bool) or not isinstance(zero_division, (int, float)):
-        raise InputValidationError(f"zero_division must be 'warn', 0, 1 or nan, got {zero_division!r}")
-    if not (math.isnan(zero_division) or zero_division in (0, 1)):
-        raise InputValidationError(f"zero_division must be 'warn', 0, 1 or nan, got {zero_division!r}")
 
 
 @dataclass(frozen=True)
@@ -181,7 +168,7 @@ def precision_recall_f1(
     0.625
     """
     check_choice(average, "average", AVERAGES)
-    _check_zero_division(zero_division)
+    check_zero_division(zero_division)
     hits, predicted, support = class_counts(labels, preds, num_classes)
     tp = hits.astype(np.float64)
     pred_count = predicted.astype(np.float64)
@@ -224,7 +211,7 @@ class ClassificationReport:
 
     def __init__(self, num_classes: int, *, zero_division: float | str = 0.0) -> None:
         self.num_classes = check_count(num_classes, "num_classes")
-        _check_zero_division(zero_division)
+        check_zero_division(zero_division)
         self.zero_division = zero_division
         self.reset()
 

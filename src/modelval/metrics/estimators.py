@@ -16,29 +16,18 @@ from typing import Any, Literal
 import numpy as np
 
 from modelval.errors import InputValidationError
-from modelval.metrics.calibration import expected_calibration_error, reliability_bins
+from modelval.metrics.calibration import ReliabilityBins, expected_calibration_error, reliability_bins
 from modelval.metrics.validation import (
-    as_array,
+    check_class_ids,
     check_class_indices,
-    check_confidences,
     check_count,
     check_n_bins,
     check_number,
+    validate_top1,
 )
 
 #: Bin counts of :func:`ece_at_bin_counts` when none are given.
 DEFAULT_BIN_COUNTS: tuple[int, ...] = (5, 10, 15, 20, 30, 50)
-
-
-def _top1(confidences: Any, correct: Any) -> tuple[np.ndarray, np.ndarray]:
-    """Validated float64 confidences and float64 0/1 flags."""
-    conf, flags = check_confidences(confidences, correct)
-    return conf.astype(np.float64), flags.astype(np.float64)
-
-
-# --------------------------------------------------------------------------------------------------
-# Kumar, Liang & Ma (2019): debiased L2 calibration error with equal-mass bins
-# --------------------------------------------------------------------------------------------------
 
 
 def _equal_mass_boundaries(conf: np.ndarray, n_bins: int) -> np.ndarray:
@@ -76,7 +65,7 @@ def debiased_l2_calibration_error(confidences: Any, correct: Any, n_bins: int = 
         Return ``S``, an unbiased estimate of the squared error that may be slightly negative.
     """
     check_n_bins(n_bins)
-    conf, flags = _top1(confidences, correct)
+    conf, flags = validate_top1(confidences, correct)
     boundaries = _equal_mass_boundaries(conf, int(n_bins))
     idx = np.searchsorted(boundaries, conf, side="left")
     size = len(boundaries)
@@ -94,11 +83,6 @@ def debiased_l2_calibration_error(confidences: Any, correct: Any, n_bins: int = 
     return math.sqrt(max(estimate, 0.0))
 
 
-# --------------------------------------------------------------------------------------------------
-# Roelofs et al. (2022): ECE sweep
-# --------------------------------------------------------------------------------------------------
-
-
 @dataclass(frozen=True)
 class SweepResult:
     """Result of :func:`ece_sweep`: the calibration error at the chosen bin count."""
@@ -110,8 +94,7 @@ class SweepResult:
     adaptive: bool
 
 
-def _lp_error(confidences: np.ndarray, correct: np.ndarray, n_bins: int, adaptive: bool, p: float) -> float:
-    bins = reliability_bins(confidences, correct, n_bins, adaptive=adaptive)
+def _lp_error(bins: ReliabilityBins, p: float) -> float:
     if p == 1:
         return bins.ece
     nonempty = bins.counts > 0
@@ -141,7 +124,7 @@ def ece_sweep(
     max_bins
         The largest bin count tried (default: the number of examples).
     """
-    conf, flags = _top1(confidences, correct)
+    conf, flags = validate_top1(confidences, correct)
     check_number(p, "p", minimum=1, expected="must be a number >= 1 (1 for the ECE, 2 for the L2 error)")
     limit = len(conf) if max_bins is None else max_bins
     check_count(limit, "max_bins", expected="must be a positive integer or None (all examples)")
@@ -154,17 +137,13 @@ def ece_sweep(
         best = b
     chosen = reliability_bins(conf, flags, best, adaptive=adaptive)
     return SweepResult(
-        ece=_lp_error(conf, flags, best, adaptive, float(p)),
+        ece=_lp_error(chosen, float(p)),
         n_bins=best,
         effective_bins=chosen.effective_bins,
         p=float(p),
         adaptive=adaptive,
     )
 
-
-# --------------------------------------------------------------------------------------------------
-# Blasiok & Nakkiran (2023): smooth ECE, reproducing relplot 1.0.x
-# --------------------------------------------------------------------------------------------------
 
 #: relplot's defaults: the bandwidth search stops below this width; mesh sizes of the metric and the plot.
 SMECE_MIN_SIGMA = 0.001
@@ -274,7 +253,7 @@ def smooth_ece(confidences: Any, correct: Any) -> float:
     confidences, correct
         Top-1 confidences in [0, 1] and whether each prediction was right (0/1 or bool).
     """
-    f, y = _top1(confidences, correct)
+    f, y = validate_top1(confidences, correct)
     return _smece_with_width(f, y)[0]
 
 
@@ -306,17 +285,12 @@ def smooth_reliability_curve(
         Points of the mesh (relplot's ``config.plot_mesh_pts``, 200).
     """
     check_count(n_points, "n_points", minimum=2, expected="must be an integer >= 2")
-    f, y = _top1(confidences, correct)
+    f, y = validate_top1(confidences, correct)
     ce, sigma = _smece_with_width(f, y)
     x = np.linspace(0, 1, int(n_points))
     kernel = _ReflectedGaussian(sigma)
     accuracy, _ = kernel.smooth(f, y, x)
     return SmoothReliabilityCurve(x=x, accuracy=accuracy, density=kernel.kde(f, x), sigma=sigma, smooth_ece=ce)
-
-
-# --------------------------------------------------------------------------------------------------
-# Bin counts, ECE at several bin counts, ECE per class group
-# --------------------------------------------------------------------------------------------------
 
 
 def auto_n_bins(n: int) -> int:
@@ -374,7 +348,7 @@ def ece_at_bin_counts(
         raise InputValidationError("bin_counts is empty; give at least one bin count, e.g. (5, 10, 15)")
     for n_bins in counts:
         check_n_bins(n_bins)
-    conf, flags = _top1(confidences, correct)
+    conf, flags = validate_top1(confidences, correct)
     return {int(b): expected_calibration_error(conf, flags, int(b), adaptive=adaptive) for b in counts}
 
 
@@ -387,16 +361,6 @@ class GroupECE:
     n_examples: int
     n_classes: int  # class ids listed for the group
     reason: str | None = None  # why ece is None
-
-
-def _group_ids(name: str, ids: Any) -> np.ndarray:
-    arr = as_array(list(ids) if isinstance(ids, (set, frozenset)) else ids, f"groups[{name!r}]").reshape(-1)
-    integral = arr.size == 0 or np.issubdtype(arr.dtype, np.integer)
-    if not integral and np.issubdtype(arr.dtype, np.floating):
-        integral = bool(np.isfinite(arr).all() and np.all(np.mod(arr, 1) == 0))
-    if not integral:
-        raise InputValidationError(f"groups[{name!r}] must list integer class ids, got dtype {arr.dtype}")
-    return arr.astype(np.int64)
 
 
 def ece_by_group(
@@ -419,7 +383,7 @@ def ece_by_group(
         The bins of each ECE.
     """
     check_n_bins(n_bins)
-    conf, flags = _top1(confidences, correct)
+    conf, flags = validate_top1(confidences, correct)
     y = check_class_indices(labels, "labels", n=len(conf), scores="confidences")
     if not isinstance(groups, Mapping):
         raise InputValidationError(
@@ -429,7 +393,7 @@ def ece_by_group(
         raise InputValidationError("groups is empty; give at least one group of class ids")
     result: dict[str, GroupECE] = {}
     for name, ids in groups.items():
-        class_ids = _group_ids(str(name), ids)
+        class_ids = check_class_ids(ids, f"groups[{str(name)!r}]")
         n_classes = int(np.unique(class_ids).size)
         member = np.isin(y, class_ids)
         count = int(member.sum())

@@ -19,10 +19,11 @@ from modelval.errors import InputValidationError
 from modelval.metrics.binary import (
     NORMS,
     binary_brier_score,
+    binary_calibration_error,
+    binary_calibration_intervals,
     binary_negative_log_likelihood,
     binary_reliability_bins,
 )
-from modelval.metrics.bootstrap import calibration_intervals
 from modelval.metrics.calibration import Convention, ReliabilityBins
 from modelval.metrics.estimators import debiased_l2_calibration_error, smooth_ece
 from modelval.metrics.validation import check_choice, check_n_bins, validate_multilabel
@@ -96,9 +97,8 @@ class MultilabelCalibration:
         """
         check_choice(metric, "metric", METRICS)
         values = np.array([getattr(label, metric) for label in self.labels], dtype=np.float64)
-        weights = np.array([label.n_positive for label in self.labels], dtype=np.float64)
-        weighted = float(np.dot(weights, values) / weights.sum()) if weights.sum() > 0 else None
-        return {"macro": float(values.mean()), "micro": self.micro[metric], "weighted": weighted}
+        macro, weighted = _averages(values, np.array([label.n_positive for label in self.labels]))
+        return {"macro": macro, "micro": self.micro[metric], "weighted": weighted}
 
     def table(self) -> list[dict[str, Any]]:
         """The per-label table: one JSON-ready row per label."""
@@ -114,10 +114,14 @@ def _names(label_names: Sequence[str] | None, count: int) -> list[str]:
     return names
 
 
-def _binary_numbers(
-    p: np.ndarray, y: np.ndarray, n_bins: int, adaptive: bool, convention: Convention
-) -> dict[str, Any]:
-    bins = binary_reliability_bins(p, y, n_bins, adaptive=adaptive, convention=convention)
+def _averages(values: np.ndarray, positives: np.ndarray) -> tuple[float, float | None]:
+    """The mean over labels, and the mean weighted by their positives (``None`` when no label has one)."""
+    weights = positives.astype(np.float64)
+    return float(values.mean()), float(np.dot(weights, values) / weights.sum()) if weights.sum() > 0 else None
+
+
+def _binary_numbers(p: np.ndarray, y: np.ndarray, n_bins: int, bins_options: dict[str, Any]) -> dict[str, Any]:
+    bins = binary_reliability_bins(p, y, n_bins, **bins_options)
     return {
         "bins": bins,
         "ece": bins.ece,
@@ -146,10 +150,9 @@ def multilabel_calibration(
     """Per-label binary calibration of ``(N, L)`` scores and its summaries (see the module docstring).
 
     ``n_bootstrap > 0`` adds each label's percentile bootstrap interval of the ECE
-    (:func:`~modelval.metrics.bootstrap.calibration_intervals` on that column, seed ``seed``;
-    ``stratify=True`` keeps the label's numbers of positives and negatives fixed). No
-    interval is given for the summaries: resampling an example moves its ``L`` label decisions
-    together, which the cell bootstrap (it draws each pair independently) cannot reproduce.
+    (:func:`~modelval.metrics.binary.binary_calibration_intervals` of that column). No interval is given for the
+    summaries: resampling an example moves its ``L`` label decisions together, which the cell bootstrap (it draws
+    each pair independently) cannot reproduce.
 
     Parameters
     ----------
@@ -166,44 +169,21 @@ def multilabel_calibration(
     p, y = validate_multilabel(probs, labels, logits=logits)
     n, count = p.shape
     names = _names(label_names, count)
+    bins_options: dict[str, Any] = {"adaptive": adaptive, "convention": convention}
     rows = []
     for k in range(count):
-        numbers = _binary_numbers(p[:, k], y[:, k], int(n_bins), adaptive, convention)
         interval = None
         if n_bootstrap:
-            found = calibration_intervals(
-                p[:, k],
-                y[:, k],
-                int(n_bins),
-                labels=y[:, k].astype(np.int64),
-                adaptive=adaptive,
-                convention=convention,
-                n_resamples=n_bootstrap,
-                seed=seed,
-                stratify=stratify,
+            found = binary_calibration_intervals(
+                p[:, k], y[:, k], int(n_bins), **bins_options, n_resamples=n_bootstrap, seed=seed, stratify=stratify
             )["ece"]
             interval = (found.low, found.high)
-        rows.append(
-            LabelCalibration(
-                index=k,
-                name=names[k],
-                n_positive=int(y[:, k].sum()),
-                prevalence=float(y[:, k].mean()),
-                ece_ci95=interval,
-                **numbers,
-            )
-        )
-    pooled = _binary_numbers(p.reshape(-1), y.reshape(-1), int(n_bins), adaptive, convention)
+        numbers = _binary_numbers(p[:, k], y[:, k], int(n_bins), bins_options)
+        positives, prevalence = int(y[:, k].sum()), float(y[:, k].mean())
+        rows.append(LabelCalibration(k, names[k], positives, prevalence, ece_ci95=interval, **numbers))
+    pooled = _binary_numbers(p.reshape(-1), y.reshape(-1), int(n_bins), bins_options)
     micro_bins = pooled.pop("bins")
-    return MultilabelCalibration(
-        labels=tuple(rows),
-        micro=pooled,
-        micro_bins=micro_bins,
-        n=int(n),
-        n_bins=int(n_bins),
-        convention=convention,
-        adaptive=adaptive,
-    )
+    return MultilabelCalibration(tuple(rows), pooled, micro_bins, int(n), int(n_bins), convention, adaptive)
 
 
 def multilabel_calibration_error(
@@ -238,23 +218,16 @@ def multilabel_calibration_error(
     if average is not None:
         check_choice(average, "average", AVERAGES, hint=" or None (per label)")
     check_choice(norm, "norm", NORMS, hint=" ('l1' ECE, 'l2' RMS, 'max' MCE)")
-    metric = {"l1": "ece", "l2": "rms", "max": "mce"}[norm]
     p, y = validate_multilabel(probs, labels, logits=logits)
-
-    def error(column_p: np.ndarray, column_y: np.ndarray) -> float:
-        value: float = getattr(
-            binary_reliability_bins(column_p, column_y, n_bins, adaptive=adaptive, convention=convention), metric
-        )
-        return value
-
+    options: dict[str, Any] = {"norm": norm, "adaptive": adaptive, "convention": convention}
     if average == "micro":
-        return error(p.reshape(-1), y.reshape(-1))
-    per_label = np.array([error(p[:, k], y[:, k]) for k in range(p.shape[1])])
+        return binary_calibration_error(p.reshape(-1), y.reshape(-1), n_bins, **options)
+    per_label = np.array([binary_calibration_error(p[:, k], y[:, k], n_bins, **options) for k in range(p.shape[1])])
     if average is None:
         return per_label
+    macro, weighted = _averages(per_label, y.sum(axis=0))
     if average == "macro":
-        return float(per_label.mean())
-    support = y.sum(axis=0).astype(np.float64)
-    if support.sum() == 0:
+        return macro
+    if weighted is None:
         raise InputValidationError(f"average='weighted' is undefined: {_NO_POSITIVES}; use average='macro'")
-    return float(np.dot(support, per_label) / support.sum())
+    return weighted

@@ -165,6 +165,16 @@ def fit_temperature(logits: Any, labels: Any, *, tol: float = 1e-10) -> float:
     return temperature
 
 
+def _fit_temperature_for_caller(logits: Any, labels: Any) -> float:
+    """:func:`fit_temperature`, its :class:`ScalingFitWarning` re-issued to point at the caller's caller."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ScalingFitWarning)
+        temperature = fit_temperature(logits, labels)
+    for record in caught:
+        warnings.warn(record.message, record.category, stacklevel=3)
+    return temperature
+
+
 @dataclass(frozen=True)
 class TemperatureSweepPoint:
     temperature: float
@@ -289,11 +299,7 @@ def fit_scaling(
     if odir is not None and method == "temperature":
         raise InputValidationError("odir regularisation applies to vector and matrix scaling, not to temperature")
     if method == "temperature":
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", ScalingFitWarning)
-            t = fit_temperature(z, y)
-        for record in caught:  # re-issued here so that the warning points at the caller of fit_scaling
-            warnings.warn(record.message, record.category, stacklevel=2)
+        t = _fit_temperature_for_caller(z, y)
         return LogitScaler("temperature", np.asarray(1.0 / t), np.asarray(0.0), converged=not _at_bound(t))
     import torch
 

@@ -1,9 +1,8 @@
 """The checks of the metrics' inputs, one function per kind of check (as scikit-learn's ``utils.validation``).
 
-Every metric takes numpy arrays, lists or torch tensors and checks them here, so a bad input gets the same
-one-line :class:`~modelval.errors.InputValidationError` from every metric: what was wrong and how to fix it.
-The ``validate_*`` functions check a whole input (scores with their labels) and return it converted; the
-``check_*`` functions check one thing.
+Every metric checks its numpy arrays, lists or torch tensors here, so a bad input gets the same one-line
+:class:`~modelval.errors.InputValidationError` from every metric, saying how to fix it. ``validate_*`` check a whole
+input (scores with their labels) and return it converted; ``check_*`` check one thing.
 """
 
 from __future__ import annotations
@@ -80,10 +79,8 @@ def check_count(value: Any, name: str, *, minimum: int = 1, expected: str = "mus
 
     Parameters
     ----------
-    value, name, minimum
-        The setting, its name and the smallest value allowed.
-    expected, hint
-        What the message says the setting must be, and what it adds after the value.
+    value, name, minimum, expected, hint
+        The setting, its name, the smallest value allowed, what it must be and what follows the value (messages).
     """
     if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
         raise InputValidationError(f"{name} {expected}, got {value!r}{hint}")
@@ -108,10 +105,8 @@ def check_number(value: Any, name: str, *, expected: str, minimum: float | None 
 
     Parameters
     ----------
-    value, name, expected
-        The setting, its name and what the message says it must be.
-    minimum, above, below
-        ``value >= minimum``, ``value > above``, ``value < below`` (``None``: no bound).
+    value, name, expected, minimum, above, below
+        The setting, its name, what it must be; ``value >= minimum``, ``> above``, ``< below`` (``None``: no bound).
     """
     ok = isinstance(value, int | float | np.integer | np.floating) and not isinstance(value, bool)
     ok = ok and math.isfinite(value) and (minimum is None or value >= minimum)
@@ -125,10 +120,8 @@ def check_choice(value: Any, name: str, choices: Sequence[Any], *, hint: str = "
 
     Parameters
     ----------
-    value, name, choices
-        The setting, its name and the values allowed.
-    hint
-        Text after the choices in the message.
+    value, name, choices, hint
+        The setting, its name, the values allowed and text after the choices in the message.
     """
     if value not in choices:
         raise InputValidationError(f"{name} must be one of {tuple(choices)}{hint}, got {value!r}")
@@ -139,10 +132,8 @@ def check_per_class(values: Any, name: str, num_classes: int | None = None) -> n
 
     Parameters
     ----------
-    values, name
-        The numbers and their name.
-    num_classes
-        How many there must be (``None``: any number but 0).
+    values, name, num_classes
+        The numbers, their name and how many there must be (``None``: any number but 0).
     """
     w = as_array(values, name)
     if w.ndim != 1 or w.size == 0:
@@ -182,14 +173,8 @@ def _check_unit_interval(values: np.ndarray, name: str, *, must: str, fix: str) 
     )
 
 
-def check_flags(values: Any, name: str = "correct", hint: str = "") -> np.ndarray:
-    """0/1 or bool flags (right or wrong, positive or negative) as a bool array.
-
-    Parameters
-    ----------
-    values, name, hint
-        The flags, their name and text appended to the messages.
-    """
+def _flags(values: Any, name: str = "correct", hint: str = "") -> np.ndarray:
+    """0/1 or bool flags (right or wrong, positive or negative) as a bool array."""
     flags = as_array(values, name)
     if flags.dtype == bool:
         return flags
@@ -241,7 +226,53 @@ def check_confidences(
         _real(conf, "confidences")
     fix = "did you pass logits? apply softmax and take the maximum"
     _check_unit_interval(conf, "confidences", must="lie", fix=fix)
-    return conf, check_flags(flags) if correct is not None else flags.astype(bool)
+    return conf, _flags(flags) if correct is not None else flags.astype(bool)
+
+
+def validate_top1(
+    confidences: Any, correct: Any, minimum: int = 1, what: str = "", hint: str = ""
+) -> tuple[np.ndarray, np.ndarray]:
+    """Top-1 confidences and correctness flags (:func:`check_confidences`), both as float64.
+
+    Parameters
+    ----------
+    confidences, correct, minimum, what, hint
+        Top-1 confidences and 0/1 flags; the fewest allowed, what needs them and what to do instead (message).
+    """
+    conf, flags = check_confidences(confidences, correct)
+    if conf.size < minimum:
+        raise InputValidationError(f"{what} needs at least {minimum} fit examples, got {conf.size}; {hint}")
+    return conf.astype(np.float64), flags.astype(np.float64)
+
+
+def check_class_ids(ids: Any, name: str) -> np.ndarray:
+    """A group's class ids (a list, set or array of integers; integral floats accepted) as flat int64.
+
+    Parameters
+    ----------
+    ids, name
+        The class ids and their name in the message.
+    """
+    arr = as_array(list(ids) if isinstance(ids, (set, frozenset)) else ids, name).reshape(-1)
+    integral = arr.size == 0 or np.issubdtype(arr.dtype, np.integer)
+    if not integral and np.issubdtype(arr.dtype, np.floating):
+        integral = bool(np.isfinite(arr).all() and np.all(np.mod(arr, 1) == 0))
+    if not integral:
+        raise InputValidationError(f"{name} must list integer class ids, got dtype {arr.dtype}")
+    return arr.astype(np.int64)
+
+
+def check_zero_division(zero_division: Any) -> None:
+    """``zero_division`` is ``"warn"``, 0, 1 or NaN (scikit-learn's values).
+
+    Parameters
+    ----------
+    zero_division
+        The setting.
+    """
+    number = isinstance(zero_division, int | float) and not isinstance(zero_division, bool)
+    if zero_division != "warn" and not (number and (math.isnan(zero_division) or zero_division in (0, 1))):
+        raise InputValidationError(f"zero_division must be 'warn', 0, 1 or nan, got {zero_division!r}")
 
 
 def check_class_indices(values: Any, name: str, *, n: int | None = None, num_classes: int | None = None,
@@ -250,10 +281,8 @@ def check_class_indices(values: Any, name: str, *, n: int | None = None, num_cla
 
     Parameters
     ----------
-    values, name
-        The class indices and their name (``"labels"``, ``"preds"``).
-    n, num_classes
-        How many there must be (one per row of the scores) and the number of classes (``None``: no check).
+    values, name, n, num_classes
+        The class indices, their name, how many there must be and the number of classes (``None``: no check).
     scores
         What the indices index (``"logits"``, ``"probs"``), for the messages; ``None``: ``num_classes``.
     """
@@ -282,10 +311,8 @@ def validate_labels(labels: Any, preds: Any, num_classes: int | None = None) -> 
 
     Parameters
     ----------
-    labels, preds
-        True and predicted classes.
-    num_classes
-        The number of classes (``None``: no upper bound).
+    labels, preds, num_classes
+        True and predicted classes, and the number of classes (``None``: no upper bound).
     """
     y, p = as_array(labels, "labels"), as_array(preds, "preds")
     if y.ndim != 1 or p.ndim != 1:
@@ -301,21 +328,6 @@ def validate_labels(labels: Any, preds: Any, num_classes: int | None = None) -> 
         check_count(num_classes, "num_classes")
     y = check_class_indices(y, "labels", num_classes=num_classes)
     return y, check_class_indices(p, "preds", num_classes=num_classes)
-
-
-def _check_probability_rows(p: np.ndarray, fix: str) -> None:
-    """Rows in [0, 1] that sum to 1 within :data:`PROB_SUM_TOL`; ``fix`` says what to do with logits."""
-    _check_unit_interval(p, "probs", must="be probabilities", fix=f"for logits {fix}")
-    off = np.abs(p.sum(axis=1) - 1.0) > PROB_SUM_TOL
-    if off.any():
-        row = int(np.flatnonzero(off)[0])
-        raise InputValidationError(
-            f"probs rows must sum to 1 (within {PROB_SUM_TOL:g}); {int(off.sum())} of {len(p)} row(s) do not, "
-            f"e.g. row {row} sums to {p[row].sum():.6g}. Sigmoid or multilabel scores are not one distribution "
-            f"over the classes: for a single-label classifier {fix}; for multilabel scores use the per-label "
-            "calibration of modelval.metrics.multilabel (the calibration card takes them with an (N, L) 0/1 "
-            "label matrix)"
-        )
 
 
 def validate_probs(probs: Any, *, min_classes: int = 2, fix: str = "pass logits=True (or apply softmax first)",
@@ -337,9 +349,18 @@ def validate_probs(probs: Any, *, min_classes: int = 2, fix: str = "pass logits=
         raise InputValidationError(f"probs must be an (N, C) probability matrix{at_least}, got shape {shape}{hint}")
     if given.shape[0] == 0 and not allow_empty:
         raise InputValidationError("no examples: the metric is undefined for an empty set")
-    _real(given, "probs")
-    p = given.astype(np.float64)
-    _check_probability_rows(p, fix)
+    p = _real(given, "probs").astype(np.float64)
+    _check_unit_interval(p, "probs", must="be probabilities", fix=f"for logits {fix}")
+    off = np.abs(p.sum(axis=1) - 1.0) > PROB_SUM_TOL
+    if off.any():
+        row = int(np.flatnonzero(off)[0])
+        raise InputValidationError(
+            f"probs rows must sum to 1 (within {PROB_SUM_TOL:g}); {int(off.sum())} of {len(p)} row(s) do not, "
+            f"e.g. row {row} sums to {p[row].sum():.6g}. Sigmoid or multilabel scores are not one distribution "
+            f"over the classes: for a single-label classifier {fix}; for multilabel scores use the per-label "
+            "calibration of modelval.metrics.multilabel (the calibration card takes them with an (N, L) 0/1 "
+            "label matrix)"
+        )
     return p, given.dtype if np.issubdtype(given.dtype, np.floating) else np.dtype(np.float64)
 
 
@@ -357,10 +378,14 @@ def validate_logits(logits: Any, labels: Any) -> tuple[np.ndarray, np.ndarray]:
     y = check_class_indices(labels, "labels", n=z.shape[0], num_classes=z.shape[1], scores="logits")
     if z.shape[0] == 0:
         raise InputValidationError("no examples: the logits are empty")
-    z = _real(z, "logits").astype(np.float64)
+    return _finite(_real(z, "logits").astype(np.float64)), y
+
+
+def _finite(z: np.ndarray, name: str = "logits") -> np.ndarray:
     if not np.isfinite(z).all():
-        raise InputValidationError("logits contain NaN or infinite values; fix or drop those rows")
-    return z, y
+        bad = int((~np.isfinite(z)).sum())
+        raise InputValidationError(f"{name} contain {bad} NaN or infinite value(s); fix or drop those examples")
+    return z
 
 
 def _column(values: Any, name: str) -> np.ndarray:
@@ -384,20 +409,12 @@ def _scores(scores: Any, name: str, allow_empty: bool) -> np.ndarray:
     return _real(s, name)
 
 
-def binary_labels(labels: Any, n: int | None = None) -> np.ndarray:
-    """0/1 (or bool) labels of shape ``(N,)`` or ``(N, 1)``, one per score, as bool.
-
-    Parameters
-    ----------
-    labels, n
-        The labels (1 = positive class) and how many there must be (``None``: any number but 0).
-    """
+def _binary_labels(labels: Any, n: int) -> np.ndarray:
+    """0/1 (or bool) labels of shape ``(N,)`` or ``(N, 1)``, ``n`` of them (one per score), as bool."""
     y = _column(labels, "labels")
-    if n is None and y.size == 0:
-        raise InputValidationError("no examples: the positive rate is undefined for an empty set")
-    if n is not None and y.shape != (n,):
+    if y.shape != (n,):
         raise InputValidationError(f"labels must have shape ({n},), one 0/1 label per score, got {y.shape}")
-    return check_flags(y, "labels", _LABEL_HINT)
+    return _flags(y, "labels", _LABEL_HINT)
 
 
 def binary_logits(scores: Any, *, allow_empty: bool = False) -> np.ndarray:
@@ -408,12 +425,7 @@ def binary_logits(scores: Any, *, allow_empty: bool = False) -> np.ndarray:
     scores, allow_empty
         The logits, and whether no examples is allowed.
     """
-    z = _scores(scores, "logits", allow_empty).astype(np.float64)
-    if not np.isfinite(z).all():
-        raise InputValidationError(
-            f"logits contain {int((~np.isfinite(z)).sum())} NaN or infinite value(s); fix or drop those examples"
-        )
-    return z
+    return _finite(_scores(scores, "logits", allow_empty).astype(np.float64))
 
 
 def binary_probabilities(scores: Any, *, logits: bool = False, allow_empty: bool = False) -> np.ndarray:
@@ -421,10 +433,8 @@ def binary_probabilities(scores: Any, *, logits: bool = False, allow_empty: bool
 
     Parameters
     ----------
-    scores, allow_empty
-        The probabilities, shape ``(N,)`` or ``(N, 1)``, and whether no examples is allowed.
-    logits
-        The scores are logits: their sigmoid is returned.
+    scores, logits, allow_empty
+        The probabilities, shape ``(N,)`` or ``(N, 1)``, or logits (their sigmoid is returned); no examples allowed.
     """
     if logits:
         return sigmoid(binary_logits(scores, allow_empty=allow_empty))
@@ -439,13 +449,11 @@ def validate_binary(probs: Any, labels: Any, *, logits: bool = False) -> tuple[n
 
     Parameters
     ----------
-    probs, labels
-        One score and one 0/1 label per example, shape ``(N,)`` or ``(N, 1)``.
-    logits
-        The scores are logits: their sigmoid is returned.
+    probs, labels, logits
+        One score and one 0/1 label per example, shape ``(N,)`` or ``(N, 1)``; logits: their sigmoid is returned.
     """
     p = binary_probabilities(probs, logits=logits)
-    return p, binary_labels(labels, p.shape[0])
+    return p, _binary_labels(labels, p.shape[0])
 
 
 def validate_binary_logits(logits: Any, labels: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -457,7 +465,7 @@ def validate_binary_logits(logits: Any, labels: Any) -> tuple[np.ndarray, np.nda
         One logit and one 0/1 label per example, shape ``(N,)`` or ``(N, 1)``.
     """
     z = binary_logits(logits)
-    return z, binary_labels(labels, z.shape[0])
+    return z, _binary_labels(labels, z.shape[0])
 
 
 def validate_multilabel(scores: Any, labels: Any, *, logits: bool = False) -> tuple[np.ndarray, np.ndarray]:
@@ -465,10 +473,8 @@ def validate_multilabel(scores: Any, labels: Any, *, logits: bool = False) -> tu
 
     Parameters
     ----------
-    scores, labels
-        One score and one 0/1 label per example and label.
-    logits
-        The scores are logits: their sigmoid (float64) is returned.
+    scores, labels, logits
+        One score and one 0/1 label per example and label; logits: their sigmoid (float64) is returned.
     """
     name = "logits" if logits else "probs"
     s, y = as_array(scores, name), as_array(labels, "labels")
@@ -485,12 +491,9 @@ def validate_multilabel(scores: Any, labels: Any, *, logits: bool = False) -> tu
             "target marks every label present in an example (class indices (N,) belong to a multiclass model)"
         )
     _real(s, name)
-    flags = check_flags(y, "labels", " (1 = label present)")
+    flags = _flags(y, "labels", " (1 = label present)")
     if logits:
-        z = s.astype(np.float64)
-        if not np.isfinite(z).all():
-            raise InputValidationError(f"logits contain {int((~np.isfinite(z)).sum())} NaN or infinite value(s)")
-        return sigmoid(z), flags
+        return sigmoid(_finite(s.astype(np.float64))), flags
     p = s.astype(binning_dtype(s.dtype))
     _check_unit_interval(p, "probs", must="be per-label probabilities", fix=_LOGITS_FLAG)
     return p, flags
