@@ -480,3 +480,20 @@ def test_the_command_checks_can_fail():
     """A command shown without an action, and an action shown without one of its options, are found."""
     shown = documented_commands("```\nmodelval calibration x.npz --json\nmodelval data download --force\n```\n")
     assert shown == {("calibration",): {"--json"}, ("data", "download"): {"--force"}}
+
+
+def test_every_module_below_the_shells_has_an_api_page():
+    """Each public module of the package (the command line's are its --help) is on a page of docs/api/: a module
+    split or added in a wing is documented where its wing is."""
+    import pkgutil
+
+    import modelval
+
+    listed = set(re.findall(r"^::: (\S+)", "".join(p.read_text() for p in (DOCS / "api").glob("*.md")), re.M))
+    missing = [
+        info.name
+        for info in pkgutil.walk_packages(modelval.__path__, "modelval.")
+        if not info.ispkg and not any(part.startswith("_") for part in info.name.split("."))
+        and not info.name.startswith("modelval.cli.") and info.name not in listed
+    ]
+    assert not missing, f"not on any page of docs/api/: {missing}"
