@@ -12,6 +12,7 @@ import csv
 import io
 import tarfile
 from collections.abc import Callable
+from functools import lru_cache
 from pathlib import Path
 
 from PIL import Image
@@ -30,6 +31,7 @@ def release_names(raw_data: Path, dataset: str) -> list[tuple[str, str]]:
     return names
 
 
+@lru_cache(maxsize=512)  # archives repeat colours 1,280 times: encode each once
 def plain_png(colour: tuple[int, int, int] = (120, 90, 60)) -> bytes:
     """A 224x224 PNG of one colour (a few hundred bytes)."""
     buffer = io.BytesIO()

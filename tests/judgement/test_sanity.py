@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import random
@@ -93,6 +94,7 @@ def test_the_line_is_where_the_full_gate_draws_it(population):
     assert gate(needed) and not gate(needed - 1)
 
 
+@functools.cache  # about a second, and the same for every simulation
 def _thresholds(population: int, step: int, limit: int):
     """Per look: the most hits that fail early and the fewest that pass early (from _early_decision itself)."""
     from modelval.judgement.sanity import _early_decision
@@ -120,16 +122,14 @@ def _simulate(hits_in_population: int, runs: int, seed: int) -> tuple[int, int]:
     rng = np.random.default_rng(seed)
     samples = np.stack([rng.permutation(population)[:PROBE_LIMIT] for _ in range(runs)])
     seen = np.cumsum(samples, axis=1)
+    decided = np.zeros(runs, dtype=bool)
     fails = passes = 0
-    for row in seen:
-        for sampled, fail, passing in table:
-            hits = row[sampled - 1]
-            if hits <= fail:
-                fails += 1
-                break
-            if hits >= passing:
-                passes += 1
-                break
+    for sampled, fail, passing in table:  # each run stops at its first decisive step, a fail checked first
+        hits = seen[:, sampled - 1]
+        failed = ~decided & (hits <= fail)
+        passed = ~decided & ~failed & (hits >= passing)
+        fails, passes = fails + int(failed.sum()), passes + int(passed.sum())
+        decided |= failed | passed
     return fails, passes
 
 

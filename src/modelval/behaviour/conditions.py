@@ -59,11 +59,14 @@ def trials_by_condition(trials: Sequence[Decision], dataset: str) -> dict[str, l
     """
     entry = experiment(dataset)
     groups: dict[str, list[Decision]] = {value: [] for value in entry.values}
+    named: dict[str, str] = {}  # a panel writes a few conditions 100,000 times: read each once
     for trial in trials:
-        try:
-            groups[canonical_condition(trial.condition, dataset)].append(trial)
-        except DataError as error:
-            raise DataError(f"{trial.imagename}: {error}") from None
+        if trial.condition not in named:
+            try:
+                named[trial.condition] = canonical_condition(trial.condition, dataset)
+            except DataError as error:
+                raise DataError(f"{trial.imagename}: {error}") from None
+        groups[named[trial.condition]].append(trial)
     return {value: found for value, found in groups.items() if found}
 
 

@@ -16,6 +16,7 @@ import csv
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 from modelval.atomic import replacing
@@ -63,13 +64,16 @@ class Decision:
             parsed = parse_session_name(self.imagename)
             object.__setattr__(self, "condition", parsed.condition if parsed is not None else "")
 
-    @property
+    @cached_property  # the key of every comparison: a benchmark reads it millions of times
     def image(self) -> str:
         """model-vs-human's short image name, the key that aligns observers (``airplane1-bicycle2.png``,
         ``oven10.png``, ``n03792782_1418.png``)."""
         return short_image_name(self.imagename)
 
-    stimulus_name = image
+    @property
+    def stimulus_name(self) -> str:
+        """The same key as :attr:`image`."""
+        return self.image
 
     @property
     def category(self) -> str:
