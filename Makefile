@@ -100,11 +100,12 @@ test-gpu: $(VENV)/.installed-test stimuli
 # The fast tier (as test-fast) against the oldest supported torch/torchvision pair (CI's second environment).
 # What the oldest pair can change: the wings whose code calls torch or torchvision (the forward, decoding,
 # preprocessing, the models, the stores' digests, temperature scaling, the pipeline, the runner and the plugin).
-# The command line's formatting, the figures, the docs and the pure-Python downloads and layout checks run the
-# same under any torch: `make test` runs them once (issue 39: a third of the tier's CPU time).
-OLDEST_TESTS := tests/api tests/behaviour tests/datasets tests/evaluation tests/judgement tests/metrics tests/models \
-	tests/records tests/runner tests/pytest_plugin tests/test_preprocessing.py tests/test_light_import.py \
-	tests/test_public_docstrings.py
+# The command line's formatting, the figures, the docs, the human data's reading (behaviour/ but its one torch
+# function, in categories) and the pure-Python downloads and layout checks run the same under any torch:
+# `make test` runs them once (issue 39: a third of the tier's CPU time).
+OLDEST_TESTS := tests/api tests/behaviour/test_categories.py tests/datasets tests/evaluation tests/judgement \
+	tests/metrics tests/models tests/records tests/runner tests/pytest_plugin tests/test_preprocessing.py \
+	tests/test_light_import.py tests/test_public_docstrings.py
 test-oldest: $(OLDEST)/.installed-test stimuli
 	$(OLDEST)/bin/python -m pytest -m "not slow" $(XDIST) $(PYTEST_ARGS) $(OLDEST_TESTS)
 

@@ -122,16 +122,30 @@ def bundled_evaluations(bundled_model, modelval_runner):
     Under xdist the workers share that cache; a lock per normalization (bounded) makes a second worker wait for
     the first one's forward and read it, instead of running the same forward at the same time.
     """
+
+    def run(normalization: str = "model"):
+        with _bundled_forward(normalization):
+            return modelval_runner.evaluate("efficientnet_lite0", normalization)
+
+    return run
+
+
+@pytest.fixture(scope="session")
+def bundled_forward():
+    """``with bundled_forward(normalization):`` the session's caches on, holding the lock of that forward."""
+    return _bundled_forward
+
+
+@contextlib.contextmanager
+def _bundled_forward(normalization: str) -> Iterator[None]:
+    """The session's caches on, holding the lock of the bundled model's forward under ``normalization`` (bounded):
+    a second worker that needs the same forward waits for the first and reads it from the output cache."""
     from filelock import FileLock
 
     from modelval.paths import user_cache_dir
 
-    def run(normalization: str = "model"):
-        lock = FileLock(user_cache_dir() / f"bundled-evaluation-{normalization}.lock", timeout=1800)
-        with caches_on(), lock:
-            return modelval_runner.evaluate("efficientnet_lite0", normalization)
-
-    return run
+    with caches_on(), FileLock(user_cache_dir() / f"bundled-evaluation-{normalization}.lock", timeout=1800):
+        yield
 
 
 @pytest.fixture(scope="session")

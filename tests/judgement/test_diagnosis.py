@@ -58,12 +58,15 @@ def test_diagnosis_order_and_all_clear():
 
 
 @pytest.mark.slow
-def test_real_run_with_wrong_normalization_is_diagnosed_as_preprocessing(modelval_runner, monkeypatch):
+def test_real_run_with_wrong_normalization_is_diagnosed_as_preprocessing(
+    modelval_runner, bundled_evaluations, monkeypatch
+):
     """Pretend a published value exists for the bundled model and run it under ImageNet mean/std."""
     from modelval.judgement.expected import ExpectedShapeBias
     from modelval.runner import matrix as validation
 
-    correct = modelval_runner.evaluate("efficientnet_lite0", "model").result.shape_bias
+    correct = bundled_evaluations("model").result.shape_bias
+    bundled_evaluations("imagenet")  # the session's one forward: the runner's case below reads it
     fake = ExpectedShapeBias("efficientnet_lite0", "EfficientNet-Lite0", correct, 0.01, "test value")
     monkeypatch.setattr(validation, "expected_for", lambda model: fake)
     case = ValidationCase("efficientnet_lite0", "efficientnet", "lite0", "pypi", "correct", "imagenet")
@@ -76,7 +79,7 @@ def test_real_run_with_wrong_normalization_is_diagnosed_as_preprocessing(modelva
 
 
 @pytest.mark.slow
-def test_baseline_failure_is_diagnosed_against_the_models_own_config(modelval_runner):
+def test_baseline_failure_is_diagnosed_against_the_models_own_config(bundled_evaluations):
     """The bundled model under ImageNet mean/std against its committed baseline: flips, blamed on preprocessing."""
     from modelval.judgement.expected import expected_for
     from modelval.judgement.verdicts import Case, against_baseline
@@ -84,7 +87,7 @@ def test_baseline_failure_is_diagnosed_against_the_models_own_config(modelval_ru
     from modelval.paths import package_data
 
     entry = get_entry("efficientnet_lite0")
-    wrong = modelval_runner.evaluate("efficientnet_lite0", "imagenet")
+    wrong = bundled_evaluations("imagenet")
     baseline = package_data(expected_for(entry.name).baseline)
     verdict = against_baseline(Case(
         entry.name, wrong.result, wrong.decisions, config=wrong.config, reference=entry.preprocess.for_stimuli(None),
