@@ -101,9 +101,10 @@ test-gpu: $(VENV)/.installed-test stimuli
 # What the oldest pair can change: the wings whose code calls torch or torchvision (the forward, decoding,
 # preprocessing, the models, the stores' digests, temperature scaling, the pipeline, the runner and the plugin).
 # The command line's formatting, the figures, the docs, the human data's reading (behaviour/ but its one torch
-# function, in categories) and the pure-Python downloads and layout checks run the same under any torch:
-# `make test` runs them once (issue 39: a third of the tier's CPU time).
-OLDEST_TESTS := tests/api tests/behaviour/test_categories.py tests/datasets tests/evaluation tests/judgement \
+# function, in categories), the data's downloads and archives (datasets/ but decoding) and the layout checks
+# run the same under any torch: `make test` runs them once (issue 39).
+OLDEST_TESTS := tests/api tests/behaviour/test_categories.py tests/datasets/test_stimuli.py \
+	tests/datasets/test_decode_cache.py tests/datasets/test_stimulus_integrity.py tests/evaluation tests/judgement \
 	tests/metrics tests/models tests/records tests/runner tests/pytest_plugin tests/test_preprocessing.py \
 	tests/test_light_import.py tests/test_public_docstrings.py
 test-oldest: $(OLDEST)/.installed-test stimuli

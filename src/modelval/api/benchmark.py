@@ -161,17 +161,7 @@ def benchmark(
     check_na_handling(na_handling)
     check_degenerate_kappa(degenerate_kappa)
     chosen = tuple(experiment(d).dataset for d in datasets) if datasets else BENCHMARK_DATASETS
-    if isinstance(decisions, str | os.PathLike):
-        decisions = [decisions]  # one file, not its characters
-    labelled = dict(decisions) if isinstance(decisions, Mapping) else {"": list(decisions)}
-    if not any(labelled.values()) and not models:
-        raise ModelvalError("give at least one decision file or model to benchmark")
-    if models and options.data_root is not None and len(chosen) > 1:
-        raise ModelvalError(
-            "a data root names one dataset's folder; with several datasets name the data home instead, the folder "
-            "with one sub-folder per dataset (MODELVAL_DATA_HOME=DIR; on the command line --data-home DIR), or "
-            "fetch them into the user cache"
-        )
+    labelled = _labelled(decisions, models, options, chosen)
     observers: dict[str, dict[str, list[Decision]]] = {}
     sources: dict[str, dict[str, str]] = {}
 
@@ -186,11 +176,9 @@ def benchmark(
         for entry in files:
             file, declared = entry if isinstance(entry, tuple) else (entry, None)
             observed = observer_trials(
-                Path(file),
-                dataset=declared,
-                dataset_hint=DECISIONS_HINT,
+                Path(file), dataset=declared, dataset_hint=DECISIONS_HINT,
                 declared_by=f"{label or 'the file'}:{declared}" if declared else None,
-            )
+            )  # fmt: skip
             add(label or observed.label, observed.dataset, observed.trials, str(file))
     needed = sorted({d for per in observers.values() for d in per} | (set(chosen) if models else set()))
     # before any model is evaluated: every dataset's humans found and checked against the manifest
@@ -211,19 +199,34 @@ def benchmark(
     panels = {d: load_human_panel(reference_dirs[d], d) for d in needed}
     described = _observer_metadata(observers, runs, metadata)
     table = benchmark_table(
-        observers,
-        panels,
-        all_conditions=all_conditions,
-        na_handling=na_handling,
-        with_brain_score=brain_score,
-        sources=sources,
-        degenerate_kappa=degenerate_kappa,
-        n_bootstrap=options.bootstrap,
-        seed=options.seed,
-        permutations=options.permutations,
-        metadata=described,
-    )
+        observers, panels, all_conditions=all_conditions, na_handling=na_handling, with_brain_score=brain_score,
+        sources=sources, degenerate_kappa=degenerate_kappa, n_bootstrap=options.bootstrap, seed=options.seed,
+        permutations=options.permutations, metadata=described,
+    )  # fmt: skip
     return BenchmarkReport(table, observers, reference_dirs, runs, reference_data, sanity, sanity_gate)
+
+
+def _labelled(
+    decisions: Mapping[str, Sequence[PathLike | tuple[PathLike, str]]] | Sequence[PathLike],
+    models: Sequence[Any],
+    options: EvaluationOptions,
+    chosen: tuple[str, ...],
+) -> dict[str, list[PathLike | tuple[PathLike, str]]]:
+    """``{label: files}`` of :func:`benchmark`'s ``decisions`` (label ``""``: each file's own), or why not."""
+    if isinstance(decisions, str | os.PathLike):
+        decisions = [decisions]  # one file, not its characters
+    labelled: dict[str, list[PathLike | tuple[PathLike, str]]] = (
+        {k: list(v) for k, v in decisions.items()} if isinstance(decisions, Mapping) else {"": list(decisions)}
+    )
+    if not any(labelled.values()) and not models:
+        raise ModelvalError("give at least one decision file or model to benchmark")
+    if models and options.data_root is not None and len(chosen) > 1:
+        raise ModelvalError(
+            "a data root names one dataset's folder; with several datasets name the data home instead, the folder "
+            "with one sub-folder per dataset (MODELVAL_DATA_HOME=DIR; on the command line --data-home DIR), or "
+            "fetch them into the user cache"
+        )
+    return labelled
 
 
 def read_metadata(source: PathLike | Mapping[str, Mapping[str, Any]]) -> dict[str, ModelMetadata]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -23,6 +24,7 @@ from modelval.behaviour.sensitivity import (
     NOT_DISTINGUISHABLE,
     REFERENCE,
     SensitivityCard,
+    Variant,
     VariantResult,
     format_p,
     input_key,
@@ -46,6 +48,8 @@ from modelval.records.run_store import record_run
 if TYPE_CHECKING:
     import torch
 
+    from modelval.behaviour.decisions import Decision
+    from modelval.behaviour.shape_bias import ShapeBiasResult
     from modelval.preprocessing import PreprocessConfig
     from modelval.records.run_store import RunStore
 
@@ -127,6 +131,34 @@ def sensitivity_card(
         for label, found in decisions.items()
     }
     terms = {label: shape_bias_terms(found) for label, found in decisions.items()}
+    card = SensitivityCard(
+        model=model_name,
+        reference=VariantResult(reference, results[REFERENCE], 0),
+        variants=_variant_rows(reference, variants, decisions, results, terms, permutations, seed),
+        forwards=sum(status != "hit" for status in cache_status.values()),
+        output_cache=cache_status,
+        seconds=0.0,
+        resampling=unit,
+        n_bootstrap=n_bootstrap,
+        permutations=permutations,
+        seed=seed,
+    )
+    names = [d.stimulus_name for d in decisions[REFERENCE] if d.is_conflict]
+    paired_intervals(card, terms, names, unit, n_bootstrap=n_bootstrap, seed=seed)
+    card.seconds = time.perf_counter() - start
+    return card
+
+
+def _variant_rows(
+    reference: Variant,
+    variants: Sequence[Variant],
+    decisions: Mapping[str, list[Decision]],
+    results: Mapping[str, ShapeBiasResult],
+    terms: Mapping[str, Any],
+    permutations: int,
+    seed: int,
+) -> list[VariantResult]:
+    """Each variant against its baseline: flips, the change, the input it shares, a paired test where it moves."""
     first_with_key: dict[tuple[PreprocessConfig, str], str] = {reference.key: REFERENCE}
     rows = []
     for variant in variants:
@@ -147,22 +179,7 @@ def sensitivity_card(
                 permutations=permutations, seed=seed,
             )  # fmt: skip
         rows.append(row)
-    card = SensitivityCard(
-        model=model_name,
-        reference=VariantResult(reference, results[REFERENCE], 0),
-        variants=rows,
-        forwards=sum(status != "hit" for status in cache_status.values()),
-        output_cache=cache_status,
-        seconds=0.0,
-        resampling=unit,
-        n_bootstrap=n_bootstrap,
-        permutations=permutations,
-        seed=seed,
-    )
-    names = [d.stimulus_name for d in decisions[REFERENCE] if d.is_conflict]
-    paired_intervals(card, terms, names, unit, n_bootstrap=n_bootstrap, seed=seed)
-    card.seconds = time.perf_counter() - start
-    return card
+    return rows
 
 
 def format_card(card: SensitivityCard) -> str:

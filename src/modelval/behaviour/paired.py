@@ -280,28 +280,9 @@ def compare_paired(
     )
     test_name = f"{statistic}_difference"
     test = permutation_test(num_a, den_a, num_b, den_b, statistic=test_name, permutations=permutations, seed=seed)
-    tests = {}
-    per_category = {}
-    for j, category in enumerate(present):
-        mask = members[:, j].astype(bool)
-        terms = (num_a[mask], den_a[mask], num_b[mask], den_b[mask])
-        try:
-            p = exact_permutation_test(*terms, statistic=test_name).p
-        except ValueError:  # a very large category (not the published sets): Monte Carlo instead
-            p = permutation_test(*terms, statistic=test_name, permutations=permutations, seed=seed).p
-        tests[category] = p
-        per_category[category] = CategoryDifference(
-            a=float(_ratio(num_a[mask].sum(), den_a[mask].sum())),
-            b=float(_ratio(num_b[mask].sum(), den_b[mask].sum())),
-            images=int(mask.sum()),
-            ci95=per_category_ci[j],
-            p=p,
-        )
-    adjusted = holm(tests)
-    per_category = {
-        name: CategoryDifference(row.a, row.b, row.images, row.ci95, row.p, adjusted[name])
-        for name, row in per_category.items()
-    }
+    per_category = _per_category(
+        (num_a, den_a, num_b, den_b), members, present, per_category_ci, test_name, permutations, seed
+    )
     key = cue_conflict
     rate = (num_a.mean(), num_b.mean()) if len(num_a) else (math.nan, math.nan)
     mcnemar = McNemar(
@@ -328,6 +309,40 @@ def compare_paired(
         per_category=per_category,
         names=names,
     )
+
+
+def _per_category(
+    terms: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    members: np.ndarray,
+    present: list[str],
+    intervals: list[tuple[float, float]],
+    test_name: str,
+    permutations: int,
+    seed: int,
+) -> dict[str, CategoryDifference]:
+    """Each category's values, interval and exact permutation test, with Holm's adjustment over the categories."""
+    rows = {}
+    for j, category in enumerate(present):
+        mask = members[:, j].astype(bool)
+        num_a, den_a, num_b, den_b = (term[mask] for term in terms)
+        try:
+            p = exact_permutation_test(num_a, den_a, num_b, den_b, statistic=test_name).p
+        except ValueError:  # a very large category (not the published sets): Monte Carlo instead
+            p = permutation_test(
+                num_a, den_a, num_b, den_b, statistic=test_name, permutations=permutations, seed=seed
+            ).p
+        rows[category] = CategoryDifference(
+            a=float(_ratio(num_a.sum(), den_a.sum())),
+            b=float(_ratio(num_b.sum(), den_b.sum())),
+            images=int(mask.sum()),
+            ci95=intervals[j],
+            p=p,
+        )
+    adjusted = holm({name: row.p for name, row in rows.items()})
+    return {
+        name: CategoryDifference(row.a, row.b, row.images, row.ci95, row.p, adjusted[name])
+        for name, row in rows.items()
+    }
 
 
 def _paired_bootstrap(

@@ -136,7 +136,7 @@ def _run_calibration(args: argparse.Namespace) -> int:
 
 
 def _register_files(actions: argparse._SubParsersAction) -> None:
-    """``ece``, ``reliability`` and ``temperature``: the calibration of prediction files and saved logits."""
+    """``ece``, ``reliability`` (and ``temperature``): the calibration of prediction files and saved logits."""
     ece = actions.add_parser(
         "ece",
         help="top-1 ECE/MCE of prediction JSONL files or artifact trees",
@@ -182,7 +182,11 @@ def _register_files(actions: argparse._SubParsersAction) -> None:
     add_json_option(rel, "ECE/MCE, effective_bins and the bins")
     rel.set_defaults(_parser=rel)
     rel.set_defaults(handler=_run_reliability)
+    _register_temperature(actions)
 
+
+def _register_temperature(actions: argparse._SubParsersAction) -> None:
+    """``temperature``: a calibration map fitted on validation logits, judged on test logits."""
     temp = actions.add_parser(
         "temperature",
         help="fit temperature scaling on validation logits, report NLL/ECE on test logits",

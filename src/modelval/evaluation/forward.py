@@ -10,9 +10,10 @@ depend on the batch size or the number of decoding workers (tests check it on th
 from __future__ import annotations
 
 import contextlib
+import functools
 import inspect
 from collections.abc import Callable, Iterator, Sequence
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import torch
@@ -395,29 +396,13 @@ def model_outputs(
         bar = tqdm(
             total=len(images), initial=reused, desc="evaluating", unit="img", disable=not progress, leave=False
         )
+        save_rows: Callable[[int, np.ndarray], object] | None = None
+        if cache is not None and cache_key is not None:  # each finished batch kept: an interrupted run resumes
+            save_rows = functools.partial(cache.save_rows, cache_key)
         with bar:
-            first, size = 0, batch_size
-            while first < len(pending):
-                index = pending[first : first + size]
-                try:
-                    logits = forward_rows(index)
-                except OutOfMemory as error:
-                    if size == 1:
-                        raise OutOfMemory(
-                            f"{error}; not even one image at a time fits: run it on a device with more memory"
-                        ) from error.__cause__
-                    size = _after_out_of_memory(target, size, memory_notes)
-                    continue
-                first += len(index)
-                if out is None:
-                    if check_width is not None:
-                        check_width(logits.shape[1])
-                    out = np.empty((len(images), logits.shape[1]), dtype=np.float32)
-                out[index] = logits
-                if caching and index[-1] - index[0] + 1 == len(index):
-                    assert cache is not None and cache_key is not None
-                    cache.save_rows(cache_key, int(index[0]), logits)
-                bar.update(len(index))
+            out = _forward_pending(
+                forward_rows, pending, len(images), out, batch_size, target, check_width, save_rows, memory_notes, bar
+            )
     if out is None:  # no images
         out = np.empty((0, 0), dtype=np.float32)
     if caching and probe is not None:
@@ -425,6 +410,44 @@ def model_outputs(
         cache.save(cache_key, out, {**(cache_meta or {}), "rows": len(images)}, probe=probe)
     status = "miss" if reused == 0 else f"resumed: {reused} of {len(images)} rows reused"
     return out, status + replaced
+
+
+def _forward_pending(
+    forward_rows: Callable[[np.ndarray], np.ndarray],
+    pending: np.ndarray,
+    n_images: int,
+    out: np.ndarray | None,
+    batch_size: int,
+    target: torch.device,
+    check_width: Callable[[int], object] | None,
+    save_rows: Callable[[int, np.ndarray], object] | None,
+    memory_notes: list[str] | None,
+    bar: Any,
+) -> np.ndarray | None:
+    """The rows ``pending`` run batch by batch into ``out`` (made at the first batch), each contiguous batch
+    kept by ``save_rows``; a batch out of device memory runs again at half the size."""
+    first, size = 0, batch_size
+    while first < len(pending):
+        index = pending[first : first + size]
+        try:
+            logits = forward_rows(index)
+        except OutOfMemory as error:
+            if size == 1:
+                raise OutOfMemory(
+                    f"{error}; not even one image at a time fits: run it on a device with more memory"
+                ) from error.__cause__
+            size = _after_out_of_memory(target, size, memory_notes)
+            continue
+        first += len(index)
+        if out is None:
+            if check_width is not None:
+                check_width(logits.shape[1])
+            out = np.empty((n_images, logits.shape[1]), dtype=np.float32)
+        out[index] = logits
+        if save_rows is not None and index[-1] - index[0] + 1 == len(index):
+            save_rows(int(index[0]), logits)
+        bar.update(len(index))
+    return out
 
 
 def _after_out_of_memory(target: torch.device, size: int, notes: list[str] | None) -> int:
