@@ -198,3 +198,13 @@ def test_a_baseline_of_another_protocol_is_not_compared_and_the_table_says_why()
 def test_a_row_with_a_published_value_gets_no_note(published_row):
     assert published_row.why_no_expected() is None
     assert "no published value" not in format_report([published_row])
+
+
+def test_the_case_normalization_is_data_beside_the_shown_text():
+    """The runner's rows carry the case they asked for; nothing splits ``model (half)`` to find it."""
+    result = compute_shape_bias(_committed_lite0(), n_bootstrap=0)
+    asked = ReportRow("m", "M", "test", "model (half)", result, case_normalization="model")
+    plain = ReportRow("m", "M", "test", "imagenet", result)
+    assert (asked.normalization_case, asked.to_dict()["normalization_case"]) == ("model", "model")
+    assert asked.to_dict()["normalization"] == "model (half)"
+    assert plain.normalization_case == "imagenet"

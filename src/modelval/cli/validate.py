@@ -124,6 +124,7 @@ def _case_record(case: Any, verdict: Any) -> dict[str, object]:
         "label": verdict.row.label,
         "spec": case.user.spec if case.user else case.model,
         "normalization": verdict.row.normalization,
+        "normalization_case": verdict.row.normalization_case,
         **{key: record[key] for key in ("shape_bias", "expected", "difference")},
         **verdict.to_dict(),
         **({"error": verdict.message} if verdict.row.error is not None else {}),

@@ -348,7 +348,7 @@ def _merged_results(config: pytest.Config) -> tuple[list[Any], dict[Any, Any], A
     for case in _user_cases(config):
         if not isinstance(case, CaseProblem):
             order.setdefault(case.model, len(order))
-    rows.sort(key=lambda r: (order.get(r.model, len(order)), not r.normalization.startswith("model "), r.normalization))
+    rows.sort(key=lambda r: (order.get(r.model, len(order)), r.normalization_case != "model", r.normalization))
     return rows, evaluations, store
 
 

@@ -111,7 +111,7 @@ def write_validation_reports(
         path = decisions[(model, normalization)]
         written.append(write_decisions(path, evaluation.decisions, subject=model))
     # No shape bias anywhere for a model that is not a working classifier: not in the plots either.
-    withheld = {(row.model, row.normalization.split(" (")[0]) for row in rows if row.withheld}
+    withheld = {(row.model, row.normalization_case) for row in rows if row.withheld}
     plotted = {key: evaluation for key, evaluation in evaluations.items() if key not in withheld}
     for model in sorted({model for model, _ in plotted}):
         results = {f"{model} ({n})": e.result for (m, n), e in plotted.items() if m == model}
