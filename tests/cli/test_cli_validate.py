@@ -45,9 +45,12 @@ def test_validate_reports_every_case_and_fails_on_a_broken_model(subset, tmp_pat
     payload = json.loads(capsys.readouterr().out)
     cases = {case["label"]: case for case in payload["cases"]}
     assert set(cases["EfficientNet-Lite0"]) == {
-        "label", "spec", "normalization", "shape_bias", "expected", "difference", "passed", "status", "reason",
-        "verdict", "null_reasons",
+        "label", "spec", "normalization", "normalization_case", "shape_bias", "expected", "difference", "passed",
+        "status", "reason", "verdict", "null_reasons",
     }  # fmt: skip  (the verdict as data: passed, status, reason; its text beside them)
+    assert (cases["EfficientNet-Lite0"]["normalization_case"], cases["EfficientNet-Lite0"]["normalization"]) == (
+        "model", "model (half)"
+    )  # fmt: skip
     assert "no published value" in cases["EfficientNet-Lite0"]["null_reasons"]["expected"]  # why Expected is null
     assert cases["EfficientNet-Lite0"]["verdict"] == "FINDING (no expected value)"
     assert (cases["EfficientNet-Lite0"]["passed"], cases["EfficientNet-Lite0"]["status"]) == (True, "finding")

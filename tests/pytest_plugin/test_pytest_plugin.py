@@ -338,6 +338,9 @@ def test_models_file_settings_come_from_the_ini_file(pytester, stimulus_subset, 
     (row,) = json.loads((pytester.path / "out" / "shape_bias.json").read_text())
     images = row["conflict_images"] + row["excluded_no_conflict"]
     assert images == len(list(subset.rglob("*.png"))) == 16  # the ini's folder, not another
+    # the verdict as data: the test passed, and the report says so in fields, not in its text
+    assert row["passed"] is True and row["status"] in {"pass", "finding"} and isinstance(row["reason"], str)
+    assert (row["normalization_case"], row["normalization"]) == ("model", "model (half)")
 
 
 def test_xdist_work_units_group_a_models_cases_and_nothing_else():
