@@ -205,11 +205,10 @@ def vlm_shape_bias(
     -0.3667
     """
     from modelval.api.loading import load_stimuli
-    from modelval.behaviour.answers import PARSERS, abstentions_of, parse_answer, prompt_difference
+    from modelval.behaviour.answers import abstentions_of, parse_answer, prompt_difference
     from modelval.behaviour.decisions import NO_RESPONSE, Decision
     from modelval.behaviour.resampling import resolve_unit
     from modelval.behaviour.shape_bias import compute_shape_bias
-    from modelval.datasets.registry import get_dataset
     from modelval.judgement.sanity import sanity_check
     from modelval.judgement.verdicts import Case, judge
     from modelval.records.answer_cache import AnswerCache
@@ -218,18 +217,9 @@ def vlm_shape_bias(
     from modelval.records.store import cache_on as caching
 
     options, _ = resolve_options(options, None, settings)
-    if not get_dataset(options.dataset).has_conflicts:
-        raise ModelvalError("a VLM is asked about the cue-conflict stimuli; other datasets are not supported yet")
-    if parse is not None and parse not in PARSERS:
-        raise DataError(f"unknown parser {parse!r}; use one of {', '.join(PARSERS)}")
-    if not prompts:
-        raise DataError("no prompt: give at least one (vqa16, shape16, texture16, caption, or a prompt file)")
+    resolved = _checked_request(options, prompts, parse)
     function, identity = _vlm_callable(vlm)
     label = name or identity["spec"]
-    resolved = [_resolve_prompt(prompt) for prompt in prompts]
-    names = [entry[0] for entry in resolved]
-    if len(set(names)) != len(names):
-        raise DataError(f"the prompts {', '.join(names)} repeat a name; each prompt once")
     stimuli = load_stimuli(options)
     provenance = {**environment(), "vlm": identity, "stimuli": stimuli.provenance()}
     unit = resolve_unit(options.resample, cue_conflict=True)
@@ -276,6 +266,26 @@ def vlm_shape_bias(
         "provenance": provenance,
     }
     return PromptSweepReport(label, runs, differences, details)
+
+
+def _checked_request(
+    options: EvaluationOptions, prompts: Sequence[str], parse: str | None
+) -> list[tuple[str, str, str]]:
+    """Each prompt's ``(name, text, default parser)``, once the dataset, the parser and the prompts were checked."""
+    from modelval.behaviour.answers import PARSERS
+    from modelval.datasets.registry import get_dataset
+
+    if not get_dataset(options.dataset).has_conflicts:
+        raise ModelvalError("a VLM is asked about the cue-conflict stimuli; other datasets are not supported yet")
+    if parse is not None and parse not in PARSERS:
+        raise DataError(f"unknown parser {parse!r}; use one of {', '.join(PARSERS)}")
+    if not prompts:
+        raise DataError("no prompt: give at least one (vqa16, shape16, texture16, caption, or a prompt file)")
+    resolved = [_resolve_prompt(prompt) for prompt in prompts]
+    names = [entry[0] for entry in resolved]
+    if len(set(names)) != len(names):
+        raise DataError(f"the prompts {', '.join(names)} repeat a name; each prompt once")
+    return resolved
 
 
 def _answers(function: VLM, label: str, stimuli: Any, text: str, cache: Any) -> list[str]:
