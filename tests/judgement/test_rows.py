@@ -203,7 +203,7 @@ def test_a_row_with_a_published_value_gets_no_note(published_row):
 def test_the_case_normalization_is_data_beside_the_shown_text():
     """The runner's rows carry the case they asked for; nothing splits ``model (half)`` to find it."""
     result = compute_shape_bias(_committed_lite0(), n_bootstrap=0)
-    asked = ReportRow("m", "M", "test", "model (half)", result, case_normalization="model")
+    asked = ReportRow("m", "M", "test", "model (half)", result, normalization_case="model")
     plain = ReportRow("m", "M", "test", "imagenet", result)
     assert (asked.normalization_case, asked.to_dict()["normalization_case"]) == ("model", "model")
     assert asked.to_dict()["normalization"] == "model (half)"

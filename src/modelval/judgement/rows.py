@@ -63,14 +63,12 @@ class ReportRow:
     error: str | None = None
     #: Where no shape bias is published: the model's committed baseline, compared when the protocol is its own.
     baseline: CommittedBaseline | None = None
-    #: The normalization the case asked for (``model``, ``imagenet``, ...), where :attr:`normalization` shows it
-    #: with what it resolved to (``model (half)``); ``""``: the same as :attr:`normalization`.
-    case_normalization: str = ""
+    #: The normalization the case asked for (``model``, ``imagenet``, ...), as data, where :attr:`normalization`
+    #: shows it with what it resolved to (``model (half)``); not given: the same as :attr:`normalization`.
+    normalization_case: str = ""
 
-    @property
-    def normalization_case(self) -> str:
-        """The normalization the case asked for, as data (never read back from the shown text)."""
-        return self.case_normalization or self.normalization
+    def __post_init__(self) -> None:
+        self.normalization_case = self.normalization_case or self.normalization
 
     @classmethod
     def for_error(cls, model: str, label: str, source: str, normalization: str, error: str) -> ReportRow:

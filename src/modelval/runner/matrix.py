@@ -261,7 +261,7 @@ class ValidationRunner:
             expected = expected.for_evaluation(evaluation)
         row = ReportRow(
             case.model, label, source, f"{normalization} ({evaluation.config.normalization_name})", evaluation.result,
-            expected, provenance=run.provenance(), case_normalization=normalization,
+            expected, provenance=run.provenance(), normalization_case=normalization,
         )  # fmt: skip
         retries = evaluation.provenance.get("out_of_memory")
         if isinstance(retries, list) and retries:  # the report says the batch size was lowered (and why)
