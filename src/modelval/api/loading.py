@@ -18,7 +18,9 @@ if TYPE_CHECKING:
 
 
 def load_stimuli(options: EvaluationOptions, *, offline: bool | None = None) -> StimulusSet:
-    """The decoded stimuli of ``options.dataset``, found (and fetched unless ``offline``) and verified.
+    """The stimuli of ``options.dataset``, found (and fetched unless ``offline``) and verified; their pixels are
+    decoded on first use, so a model that fails to load (a factory that raises, weights not available offline)
+    costs no decoding.
 
     Parameters
     ----------
@@ -39,6 +41,7 @@ def load_stimuli(options: EvaluationOptions, *, offline: bool | None = None) -> 
         cache=cache_on(options.cache),
         dataset=options.dataset,
         allow_modified=options.allow_modified_stimuli,
+        decode=False,
     )
 
 

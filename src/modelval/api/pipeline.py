@@ -295,11 +295,9 @@ def _outputs_stored(
 
 
 def decode_cache_entry(stimuli: StimulusSet) -> dict[str, str] | None:
-    """Which decode-cache entry a run read or wrote, and when it was stored (``None`` when the cache was off).
-
-    A hit on what feels like a first run is real: any earlier run that loaded these stimuli stored them, also one
-    that failed afterwards (weights not available offline, a factory that raised), since the stimuli are loaded
-    before the weights. The entry's time says when.
+    """Which decode-cache entry a run read or wrote, and when it was stored (``None`` when the cache was off or
+    nothing was decoded). A hit on what feels like a first run is real: any earlier run that decoded these stimuli
+    stored them (another model, another command); the entry's time says when.
 
     Parameters
     ----------

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 import weakref
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -26,19 +27,38 @@ class StimulusSet:
 
     Evaluate any number of models or preprocessing configurations on one instance: the pixels are
     decoded once (and, with ``cache=True``, once per data set across processes).
+
+    Parameters
+    ----------
+    root
+        The stimulus folder.
+    stimuli
+        The stimuli, in the order of ``images``.
+    images
+        Their pixels, uint8 (N, 3, 224, 224); or a function that decodes them and returns ``(pixels, decode cache
+        status)``, called on the first use of ``images`` (as :meth:`load` with ``decode=False`` passes).
+    cache_status
+        The decode cache's part: ``"hit"``, ``"miss"``, ``"rebuilt"`` (a bad entry replaced), ``"off"``, or
+        ``"not decoded"`` (yet).
+    verification
+        ``"verified"``, ``"modified: ..."`` or ``"not checked"`` (a subset).
+    digests
+        SHA-256 of each file's bytes, by relative path (``None`` for a set built in memory).
+    dataset
+        One of :data:`~modelval.datasets.registry.DATASET_NAMES`.
     """
 
     root: Path
     stimuli: list[Stimulus]
-    images: torch.Tensor
-    cache_status: str = "off"  # "hit", "miss", "rebuilt" (bad entry replaced) or "off"
-    verification: str = "not checked"  # "verified", "modified: ...", or "not checked" (a subset)
-    #: SHA-256 of each file's bytes, by relative path (``None`` for a set built in memory).
+    images: torch.Tensor  # a property below: decoded on first use when given a function
+    cache_status: str = "off"
+    verification: str = "not checked"
     digests: dict[str, str] | None = None
     dataset: str = DEFAULT_DATASET
     #: (what the content digest was computed from, the digest): every evaluation's cache key needs it, and the
     #: pixel digest of a set built in memory hashes every pixel. ``dataclasses.replace`` starts a new one.
     _content: tuple[tuple[Any, ...], str] | None = field(default=None, init=False, repr=False, compare=False)
+    _images: torch.Tensor | Callable[[], tuple[torch.Tensor, str]] = field(init=False, repr=False, compare=False)
 
     @classmethod
     def load(
@@ -53,6 +73,7 @@ class StimulusSet:
         dataset: str = DEFAULT_DATASET,
         verify: bool | None = None,
         allow_modified: bool = False,
+        decode: bool = True,
     ) -> StimulusSet:
         """Discover, verify and decode the stimuli of ``dataset`` under ``root``.
 
@@ -79,6 +100,9 @@ class StimulusSet:
         allow_modified
             Evaluate a modified set (:attr:`verification` says what differs) or a subset of any size, which is
             always checked against the manifest, so the result says which files are missing.
+        decode
+            Decode now; ``False``: on the first use of :attr:`images`, so that a run whose model fails to load
+            (a factory that raises, weights not available offline) fails without decoding anything.
         """
         root = Path(root)
         if allow_modified and expected_count == "registry":
@@ -91,20 +115,39 @@ class StimulusSet:
         if check:
             verification = _verify(root, digests, dataset, allow_modified)
 
-        def decode() -> torch.Tensor:
-            return decode_stimuli(root, stimuli, workers=workers, progress=progress)
+        def decoded() -> tuple[torch.Tensor, str]:
+            def pixels() -> torch.Tensor:
+                return decode_stimuli(root, stimuli, workers=workers, progress=progress)
 
-        if not get_dataset(dataset).decode_cache or not cache_enabled(cache):
-            return cls(root, stimuli, decode(), verification=verification, digests=digests, dataset=dataset)
-        images, status = load_or_decode(root, stimuli, decode, cache_dir=cache_dir, digests=digests)
-        return cls(root, stimuli, images, status, verification, digests, dataset)
+            if not get_dataset(dataset).decode_cache or not cache_enabled(cache):
+                return pixels(), "off"
+            return load_or_decode(root, stimuli, pixels, cache_dir=cache_dir, digests=digests)
+
+        loaded = cls(root, stimuli, decoded, "not decoded", verification, digests, dataset)  # type: ignore[arg-type]
+        if decode:
+            loaded.images  # noqa: B018 (decoding is the point)
+        return loaded
 
     def __len__(self) -> int:
         return len(self.stimuli)
 
+    def pixels_of(self, indices: Sequence[int]) -> torch.Tensor:
+        """The pixels of the stimuli at ``indices``: of a set not decoded yet, only those are decoded (the sanity
+        probe's sample, which may reject a model before the rest are needed).
+
+        Parameters
+        ----------
+        indices
+            Positions in :attr:`stimuli`.
+        """
+        if callable(self._images):
+            return decode_stimuli(self.root, [self.stimuli[i] for i in indices], progress=False)
+        return self.images[torch.as_tensor(list(indices), dtype=torch.long)]
+
     def __getstate__(self) -> dict[str, Any]:
         # A set is pickled to Ray workers (ray.put); the remembered digest holds a weak reference, which pickle
         # refuses, and a copy computes its own anyway.
+        self.images  # noqa: B018 (a worker gets the pixels, not a function that decodes them)
         return {**self.__dict__, "_content": None}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -136,8 +179,8 @@ class StimulusSet:
         if self._content is not None and _same_signature(self._content[0], signature):
             return self._content[1]
         DIGESTS_COMPUTED["stimuli"] += 1
-        if self.digests is not None and all(s.relpath in self.digests for s in self.stimuli):
-            digest = json_digest([[s.relpath, self.digests[s.relpath]] for s in self.stimuli])
+        if self._of_files():
+            digest = json_digest([[s.relpath, self.digests[s.relpath]] for s in self.stimuli])  # type: ignore[index]
         else:
             pixels = hashlib.sha256(f"{tuple(self.images.shape)}|{self.images.dtype}|".encode())
             data = self.images.detach().contiguous()
@@ -147,13 +190,38 @@ class StimulusSet:
         self._content = (signature, digest)
         return digest
 
+    def _of_files(self) -> bool:
+        """Whether the content digest is of the files' digests (else of the pixels)."""
+        return self.digests is not None and all(s.relpath in self.digests for s in self.stimuli)
+
     def _content_signature(self) -> tuple[Any, ...]:
+        files = (self.stimuli, len(self.stimuli), self.digests, None if self.digests is None else len(self.digests))
+        if self._of_files():  # the pixels play no part (nor need decoding)
+            return (*files, _no_pixels, 0, None)
         images = self.images
         version = images._version if not images.is_inference() else None  # inference tensors keep no counter
-        return (
-            self.stimuli, len(self.stimuli), self.digests, None if self.digests is None else len(self.digests),
-            weakref.ref(images), version, images.data_ptr(), tuple(images.shape), images.dtype,
-        )  # fmt: skip
+        stamps = (images.data_ptr(), tuple(images.shape), images.dtype)
+        return (*files, weakref.ref(images), version, stamps)
+
+
+def _pixels(self: StimulusSet) -> torch.Tensor:
+    """The pixels, uint8 (N, 3, 224, 224), decoded now when the set was given a function that decodes them."""
+    if callable(self._images):
+        self._images, self.cache_status = self._images()
+    return self._images
+
+
+def _set_pixels(self: StimulusSet, images: torch.Tensor | Callable[[], tuple[torch.Tensor, str]]) -> None:
+    self._images = images
+
+
+# After the class statement, so that the dataclass keeps `images` as an ordinary field (its __init__, repr and
+# dataclasses.replace) while reads go through the decoder.
+StimulusSet.images = property(_pixels, _set_pixels)  # type: ignore[assignment]
+
+
+def _no_pixels() -> None:
+    """The pixels' stand-in (a dead reference) in the signature of a set whose digest is of its files."""
 
 
 def _same_signature(old: tuple[Any, ...], new: tuple[Any, ...]) -> bool:

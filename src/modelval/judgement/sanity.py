@@ -278,7 +278,6 @@ def probe_sanity(
     **forward
         The keyword arguments of :func:`~modelval.evaluation.evaluate` (device, batch size, ...).
     """
-    import torch
 
     from modelval.evaluation import category_probabilities
 
@@ -297,7 +296,7 @@ def probe_sanity(
     for start in range(0, limit, step):
         chunk = order[start : start + step]
         probabilities = category_probabilities(
-            model, stimuli.images[torch.from_numpy(chunk)], config, progress=False, **forward
+            model, stimuli.pixels_of(chunk.tolist()), config, progress=False, **forward
         )
         parts.append(probabilities)
         for offset, choice in enumerate(probabilities.argmax(axis=1)):
