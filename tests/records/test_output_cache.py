@@ -162,12 +162,31 @@ def test_versions_and_the_forward_path_are_in_the_key(few, monkeypatch):
     real = evaluation.package_version
     monkeypatch.setattr(evaluation, "package_version", lambda name: "9.9" if name == "torch" else real(name))
     assert _key(model, CONFIG, few, {"device": "cpu"}) != base
+    monkeypatch.undo()
+    # issue 40: a Pillow or libjpeg-turbo upgrade can move pixels, so it misses the stored outputs
+    for codec in ("pillow", "libjpeg_turbo"):
+        other = {**evaluation.decoder_record(), codec: "0.0.1"}
+        monkeypatch.setattr(evaluation, "decoder_record", lambda other=other: other)
+        assert _key(model, CONFIG, few, {"device": "cpu"}) != base
+    monkeypatch.undo()
+    assert _key(model, CONFIG, few, {"device": "cpu"}) == base
+
+
+def test_the_decoder_is_named_with_its_codecs_in_the_key_and_the_record(few):
+    import PIL
+
+    from modelval.records.provenance import environment
+
+    _, fields = output_key(tiny_model(), CONFIG, few, device="cpu")
+    assert fields["decoder"] == environment()["decoder"]
+    assert fields["decoder"]["name"] == "Pillow" and fields["decoder"]["pillow"] == PIL.__version__
+    assert set(fields["decoder"]) == {"name", "pillow", "libjpeg_turbo", "jpeg", "zlib"}
 
 
 def test_every_field_of_the_key_is_tested(few):
     """A field added to the key without a test that changes it alone fails here."""
     _, fields = output_key(tiny_model(), CONFIG, few, device="cpu")
-    covered = set(KEY_CHANGES) | {"forward_path", "versions"}
+    covered = set(KEY_CHANGES) | {"forward_path", "versions", "decoder"}
     assert set(fields) == covered
 
 

@@ -24,7 +24,6 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
-import PIL
 
 if TYPE_CHECKING:  # torch loads on first use: listing models or parsing specs stays light
     import torch
@@ -32,6 +31,7 @@ if TYPE_CHECKING:  # torch loads on first use: listing models or parsing specs s
 from modelval.behaviour.cue_conflict import Stimulus
 from modelval.datasets.manifest import hash_stimuli, manifest_path
 from modelval.errors import DataError
+from modelval.records.provenance import decoder_record
 from modelval.records.store import Store, array_digest, cache_on, key_of, matches, read_record
 
 CACHE_FORMAT = 3  # 3: the store's key and SHA-256 record (2: content-keyed, CRC-32; 1: keyed by size and mtime)
@@ -85,7 +85,7 @@ def cache_key(root: str | os.PathLike[str], stimuli: Sequence[Stimulus], digests
     if digests is None:
         digests = hash_stimuli(root, [s.relpath for s in stimuli])
     files = [[stimulus.relpath, digests[stimulus.relpath]] for stimulus in stimuli]
-    return key_of({"format": CACHE_FORMAT, "pillow": PIL.__version__, "manifest": _manifest_digest(), "files": files})
+    return key_of({"format": CACHE_FORMAT, "decoder": decoder_record(), "manifest": _manifest_digest(), "files": files})
 
 
 def _read(store: DecodeCache, key: str, count: int) -> torch.Tensor | None:

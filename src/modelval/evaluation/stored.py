@@ -17,7 +17,7 @@ import torch
 from modelval.preprocessing import PreprocessConfig
 from modelval.records.digests import architecture_digest, module_state_digest, state_dict_digest
 from modelval.records.output_cache import OutputCache
-from modelval.records.provenance import json_digest, package_version
+from modelval.records.provenance import decoder_record, json_digest, package_version
 from modelval.runtime import resolve_device
 
 if TYPE_CHECKING:
@@ -142,8 +142,9 @@ def output_key(
     module tree and the source file of its class), the module state outside the state dict (plain attributes,
     tensors kept as attributes, non-persistent buffers, hooks:
     :func:`~modelval.records.digests.module_state_digest`), the resolved preprocessing, the stimuli's content, the
-    precision, the device class, channels-last, the forward path's version, and the versions of modelval,
-    torch and torchvision (a torch upgrade that moves the numbers must not be hidden by the cache).
+    precision, the device class, channels-last, the forward path's version, the versions of modelval, torch and
+    torchvision, and the decoder's (Pillow, libjpeg-turbo, zlib): an upgrade that moves the numbers or the
+    pixels must not be hidden by the cache.
 
     The weights and architecture digests are remembered per model object (:mod:`modelval.records.provenance`)
     and the stimuli's per stimulus set, so a second key of the same model hashes no weights again. Put the
@@ -175,5 +176,6 @@ def output_key(
         "channels_last": channels_last,
         "forward_path": FORWARD_PATH_VERSION,
         "versions": {name: package_version(name) for name in ("modelval", "torch", "torchvision")},
+        "decoder": decoder_record(),
     }
     return (json_digest(fields) if weights is not None else None), fields

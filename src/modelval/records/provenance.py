@@ -68,6 +68,26 @@ def git_state() -> dict[str, Any] | None:
     return {"commit": commit, "dirty": bool(status.strip())}
 
 
+@cache
+def decoder_record() -> dict[str, str | None]:
+    """The image decoder every stimulus goes through: Pillow, and the versions of its JPEG and PNG (zlib) codecs.
+
+    A Pillow upgrade can move pixels (Pillow #6113, #6262), and a libjpeg-turbo upgrade the pixels of every lossy
+    file, so both are in every output-cache key and provenance record (issue 40).
+    """
+    import PIL
+    from PIL import features
+
+    def codec(name: str) -> str | None:
+        try:
+            return features.version(name)
+        except ValueError:  # a Pillow that does not know the name
+            return None
+
+    return {"name": "Pillow", "pillow": PIL.__version__, "libjpeg_turbo": codec("libjpeg_turbo"),
+            "jpeg": codec("jpg"), "zlib": codec("zlib")}  # fmt: skip
+
+
 def environment() -> dict[str, Any]:
     """The run-independent part of a record: modelval, Python, the packages, the platform, a timestamp."""
     from modelval import __version__
@@ -79,6 +99,7 @@ def environment() -> dict[str, Any]:
         "git": git_state(),
         "python": platform.python_version(),
         "packages": {name: package_version(name) for name in PACKAGES},
+        "decoder": decoder_record(),
         "platform": f"{platform.system()} {platform.machine()}",
         "command": " ".join(Path(sys.argv[0]).name.split() + sys.argv[1:]) if sys.argv and sys.argv[0] else None,
         "session": session_id(),
