@@ -7,7 +7,8 @@ import pytest
 
 from modelval.cli import main
 from modelval.errors import DataError
-from modelval.judgement.baseline import compare_to_baseline, load_baseline, save_baseline
+from modelval.judgement.baseline import compare_to_baseline
+from modelval.judgement.baseline_file import load_baseline, save_baseline
 from modelval.paths import package_data
 from modelval.runner.matrix import MAX_BASELINE_FLIPS
 from recorded_outputs import NORMALIZATIONS, RECORDED, REGENERATE, recorded_meta
@@ -139,9 +140,17 @@ def test_baseline_of_a_spec_with_a_label_map(stimulus_subset, ten_way_head, tmp_
     again = ["--model", ten_way_head.spec]
     assert main(["baseline", "compare", str(out), "--json", *again, *spec, *common]) == 0
     assert json.loads(capsys.readouterr().out)["flipped"] == 0
-    # The map is not stored in the baseline: without it the head is refused, with its size.
+    # The map, mean and std are stored in the baseline (issue 40) and re-applied when not given again.
+    assert load_baseline(out)["settings"] == {
+        "label_map": str(ten_way_head.label_map), "mean": [0.5, 0.5, 0.5], "std": [0.5, 0.5, 0.5]
+    }  # fmt: skip
+    assert main(["baseline", "compare", str(out), "--trust-repo", "--json", *common]) == 0
+    assert json.loads(capsys.readouterr().out)["flipped"] == 0
+    # A recorded map that is gone: one line, exit 2, as the flag's would be.
+    ten_way_head.label_map.unlink()
     assert main(["baseline", "compare", str(out), "--trust-repo", *common]) == 2
-    assert "head has 10 outputs" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert str(ten_way_head.label_map) in err and len(err.strip().splitlines()) == 1
 
 
 # --- a baseline is data: the code its "model" names runs only with consent (issue 23) -------------------
@@ -175,7 +184,7 @@ def test_a_baseline_naming_code_runs_nothing_without_consent(model, tmp_path, ca
 
 def test_a_baseline_hub_model_needs_the_same_consent(tmp_path):
     from modelval.errors import ModelvalError
-    from modelval.judgement.baseline import baseline_model
+    from modelval.judgement.baseline_file import baseline_model
 
     baseline = {**load_baseline(COMMITTED), "model": "hub:someone/repo/entry"}
     with pytest.raises(ModelvalError, match=r"runs the Python code of github.com/someone/repo in this process"):
@@ -209,3 +218,61 @@ def test_baseline_fields_of_the_wrong_type_are_one_line_naming_the_field(change,
     assert main(["baseline", "compare", str(path)]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"modelval: error: {path}: ") and err.count("\n") == 1
+
+
+# --- issue 40: a baseline re-applies what it recorded, and says what differs ---------------------------------------
+
+
+def test_a_baseline_re_applies_its_input_size_and_an_old_one_names_it(stimulus_subset, tmp_path, capsys):
+    subset = stimulus_subset(2)
+    out = tmp_path / "lite0-240.json"
+    common = ["--data-root", str(subset), "--device", "cpu", "--allow-modified-stimuli"]
+    assert main(["baseline", "save", "--model", "efficientnet_lite0", "--input-size", "240", "--out", str(out),
+                 *common]) == 0  # fmt: skip
+    saved = load_baseline(out)
+    assert saved["settings"] == {"input_size": 240} and saved["preprocessing"]["input_size"] == 240
+    capsys.readouterr()
+    # compared plainly: run at 240 again (it ran at 224 before: 252 of 1280 decisions flipped, FAIL)
+    assert main(["baseline", "compare", str(out), *common]) == 0
+    text = capsys.readouterr().out
+    assert "0 of 32 decisions flipped" in text and "preprocessing against the baseline: the same" in text
+    # given again with another value: an override, said so, and the difference named
+    code = main(["baseline", "compare", str(out), "--input-size", "224", "--json", *common])
+    report = json.loads(capsys.readouterr().out)
+    assert report["overrides"] == {"input_size": [240, 224]}
+    assert report["preprocessing_changes"] == {"input_size": [240, 224]}
+    assert code == 1 and "the preprocessing differs from the baseline's: input_size 240 -> 224" in report["reason"]
+    # a baseline made before settings were recorded: the difference is the reason of its failure, in one line
+    old = {key: value for key, value in saved.items() if key != "settings"}
+    save_baseline(tmp_path / "old.json", old)
+    assert main(["baseline", "compare", str(tmp_path / "old.json"), *common]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1] == "preprocessing against the baseline: input_size 240 -> none"  # none: the 224 px as they are
+    assert lines[-1].startswith("FAIL: ") and lines[-1].endswith("differs from the baseline's: input_size 240 -> none")
+
+
+def test_the_recorded_settings_are_checked_like_flags(tmp_path, capsys):
+    baseline = load_baseline(COMMITTED)
+    for settings, message in [
+        ({"device": "cuda"}, '"settings" must be an object of checkpoint'),
+        ({"input_size": True}, '"settings".input_size must be a string, a number or a list'),
+    ]:
+        save_baseline(tmp_path / "bad.json", {**baseline, "settings": settings})
+        with pytest.raises(DataError, match=message):
+            load_baseline(tmp_path / "bad.json")
+    save_baseline(tmp_path / "bad.json", {**baseline, "settings": {"input_size": 5}})
+    assert main(["baseline", "compare", str(tmp_path / "bad.json")]) == 2
+    err = capsys.readouterr().err
+    assert '"settings".input_size \'5\': ' in err and "16 to 4096" in err and len(err.strip().splitlines()) == 1
+
+
+def test_preprocessing_changes_name_each_field():
+    from modelval.judgement.baseline import preprocessing_changes
+
+    before = {"mean": [0.5, 0.5, 0.5], "std": [0.5, 0.5, 0.5], "interpolation": "bicubic", "input_size": 224}
+    assert preprocessing_changes(before, {**before, "mean": [0.5000000001, 0.5, 0.5]}) == {}
+    changed = {**before, "mean": [0.485, 0.456, 0.406], "interpolation": "bilinear"}
+    assert preprocessing_changes(before, changed) == {
+        "mean": ([0.5, 0.5, 0.5], [0.485, 0.456, 0.406]), "interpolation": ("bicubic", "bilinear")
+    }  # fmt: skip
+    assert preprocessing_changes(None, changed) == {}

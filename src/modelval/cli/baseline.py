@@ -19,6 +19,8 @@ from modelval.cli._options import (
     model_options,
 )
 from modelval.cli._output import out, out_json
+from modelval.errors import DataError
+from modelval.judgement.baseline_file import REAPPLIED
 from modelval.settings import SETTINGS
 
 
@@ -46,9 +48,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     compare = actions.add_parser(
         "compare",
         help="re-run a baseline's evaluation and report flipped decisions",
-        description="Re-runs the baseline's model with its settings (or the overrides given) and reports "
-        "flipped decisions, the shape-bias delta and the largest probability shifts. Exit status 1 when a "
-        "threshold is exceeded.",
+        description="Re-runs the baseline's model with every setting it recorded (its normalization, resize, "
+        "aggregation, input size, mean/std, interpolation, checkpoint, label map, zero-shot head, precision), "
+        "each unless given again here, and reports flipped decisions (counted by transition), the shape-bias "
+        "delta, the largest probability shifts and what differs in the effective preprocessing. Exit status 1 "
+        "when a threshold is exceeded.",
     )
     compare.add_argument("baseline", type=Path)
     compare.add_argument(
@@ -76,17 +80,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     add_json_option(compare, "the comparison")
     overriding = "override the baseline's: "
+    # The zero-shot head's settings are re-applied from the baseline, never given again (save another baseline).
     add_settings(compare, *LOADING, *PROTOCOL, *RUNNING, "amp", quiet=UNFLAGGED, help={
-        name: overriding + SETTINGS[name].help for name in ("normalization", "resize", "aggregation")
+        name: overriding + SETTINGS[name].help
+        for name in ("normalization", "resize", "aggregation", *REAPPLIED) if name not in ZERO_SHOT
     })  # fmt: skip
     compare.set_defaults(handler=_run_compare)
 
 
 def _run_save(args: argparse.Namespace) -> int:
-    from modelval.judgement.baseline import baseline_from_evaluation, save_baseline
+    from modelval.judgement.baseline_file import baseline_from_evaluation, save_baseline
 
     evaluation = run_model(args.model, options=evaluation_options(args), model_options=model_options(args)).evaluation
-    baseline = baseline_from_evaluation(evaluation, normalization=args.normalization, resize=args.resize)
+    baseline = baseline_from_evaluation(
+        evaluation, normalization=args.normalization, resize=args.resize, settings=vars(args)
+    )
     save_baseline(args.out, baseline)
     result = evaluation.result
     out(
@@ -97,12 +105,20 @@ def _run_save(args: argparse.Namespace) -> int:
 
 
 def _run_compare(args: argparse.Namespace) -> int:
-    from modelval.judgement.baseline import baseline_model, compare_to_baseline, load_baseline, record_comparison
+    from modelval.judgement.baseline import compare_to_baseline, record_comparison
+    from modelval.judgement.baseline_file import baseline_model, load_baseline, reapplied_settings
     from modelval.records.run_store import default_run_store
 
     baseline = load_baseline(args.baseline)
     model = baseline_model(baseline, args.baseline, model=args.model, trust_code=args.trust_repo)
-    given = args._given  # the protocol of the baseline unless a flag overrides it
+    given = args._given  # the protocol and the settings of the baseline unless a flag overrides them
+    settings, overrides = reapplied_settings(baseline, given)
+    for name, recorded in settings.items():  # read as the flag's text is: one parser per setting
+        text = ",".join(map(str, recorded)) if isinstance(recorded, list) else str(recorded)
+        try:
+            setattr(args, name, SETTINGS[name].parse(text))
+        except ValueError as error:
+            raise DataError(f'{args.baseline}: "settings".{name} {text!r}: {error}') from None
     options = evaluation_options(
         args,
         normalization=given["normalization"] or str(baseline["normalization"]),
@@ -116,6 +132,7 @@ def _run_compare(args: argparse.Namespace) -> int:
         max_flips=args.max_flips,
         max_shape_bias_delta=args.max_shape_bias_delta,
         max_probability_shift=args.max_probability_shift,
+        overrides=overrides,
     )
     record_comparison(
         comparison, run.evaluation, run.provenance(), label=f"baseline {args.baseline}", run_store=default_run_store()
@@ -125,3 +142,4 @@ def _run_compare(args: argparse.Namespace) -> int:
     else:
         out(comparison.format())
     return 0 if comparison.passed else 1
+

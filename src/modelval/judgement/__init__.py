@@ -9,10 +9,10 @@ from __future__ import annotations
 from modelval.lazy import lazy_exports
 
 _EXPORTS = {
-    "baseline_from_evaluation": "modelval.judgement.baseline",
+    "baseline_from_evaluation": "modelval.judgement.baseline_file",
     "compare_to_baseline": "modelval.judgement.baseline",
-    "load_baseline": "modelval.judgement.baseline",
-    "save_baseline": "modelval.judgement.baseline",
+    "load_baseline": "modelval.judgement.baseline_file",
+    "save_baseline": "modelval.judgement.baseline_file",
     "diagnose": "modelval.judgement.diagnosis",
     "ExpectedShapeBias": "modelval.judgement.expected",
     "expected_for": "modelval.judgement.expected",

@@ -1,209 +1,22 @@
-"""Regression baselines: per-image decisions and top-5 category probabilities of one evaluation.
-
-Save a baseline once; after any preprocessing (or model-loading) change, re-run and compare:
-which images flipped (from what to what), how far the shape bias moved, and which probabilities
-shifted most. Thresholds turn the comparison into a pass/fail check.
-
-File format (JSON, ``"format": "modelval-baseline/1"``): the evaluation settings (model,
-normalization, resize, aggregation, effective preprocessing), library versions, the stimulus
-manifest digest, the shape-bias summary, and one record per image:
-``{"name", "shape", "texture", "decision", "top5": [[category, probability], ...]}`` where the
-probabilities are the 16 aggregated category probabilities (the quantities decisions come from).
+"""Regression baselines compared: after any preprocessing (or model-loading) change, re-run a baseline
+(:mod:`modelval.judgement.baseline_file`) and compare: which images flipped (from what to what, counted by
+transition), how far the shape bias moved, which probabilities shifted most, and what differs in the effective
+preprocessing. Thresholds turn the comparison into a pass/fail check.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
-import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from modelval import __version__
-from modelval.atomic import write_text
 from modelval.behaviour.categories import CATEGORIES
 from modelval.errors import DataError
 from modelval.evaluation import Evaluation
 from modelval.judgement.verdict import Flips, Verdict, answer_kind
 from modelval.records.run_diff import RunDiff
 from modelval.records.run_store import RunStore
-
-FORMAT = "modelval-baseline/1"
-TOP_K = 5
-
-
-def _manifest_digest(relpaths: list[str]) -> str:
-    """A digest of the stimulus list, so a baseline made on other stimuli is recognised."""
-    return hashlib.sha256("\n".join(sorted(relpaths)).encode()).hexdigest()[:16]
-
-
-def baseline_from_evaluation(
-    evaluation: Evaluation,
-    *,
-    normalization: str,
-    resize: str = "none",
-) -> dict[str, Any]:
-    """The JSON-ready baseline of an evaluation.
-
-    Parameters
-    ----------
-    evaluation
-        The evaluation to keep (its decisions and 16 category probabilities per image).
-    normalization
-        The normalization it ran under (``model``, ``imagenet``, ...), recorded for the comparison.
-    resize
-        The resize protocol it ran under (``none``: the 224 px stimuli as they are).
-    """
-    import torch
-
-    probabilities = evaluation.category_probabilities
-    order = np.argsort(-probabilities, axis=1, kind="stable")[:, :TOP_K]
-    images = []
-    for index, (stimulus, decision) in enumerate(zip(evaluation.stimuli, evaluation.decisions, strict=True)):
-        top = [[CATEGORIES[c], round(float(probabilities[index, c]), 7)] for c in order[index]]
-        images.append(
-            {
-                "name": stimulus.name,
-                "shape": stimulus.shape,
-                "texture": stimulus.texture,
-                "decision": decision.response,
-                "top5": top,
-            }
-        )
-    return {
-        "format": FORMAT,
-        "model": evaluation.model_name,
-        "normalization": normalization,
-        "resize": resize,
-        "aggregation": evaluation.aggregation,
-        "preprocessing": evaluation.config.to_dict(),
-        "stimuli_digest": _manifest_digest([s.relpath for s in evaluation.stimuli]),
-        "versions": {"modelval": __version__, "torch": torch.__version__},
-        "summary": {
-            k: v
-            for k, v in evaluation.result.to_dict().items()
-            if k not in ("per_category", "ci95", "ci95_resampling")  # the point estimate only
-        },
-        "images": images,
-    }
-
-
-def save_baseline(path: str | os.PathLike[str], baseline: dict[str, Any]) -> Path:
-    """Write ``baseline`` to ``path`` atomically, one image per line (small files, readable diffs).
-
-    Parameters
-    ----------
-    path
-        The file to write (``.json``).
-    baseline
-        What :func:`baseline_from_evaluation` returned.
-    """
-    header = json.dumps({**baseline, "images": "@IMAGES@"}, indent=1)
-    images = ",\n  ".join(json.dumps(record) for record in baseline["images"])
-    # Atomic: a full disk leaves the previous baseline as it was, never a truncated one.
-    return write_text(path, header.replace('"@IMAGES@"', "[\n  " + images + "\n ]") + "\n")
-
-
-def load_baseline(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """A baseline file, checked field by field; a bad one is one :class:`~modelval.errors.DataError` line.
-
-    Parameters
-    ----------
-    path
-        The file :func:`save_baseline` wrote.
-    """
-    path = Path(path)
-    try:
-        payload = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise DataError(f"baseline file not found: {path}") from None
-    except json.JSONDecodeError as error:
-        raise DataError(f"{path}: not a JSON baseline ({error})") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise DataError(f"{path}: cannot read the baseline ({error})") from None
-    if not isinstance(payload, dict) or payload.get("format") != FORMAT:
-        raise DataError(f'{path}: not a modelval baseline (expected "format": "{FORMAT}")')
-    for key in ("model", "normalization", "images"):
-        if key not in payload:
-            raise DataError(f"{path}: baseline lacks the {key!r} entry")
-    _check_types(path, payload)
-    return payload
-
-
-def _check_types(path: Path, payload: dict[str, Any]) -> None:
-    """Every field a comparison reads has the type it needs; a wrong one is one line naming the field."""
-
-    def bad(field: str, expected: str, value: object) -> DataError:
-        return DataError(f"{path}: {field} must be {expected}, got {type(value).__name__} {str(value)[:60]!r}")
-
-    for key in ("model", "normalization", "resize", "aggregation"):
-        value = payload.get(key, "none")
-        if not isinstance(value, str) or not value.strip():
-            raise bad(f'"{key}"', "a non-empty string", value)
-    summary = payload.get("summary", {})
-    if not isinstance(summary, dict):
-        raise bad('"summary"', "an object", summary)
-    shape_bias = summary.get("shape_bias")
-    if shape_bias is not None and (isinstance(shape_bias, bool) or not isinstance(shape_bias, int | float)):
-        raise bad('"summary.shape_bias"', "a number or null", shape_bias)
-    images = payload["images"]
-    if not isinstance(images, list) or not images:
-        raise bad('"images"', "a non-empty list of per-image records", images)
-    for number, record in enumerate(images):
-        where = f'"images"[{number}]'
-        if not isinstance(record, dict):
-            raise bad(where, 'an object {"name", "decision", "top5"}', record)
-        for key in ("name", "decision"):
-            if not isinstance(record.get(key), str):
-                raise bad(f"{where}.{key}", "a string", record.get(key))
-        if record["decision"] not in CATEGORIES and record["decision"] != "na":
-            raise DataError(f"{path}: {where}.decision {record['decision']!r} is not one of the 16 categories")
-        top = record.get("top5")
-        if not isinstance(top, list):
-            raise bad(f"{where}.top5", "a list of [category, probability] pairs", top)
-        for pair in top:
-            if (
-                not isinstance(pair, list)
-                or len(pair) != 2
-                or pair[0] not in CATEGORIES
-                or isinstance(pair[1], bool)
-                or not isinstance(pair[1], int | float)
-                or not math.isfinite(pair[1])
-            ):
-                raise bad(f"{where}.top5", "a list of [category, probability] pairs", pair)
-    names = [record["name"] for record in images]
-    if len(set(names)) != len(names):
-        duplicate = next(name for name in names if names.count(name) > 1)
-        raise DataError(f'{path}: the image {duplicate!r} appears twice in "images"')
-
-
-def baseline_model(
-    baseline: dict[str, Any], path: str | os.PathLike[str], *, model: str | None = None, trust_code: bool = False
-) -> str:
-    """The model a comparison runs: ``model`` when given, else the baseline's own, which may not name code.
-
-    A baseline is a shared, committed data file: a ``"model"`` that imports and runs Python code
-    (``file.py:fn``, ``module:fn``, ``hub:``) runs only with the same explicit consent as a ``hub:`` spec
-    (``trust_code``, the command line's ``--trust-repo``) or when the model is given again (``model``).
-
-    Parameters
-    ----------
-    baseline
-        The loaded baseline.
-    path
-        Its file (named in the refusal).
-    model
-        The model given again on the command line (``--model``), which then runs instead.
-    trust_code
-        Consent to run a baseline's model that names code (``--trust-repo``).
-    """
-    from modelval.models.specs import check_spec_consent
-
-    return check_spec_consent(str(baseline["model"]), f"baseline {path}", given=model, trusted=trust_code)
 
 
 @dataclass(frozen=True)
@@ -242,6 +55,10 @@ class BaselineComparison:
     #: (a nightly's "since last night"); ``None`` when not recorded or the first.
     run_id: int | None = None
     since_last_run: RunDiff | None = None
+    #: The effective preprocessing's fields that differ from the baseline's: name -> (baseline's, now).
+    preprocessing_changes: dict[str, tuple[Any, Any]] = field(default_factory=dict)
+    #: The recorded settings given again with another value: name -> (baseline's, given).
+    overrides: dict[str, tuple[Any, Any]] = field(default_factory=dict)
 
     @property
     def shape_bias_delta(self) -> float:
@@ -267,6 +84,8 @@ class BaselineComparison:
         if self.passed:
             return Verdict("pass", True, "PASS", flips=flips)
         reason = "; ".join(self.failures)
+        if self.preprocessing_changes:
+            reason += f"; the preprocessing differs from the baseline's: {self.describe_changes()}"
         return Verdict("fail", False, "FAIL", reason=reason, message=reason, flips=flips)
 
     def to_dict(self) -> dict[str, Any]:
@@ -282,6 +101,8 @@ class BaselineComparison:
             "max_probability_shift": self.max_shift,
             "largest_shifts": [{**vars(s), "delta": s.delta} for s in self.largest_shifts],
             "failures": self.failures,
+            "preprocessing_changes": {name: list(pair) for name, pair in self.preprocessing_changes.items()},
+            "overrides": {name: list(pair) for name, pair in self.overrides.items()},
             "run_id": self.run_id,
             "since_last_run": None if self.since_last_run is None else self.since_last_run.to_dict(),
         }
@@ -298,7 +119,10 @@ class BaselineComparison:
             f"Baseline comparison for {self.model}: {len(self.flips)} of {self.images} decisions flipped; "
             f"shape bias {self.shape_bias_before:.4f} -> {self.shape_bias_after:.4f} "
             f"({self.shape_bias_delta * 100:+.2f} pp); largest probability shift {self.max_shift:.4f}",
+            "preprocessing against the baseline: " + (self.describe_changes() or "the same"),
         ]
+        if self.overrides:
+            lines.append("settings given instead of the baseline's: " + _pairs(self.overrides))
         flips = self.verdict.flips
         if self.flips and flips is not None:
             counted, *listed = flips.lines(limit)
@@ -311,8 +135,46 @@ class BaselineComparison:
             ]
         if self.since_last_run is not None:
             lines.append("Since the last comparison (" + self.since_last_run.format() + ")")
-        lines.append("PASS" if self.passed else "FAIL: " + "; ".join(self.failures))
+        lines.append("PASS" if self.passed else "FAIL: " + self.verdict.reason)
         return "\n".join(lines)
+
+
+    def describe_changes(self) -> str:
+        """``input_size 240 -> 224, interpolation bicubic -> bilinear`` (empty when nothing differs)."""
+        return _pairs(self.preprocessing_changes)
+
+
+def _pairs(changes: Mapping[str, tuple[Any, Any]]) -> str:
+    return ", ".join(f"{name} {_shown(before)} -> {_shown(after)}" for name, (before, after) in changes.items())
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, list):
+        return "(" + ", ".join(f"{v:g}" if isinstance(v, float) else str(v) for v in value) + ")"
+    return "none" if value is None else str(value)
+
+
+def preprocessing_changes(before: Mapping[str, Any] | None, after: Mapping[str, Any]) -> dict[str, tuple[Any, Any]]:
+    """The fields of the effective preprocessing (:meth:`~modelval.preprocessing.PreprocessConfig.to_dict`) that
+    differ between a baseline and now, mean and std compared to 6 decimals (the baseline's JSON rounds none).
+
+    Parameters
+    ----------
+    before
+        The baseline's ``"preprocessing"`` (``None``: not recorded, nothing to compare).
+    after
+        The fresh run's.
+    """
+    if not before:
+        return {}
+
+    def same(a: Any, b: Any) -> bool:
+        if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+            return all(isinstance(x, int | float) and isinstance(y, int | float) and round(x - y, 6) == 0
+                       for x, y in zip(a, b, strict=True))  # fmt: skip
+        return bool(a == b)
+
+    return {name: (before.get(name), value) for name, value in after.items() if not same(before.get(name), value)}
 
 
 def compare_to_baseline(
@@ -323,6 +185,7 @@ def compare_to_baseline(
     max_shape_bias_delta: float = 0.005,
     max_probability_shift: float | None = None,
     show_shifts: int = 10,
+    overrides: Mapping[str, tuple[Any, Any]] | None = None,
 ) -> BaselineComparison:
     """Compare a fresh evaluation with a baseline, image by image.
 
@@ -344,6 +207,8 @@ def compare_to_baseline(
         Largest change of one category probability allowed (``None``: not checked).
     show_shifts
         How many of the largest shifts the comparison keeps.
+    overrides
+        The recorded settings given again with another value (:func:`reapplied_settings`), to report.
     """
     records = {r["name"]: r for r in baseline["images"]}
     current = {s.name: i for i, s in enumerate(evaluation.stimuli)}
@@ -374,6 +239,8 @@ def compare_to_baseline(
         shape_bias_after=evaluation.result.shape_bias,
         largest_shifts=shifts[:show_shifts],
         max_flips=max_flips,
+        preprocessing_changes=preprocessing_changes(baseline.get("preprocessing"), evaluation.config.to_dict()),
+        overrides=dict(overrides or {}),
     )
     if len(flips) > max_flips:
         comparison.failures.append(f"{len(flips)} flipped decisions > --max-flips {max_flips}")
@@ -425,3 +292,4 @@ def record_comparison(
         decisions=decisions, label=label,
     )  # fmt: skip
     comparison.since_last_run = since_last_run(run_store, comparison.run_id)
+
