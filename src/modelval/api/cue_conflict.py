@@ -200,6 +200,7 @@ def shape_bias(
         model_options=model_options,
         name=name,
         sanity_probe=sanity_gate and early_gate,
+        preprocessing_check=sanity_gate,
     )
     loaded, evaluation = run.loaded, run.evaluation
     normalization = f"{options.normalization} ({evaluation.config.normalization_name})"
@@ -220,10 +221,12 @@ def shape_bias(
         used = {key: str(getattr(options, key)) for key in ("normalization", "resize", "aggregation", "dataset")}
         row.baseline = committed_baseline(expected.baseline, evaluation.decisions, used, max_flips=MAX_BASELINE_FLIPS)
     sanity = sanity_of(evaluation.result, run.early_sanity)  # the sample's verdict when the run stopped there
+    # The diagnosis holds the run against what the factory, spec or source resolved (not the registry's default).
+    own = loaded.config.preprocess if options.normalization == "model" else entry.preprocess
     row.verdict = judge(Case(
         name=run.model, result=evaluation.result, decisions=evaluation.decisions, expected=expected,
         sanity=sanity if sanity_gate else None, source=entry.source, config=evaluation.config,
-        reference=entry.preprocess.for_stimuli(None), baseline=row.baseline,
+        reference=own.for_stimuli(None), baseline=row.baseline, preprocessing=run.preprocessing_check,
     ))  # fmt: skip
     label_map = model_options.label_map
     if label_map is not None and not isinstance(label_map, str | os.PathLike):
@@ -237,6 +240,7 @@ def shape_bias(
         "aggregation": options.aggregation,
         "images": len(evaluation.stimuli),
         "seconds": round(evaluation.timings["total"], 2),
+        "preprocessing_check": _check_record(run, sanity_gate),
         **run.facts,
     }
     if unmapped:
@@ -251,6 +255,19 @@ def shape_bias(
         provenance=row.provenance, decisions=decisions, label=protocol,
     )  # fmt: skip
     return report
+
+
+def _check_record(run: ModelRun, gated: bool) -> dict[str, Any]:
+    """The self-check's record for the report: its result, or why it did not run."""
+    if run.preprocessing_check is not None:
+        return run.preprocessing_check.to_dict()
+    if not gated:
+        why = "off (--no-sanity-gate / sanity_gate=False: neither the gate nor the self-check ran)"
+    elif run.early_sanity is not None and not run.early_sanity.passed:
+        why = "not run: the model failed the sanity gate on a sample"
+    else:
+        why = "not run: the dataset has no conflict stimuli"
+    return {"passed": None, "status": "not run", "reason": why}
 
 
 def shape_bias_of_decisions(

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from modelval.behaviour.label_map import LabelMap
     from modelval.datasets.stimulus_set import StimulusSet
     from modelval.evaluation import Evaluation
+    from modelval.judgement.preprocessing_check import PreprocessingCheck
     from modelval.judgement.sanity import EarlyDecision
     from modelval.models.entry import LoadedModel
     from modelval.preprocessing import PreprocessConfig
@@ -46,6 +47,9 @@ class ModelRun:
     #: The sanity gate's verdict from a random sample (``run_model(sanity_probe=True)``), when it was certain.
     #: A failed one means ``evaluation`` covers only that sample: the full run was not needed.
     early_sanity: EarlyDecision | None = None
+    #: The declared preprocessing against its near alternatives (``run_model(preprocessing_check=True)`` on a set
+    #: with conflict stimuli; ``None``: not checked).
+    preprocessing_check: PreprocessingCheck | None = None
 
     def provenance(self) -> dict[str, Any]:
         """The record of what produced this run (``"provenance"`` in every result; docs/provenance.md)."""
@@ -155,6 +159,7 @@ def run_model(
     name: str | None = None,
     sanity_probe: bool = False,
     stimuli: StimulusSet | None = None,
+    preprocessing_check: bool = False,
 ) -> ModelRun:
     """Load a model and evaluate it on a stimulus set: the one pipeline behind every command and front-door call.
 
@@ -185,6 +190,9 @@ def run_model(
     stimuli
         Stimuli already decoded (a :class:`~modelval.datasets.stimulus_set.StimulusSet` of ``options.dataset``),
         for a caller that evaluates many models on one set (the validation runner); ``None`` loads them here.
+    preprocessing_check
+        Hold the declared preprocessing against its near alternatives (channel order, normalization, value
+        range) on the conflict stimuli after the full run (:mod:`modelval.judgement.preprocessing_check`).
 
     Returns
     -------
@@ -239,6 +247,7 @@ def run_model(
                 )  # fmt: skip
         evaluation = evaluate(loaded.model, config, stimuli, amp=options.amp, **settings)  # type: ignore[arg-type]
         facts = _facts(stimuli, threads, options, evaluation.output_cache)
+        check = _preprocessing_check(loaded.model, config, stimuli, evaluation, options, settings, preprocessing_check)
         if options.amp:
             # Validation numbers come from fp32; with amp, say how many decisions the cheaper run changed.
             reference = evaluate(loaded.model, config, stimuli, **settings)
@@ -254,7 +263,22 @@ def run_model(
     return ModelRun(
         loaded=loaded, evaluation=evaluation, model=label, facts=facts, options=options, model_options=model_options,
         stimulus_digests=stimuli.digests or {}, stimulus_dataset=stimuli.dataset, early_sanity=early,
+        preprocessing_check=check,
     )  # fmt: skip
+
+
+def _preprocessing_check(
+    model: Any, config: Any, stimuli: StimulusSet, evaluation: Evaluation, options: EvaluationOptions,
+    settings: dict[str, Any], wanted: bool,
+) -> PreprocessingCheck | None:  # fmt: skip
+    """The self-check when ``wanted`` and the set has conflict stimuli (``None`` otherwise)."""
+    from modelval.datasets.registry import get_dataset
+    from modelval.judgement.preprocessing_check import preprocessing_check
+
+    if not wanted or not get_dataset(options.dataset).has_conflicts:
+        return None
+    forward = {key: settings[key] for key in ("batch_size", "device", "aggregation", "channels_last", "label_map")}
+    return preprocessing_check(model, config, stimuli, evaluation, amp=options.amp, **forward)
 
 
 def _flip_budget(model: Any, evaluation: Any) -> Any:

@@ -163,6 +163,10 @@ def _run(args: argparse.Namespace) -> int:
         text = report.sanity.message() if args.json else f"{report.sanity.headline()} (the likely causes are above)"
         print(f"modelval: {text}", file=sys.stderr)
         return 1
+    verdict = report.row.final_verdict
+    if report.gated and verdict.status == "suspect":  # a failed check: the verdict's reason, once, in one line
+        print(f"modelval: SUSPECT PREPROCESSING: {verdict.reason}", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -294,6 +298,8 @@ def _format_text(report) -> str:
             lines += [f"wrote {path}" for path in value]
         elif name == "decode_cache":
             lines.append(f"decode cache: {describe_decode_cache(value, report.details.get('decode_cache_entry'))}")
+        elif name == "preprocessing_check":
+            lines.append(f"preprocessing check: {describe_check(value)}")
         elif name not in (
             "preprocessing",
             "spec",
@@ -310,6 +316,26 @@ def _format_text(report) -> str:
             f"{report.sanity.threshold:.0%}); the shape bias above is shown only because of --no-sanity-gate"
         )
     return "\n".join(lines)
+
+
+def describe_check(record: dict) -> str:
+    """The self-check's line: its finding, the alternatives it held the declared preprocessing against and its cost.
+
+    Parameters
+    ----------
+    record
+        ``report.details["preprocessing_check"]``.
+    """
+    if record.get("passed") is None:
+        return str(record["reason"])
+    tried = ", ".join(f"{a['name']} {a['accuracy']:.1%}" for a in record["alternatives"])
+    cost = f"{record['images_forwarded']} images forwarded, {record['seconds']:.1f} s"
+    if record["passed"]:
+        first = record["alternatives"][0]
+        return (f"pass: the declared preprocessing ({record['declared']}) answers at least as well as each "
+                f"alternative on the same conflict stimuli ({tried}; declared {first['declared_accuracy']:.1%} on "
+                f"the first {first['stimuli']}; {cost})")  # fmt: skip
+    return f"{record['reason']} ({cost})"
 
 
 def describe_decode_cache(status: object, entry: object) -> str:

@@ -17,9 +17,12 @@ if TYPE_CHECKING:
 
 #: What a verdict can be. ``pass``/``fail``: against a published value, an expectation or a baseline;
 #: ``finding``: nothing to hold it against (passes); ``detected``/``not-detected``: a wrong normalization's change;
-#: ``withheld``: not a working classifier (the sanity gate); ``error``: the model could not be loaded or run;
-#: ``n/a``: nothing was judged.
-STATUSES: tuple[str, ...] = ("pass", "fail", "finding", "detected", "not-detected", "withheld", "error", "n/a")
+#: ``withheld``: not a working classifier (the sanity gate); ``suspect``: an alternative preprocessing answers better
+#: than the declared one (the self-check, or a "wrong" normalization); ``error``: the model could not be loaded or
+#: run; ``n/a``: nothing was judged.
+STATUSES: tuple[str, ...] = (
+    "pass", "fail", "finding", "detected", "not-detected", "withheld", "suspect", "error", "n/a",
+)  # fmt: skip
 #: How many flipped stimuli a verdict lists by name (the count and the counts by transition cover them all).
 LISTED_FLIPS = 30
 

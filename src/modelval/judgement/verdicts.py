@@ -1,10 +1,12 @@
 """The one judge: a measured shape bias against what was published, recorded or expected.
 
 :func:`judge` takes what one case measured and what it is held against (a :class:`Case`) and returns a
-:class:`~modelval.judgement.verdict.Verdict`: the sanity gate first, then a wrong or forced normalization's
-change, then a models-file expectation, a published value (with the diagnosis: calculation, preprocessing or
-model source), a baseline of per-image decisions, else a finding. ``modelval shape-bias``, ``modelval validate``,
-the pytest plugin and the nightly all judge through it; their outputs carry the verdict as fields.
+:class:`~modelval.judgement.verdict.Verdict`: the sanity gate first, then the preprocessing self-check (an
+alternative that answers better than the declared preprocessing), then a wrong or forced normalization's
+change (which must not answer better than the model's own), then a models-file expectation, a published value
+(with the diagnosis: calculation, preprocessing or model source), a baseline of per-image decisions, else a
+finding. ``modelval shape-bias``, ``modelval validate``, the pytest plugin and the nightly all judge through it;
+their outputs carry the verdict as fields.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ if TYPE_CHECKING:
     from modelval.behaviour.decisions import Decision
     from modelval.behaviour.shape_bias import ShapeBiasResult
     from modelval.judgement.committed import CommittedBaseline
+    from modelval.judgement.preprocessing_check import PreprocessingCheck
     from modelval.preprocessing import PreprocessConfig
 
 #: Decisions allowed to flip against a committed baseline. Float differences between CPUs/BLAS builds
@@ -71,6 +74,8 @@ class Case:
     reference_csv: Path | None = None
     other_sources: Mapping[str, float] = field(default_factory=dict)
     source_equivalence: Callable[[], tuple[bool, str]] | None = None
+    #: The declared preprocessing against its near alternatives (``None``: not checked).
+    preprocessing: PreprocessingCheck | None = None
 
 
 def judge(case: Case) -> Verdict:
@@ -84,6 +89,11 @@ def judge(case: Case) -> Verdict:
     gated = _gate(case)
     if gated is not None:
         return gated
+    suspect = case.preprocessing.suspect if case.preprocessing is not None else None
+    if suspect is not None:
+        message = f"{case.name}: {case.preprocessing.headline()}"  # type: ignore[union-attr]
+        return Verdict("suspect", False, f"SUSPECT PREPROCESSING ({suspect.factor})", reason=suspect.describe(),
+                       message=message)  # fmt: skip
     expected = case.expected
     if case.role in ("wrong", "forced"):
         return _wrong_normalization(case)
@@ -241,12 +251,34 @@ def _wrong_normalization(case: Case) -> Verdict:
         summary = f"{summary}; = the checkpoint's shipped preprocessor config"
     if case.role == "forced":
         return Verdict("finding", True, f"FINDING ({summary})", reason=summary, message=summary, flips=flips)
+    better = _answers_better(case.decisions, correct_decisions)
+    if better is not None:  # the "wrong" normalization is the one the weights want: the declared one is suspect
+        reason = f"the {case.normalization} normalization answers better than the model's own ({better})"
+        return Verdict("suspect", False, f"SUSPECT PREPROCESSING ({summary})", reason=reason,
+                       message=f"{case.name}: {reason}", flips=flips)  # fmt: skip
     if flips.count >= MIN_FLIPS_DETECTED:
         return Verdict("detected", True, f"DETECTED ({summary})", reason=summary, message=summary, flips=flips)
     reason = (f"{case.normalization} normalization gave the same decisions as the model's own; is the "
               "normalization applied at all?")  # fmt: skip
     return Verdict("not-detected", False, "NOT DETECTED", reason=reason, message=f"{case.name}: {reason}",
                    flips=flips)  # fmt: skip
+
+
+def _answers_better(decisions: Sequence[Decision], reference: Sequence[Decision]) -> str | None:
+    """How much more often ``decisions`` hit the shape or the texture than ``reference`` on the same conflict
+    stimuli, when beyond chance (the self-check's exact one-sided McNemar test at its ALPHA); else ``None``."""
+    from modelval.judgement.preprocessing_check import ALPHA, mcnemar_better
+
+    theirs = {d.imagename: d.response in (d.shape, d.texture) for d in reference if d.shape != d.texture}
+    ours = {d.imagename: d.response in (d.shape, d.texture) for d in decisions if d.imagename in theirs}
+    better = sum(hit and not theirs[name] for name, hit in ours.items())
+    worse = sum(theirs[name] and not hit for name, hit in ours.items())
+    p = mcnemar_better(better, worse)
+    if p >= ALPHA:
+        return None
+    n = len(ours)
+    mine, other = (better - worse + sum(theirs[k] for k in ours)) / n, sum(theirs[k] for k in ours) / n
+    return f"cue-conflict accuracy {mine:.1%} against {other:.1%} on {n} conflict stimuli, one-sided p = {p:.1e}"
 
 
 def finding(case: Case) -> Verdict:

@@ -86,6 +86,8 @@ class ValidationRunner:
     #: Decide the sanity gate from a random sample first (a model certain to fail is run on the sample only);
     #: ``False`` runs every case in full (benchmarks/bench_zoo.py, which times random-init models).
     early_gate: bool = True
+    #: Hold each model's declared preprocessing against its near alternatives (its own normalization's run).
+    preprocessing_check: bool = True
 
     @property
     def evaluations(self) -> dict[tuple[str, str], Evaluation]:
@@ -177,7 +179,7 @@ class ValidationRunner:
             spec = reconfigured(built, normalization=normalization, overrides=model_options.overrides())
         return run_model(
             spec, options=options, model_options=model_options, name=model, sanity_probe=self.early_gate,
-            stimuli=self.stimuli,
+            stimuli=self.stimuli, preprocessing_check=self.preprocessing_check and normalization == "model",
         )
 
     def _built(self, model: str) -> LoadedModel | None:
@@ -272,6 +274,7 @@ class ValidationRunner:
             own = self.evaluate(case.model, "model")
             return own.result, own.decisions
 
+        own = run.loaded.config.preprocess if case.normalization == "model" else entry.preprocess
         baseline = user.baseline if user is not None else None
         if user is None and expected is not None and expected.baseline:
             baseline = package_data(expected.baseline)
@@ -279,7 +282,7 @@ class ValidationRunner:
             name=f"{label} ({user.spec})" if user is not None else case.model, result=evaluation.result,
             decisions=evaluation.decisions, expected=expected, sanity=_run_sanity(run),
             role="model" if case.role == "correct" else case.role, normalization=case.normalization, source=source,
-            config=evaluation.config, reference=entry.preprocess.for_stimuli(None),
+            config=evaluation.config, reference=own.for_stimuli(None), preprocessing=run.preprocessing_check,
             correct=correct, own_sanity=None if own_case else _run_sanity(self.model_run(case.model, "model")),
             user=user is not None,
             baseline=baseline, reference_csv=self.reference_csv,
