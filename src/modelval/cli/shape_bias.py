@@ -98,7 +98,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help=f"report the shape bias even when the cue-conflict accuracy is below {SANITY_THRESHOLD * 100:.0f}%% (a "
         "model that is not a working classifier); the gate otherwise withholds it, deciding from a random "
-        "sample of the stimuli when that is already certain",
+        "sample of the stimuli when that is already certain. Also skips the preprocessing self-check (the declared "
+        "preprocessing against BGR, the other normalizations and [0, 255] inputs; docs/regression.md)",
     )
     # --model alone evaluates; with --decisions it only names the observer (for its expected value).
     parser.set_defaults(handler=_run, _parser=parser)
