@@ -276,3 +276,15 @@ def test_preprocessing_changes_name_each_field():
         "mean": ([0.5, 0.5, 0.5], [0.485, 0.456, 0.406]), "interpolation": ("bicubic", "bilinear")
     }  # fmt: skip
     assert preprocessing_changes(None, changed) == {}
+
+
+def test_the_committed_baseline_names_a_preprocessing_it_was_not_made_with():
+    from modelval.behaviour.decisions import read_decisions
+    from modelval.judgement.committed import committed_baseline
+
+    same = read_decisions(package_data("baselines/efficientnet_lite0.csv"))
+    made = load_baseline(COMMITTED)["preprocessing"]
+    relpath, protocol = "baselines/efficientnet_lite0.csv", {"normalization": "model"}
+    assert committed_baseline(relpath, same, protocol, preprocessing=made).applies
+    other = committed_baseline(relpath, same, protocol, preprocessing={**made, "input_size": 240})
+    assert not other.applies and other.why_not == "its preprocessing differs from this run's: input_size none -> 240"

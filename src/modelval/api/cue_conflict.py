@@ -219,7 +219,8 @@ def shape_bias(
         from modelval.judgement.verdicts import MAX_BASELINE_FLIPS
 
         used = {key: str(getattr(options, key)) for key in ("normalization", "resize", "aggregation", "dataset")}
-        row.baseline = committed_baseline(expected.baseline, evaluation.decisions, used, max_flips=MAX_BASELINE_FLIPS)
+        row.baseline = committed_baseline(expected.baseline, evaluation.decisions, used, max_flips=MAX_BASELINE_FLIPS,
+                                          preprocessing=evaluation.config.to_dict())  # fmt: skip
     sanity = sanity_of(evaluation.result, run.early_sanity)  # the sample's verdict when the run stopped there
     # The diagnosis holds the run against what the factory, spec or source resolved (not the registry's default).
     own = loaded.config.preprocess if options.normalization == "model" else entry.preprocess

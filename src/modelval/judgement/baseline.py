@@ -122,7 +122,7 @@ class BaselineComparison:
             "preprocessing against the baseline: " + (self.describe_changes() or "the same"),
         ]
         if self.overrides:
-            lines.append("settings given instead of the baseline's: " + _pairs(self.overrides))
+            lines.append("settings given instead of the baseline's: " + describe_changes(self.overrides))
         flips = self.verdict.flips
         if self.flips and flips is not None:
             counted, *listed = flips.lines(limit)
@@ -141,10 +141,17 @@ class BaselineComparison:
 
     def describe_changes(self) -> str:
         """``input_size 240 -> 224, interpolation bicubic -> bilinear`` (empty when nothing differs)."""
-        return _pairs(self.preprocessing_changes)
+        return describe_changes(self.preprocessing_changes)
 
 
-def _pairs(changes: Mapping[str, tuple[Any, Any]]) -> str:
+def describe_changes(changes: Mapping[str, tuple[Any, Any]]) -> str:
+    """``input_size 240 -> 224, interpolation bicubic -> bilinear``: each field, the baseline's, now.
+
+    Parameters
+    ----------
+    changes
+        Name -> (baseline's, now), as :func:`preprocessing_changes` returns them.
+    """
     return ", ".join(f"{name} {_shown(before)} -> {_shown(after)}" for name, (before, after) in changes.items())
 
 

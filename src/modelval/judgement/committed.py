@@ -65,6 +65,7 @@ def committed_baseline(
     protocol: dict[str, str],
     *,
     max_flips: int = 3,
+    preprocessing: dict[str, Any] | None = None,
 ) -> CommittedBaseline:
     """Compare ``decisions`` with the committed baseline ``relpath`` (under the package's ``data/``) when the
     run's ``protocol`` (``normalization``, ``resize``, ``aggregation``, ``dataset``) is the baseline's; more than
@@ -80,6 +81,9 @@ def committed_baseline(
         The run's ``normalization``, ``resize``, ``aggregation`` and ``dataset`` (those it states).
     max_flips
         Flipped decisions allowed.
+    preprocessing
+        The run's effective preprocessing (``PreprocessConfig.to_dict()``): a baseline whose recorded one differs
+        is not compared, and ``why_not`` names each difference.
 
     Examples
     --------
@@ -108,6 +112,13 @@ def committed_baseline(
         if key in protocol and protocol[key] != value:
             return CommittedBaseline(shown, False, why_not=f"it was made with {key} {value}, this run used "
                                                            f"{protocol[key]}", csv=found)  # fmt: skip
+    if preprocessing is not None and sibling.is_file():
+        from modelval.judgement.baseline import describe_changes, preprocessing_changes
+
+        changes = preprocessing_changes(header.get("preprocessing"), preprocessing)
+        if changes:
+            return CommittedBaseline(shown, False, csv=found, why_not=f"its preprocessing differs from this run's: "
+                                                                      f"{describe_changes(changes)}")  # fmt: skip
     baseline = by_stimulus(read_decisions(csv_path))
     current = by_stimulus(decisions)
     if current.keys() != baseline.keys():
