@@ -99,7 +99,7 @@ def _scripted(monkeypatch, stimulus_subset, declared_hits_every: int, hits_of: d
 
     monkeypatch.setattr(stimuli, "pixels_of", pixels_of)
     monkeypatch.setattr(check_module, "_answers", answers)
-    return stimuli, SimpleNamespace(decisions=decisions), calls
+    return stimuli, SimpleNamespace(decisions=decisions, provenance={}, output_cache="off"), calls
 
 
 def test_an_alternative_that_answers_better_is_suspect_and_the_others_stop_at_the_first_look(
@@ -193,3 +193,27 @@ def test_the_two_ports_fail_without_any_baseline(
     assert err.startswith("modelval: SUSPECT PREPROCESSING: ") and len(err.strip().splitlines()) == 1
     flagged = [a for a in report["preprocessing_check"]["alternatives"] if a["suspect"]]
     assert [a["name"] for a in flagged] == [name] and flagged[0]["accuracy"] > flagged[0]["declared_accuracy"]
+
+
+def test_a_run_served_from_the_output_cache_reads_its_check_from_beside_the_outputs(
+    tmp_path, monkeypatch, stimulus_subset
+):
+    import modelval
+
+    monkeypatch.setenv("MODELVAL_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("MODELVAL_NO_CACHE", raising=False)
+    subset = stimulus_subset(1)
+
+    def run(aggregation="mean"):
+        report = modelval.shape_bias("efficientnet_lite0", data_root=subset, allow_modified_stimuli=True, bootstrap=0,
+                                     aggregation=aggregation)  # fmt: skip
+        return report.details["output_cache"], report.run.preprocessing_check
+
+    status, first = run()
+    assert status == "miss" and first is not None and not first.stored and first.images_forwarded == 3 * 16
+    assert len(list((tmp_path / "cache" / "outputs").rglob(check_module.STORED))) == 1
+    status, again = run()
+    assert status == "hit" and again.stored and again.images_forwarded == 0 and again.alternatives == first.alternatives
+    # another aggregation reads the same outputs, but its decisions (and hits) are its own: checked again
+    status, other = run("max")
+    assert status == "hit" and not other.stored and other.images_forwarded == 3 * 16

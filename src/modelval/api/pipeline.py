@@ -278,7 +278,8 @@ def _preprocessing_check(
     if not wanted or not get_dataset(options.dataset).has_conflicts:
         return None
     forward = {key: settings[key] for key in ("batch_size", "device", "aggregation", "channels_last", "label_map")}
-    return preprocessing_check(model, config, stimuli, evaluation, amp=options.amp, **forward)
+    return preprocessing_check(model, config, stimuli, evaluation, cache=settings["output_cache"], amp=options.amp,
+                               **forward)  # fmt: skip
 
 
 def _flip_budget(model: Any, evaluation: Any) -> Any:

@@ -330,7 +330,8 @@ def describe_check(record: dict) -> str:
     if record.get("passed") is None:
         return str(record["reason"])
     tried = ", ".join(f"{a['name']} {a['accuracy']:.1%}" for a in record["alternatives"])
-    cost = f"{record['images_forwarded']} images forwarded, {record['seconds']:.1f} s"
+    cost = (f"{record['images_forwarded']} images forwarded, {record['seconds']:.1f} s" if not record.get("stored")
+            else "read from beside the stored outputs")  # fmt: skip
     if record["passed"]:
         first = record["alternatives"][0]
         return (f"pass: the declared preprocessing ({record['declared']}) answers at least as well as each "

@@ -18,6 +18,10 @@ conflict stimuli (160, 480, then all). The paired answers are compared by the ex
 alternative, so a correctly fed model is flagged with probability below :data:`ALPHA`. An alternative that is
 not ahead after a look (it hits no more stimuli than the declared one) stops there: a correctly fed model costs
 160 stimuli per alternative, about a third of one full forward in all.
+
+A run whose outputs the output cache served (its probe showed the same model) reads the check stored beside them
+(``preprocessing_check.json`` in the entry's folder), when it was made by this check's version under the same
+aggregation and label map: the alternatives are then not forwarded again.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -35,12 +40,16 @@ from modelval.proportions import wilson_interval
 if TYPE_CHECKING:
     from modelval.datasets.stimulus_set import StimulusSet
     from modelval.evaluation import Evaluation
+    from modelval.records.output_cache import OutputCache
 
 #: The chance of flagging a correctly fed model, at most (over every look at every alternative).
 ALPHA = 1e-3
 #: The sample sizes at which an alternative is looked at (then every conflict stimulus).
 LOOKS = (160, 480)
 SEED = 0
+#: Bumped whenever what the check computes changes: a stored check of another version is never read.
+VERSION = 1
+STORED = "preprocessing_check.json"
 
 
 @dataclass(frozen=True)
@@ -93,6 +102,8 @@ class PreprocessingCheck:
     #: Images the alternatives' forwards cost (the declared answers are the run's own), and their time.
     images_forwarded: int
     seconds: float = 0.0
+    #: Read from beside the run's stored outputs (nothing forwarded).
+    stored: bool = False
 
     @property
     def suspect(self) -> Alternative | None:
@@ -114,7 +125,7 @@ class PreprocessingCheck:
             "passed": suspect is None, "status": "pass" if suspect is None else "suspect",
             "reason": "" if suspect is None else self.headline(), "declared": self.declared, "alpha": ALPHA,
             "threshold": self.threshold, "images_forwarded": self.images_forwarded,
-            "seconds": round(self.seconds, 2),
+            "seconds": round(self.seconds, 2), "stored": self.stored,
             "alternatives": [a.to_dict() for a in self.alternatives],
         }  # fmt: skip
 
@@ -154,7 +165,13 @@ def mcnemar_better(better: int, worse: int) -> float:
 
 
 def preprocessing_check(
-    model: Any, config: PreprocessConfig, stimuli: StimulusSet, evaluation: Evaluation, **forward: Any
+    model: Any,
+    config: PreprocessConfig,
+    stimuli: StimulusSet,
+    evaluation: Evaluation,
+    *,
+    cache: OutputCache | None = None,
+    **forward: Any,
 ) -> PreprocessingCheck | None:
     """Hold the declared preprocessing against its near alternatives (module docstring); ``None`` when the set
     has no conflict stimuli.
@@ -169,12 +186,22 @@ def preprocessing_check(
         The stimuli of the run.
     evaluation
         The run's evaluation under ``config`` (the declared answers).
+    cache
+        The output cache the run used: the check is stored beside its outputs, and read from there when they were
+        served (``None``: neither).
     **forward
         The keyword arguments of :func:`~modelval.evaluation.category_probabilities` (batch size, device, ...).
     """
     import time
 
     start = time.perf_counter()
+    identity = {"version": VERSION, "aggregation": forward.get("aggregation", "mean"),
+                "label_map": _label_map_id(forward.get("label_map"))}  # fmt: skip
+    stored = _stored_path(cache, evaluation)
+    if stored is not None and evaluation.output_cache == "hit":
+        found = _read(stored, identity)
+        if found is not None:
+            return found
     conflicts = np.array([i for i, s in enumerate(stimuli.stimuli) if s.shape != s.texture], dtype=np.int64)
     if not len(conflicts):
         return None
@@ -198,7 +225,47 @@ def preprocessing_check(
                 break
         results.append(Alternative(factor, name, size, int(declared[:size].sum()), int(hits.sum()), better, worse,
                                    p, p < threshold))  # fmt: skip
-    return PreprocessingCheck(_declared(config), tuple(results), threshold, forwarded, time.perf_counter() - start)
+    check = PreprocessingCheck(_declared(config), tuple(results), threshold, forwarded, time.perf_counter() - start)
+    if stored is not None:
+        _write(stored, identity, check)
+    return check
+
+
+def _label_map_id(label_map: Any) -> object:
+    return None if label_map is None else sorted((k, list(v)) for k, v in label_map.indices.items())
+
+
+def _stored_path(cache: OutputCache | None, evaluation: Evaluation) -> Path | None:
+    """Where the check is kept beside the run's stored outputs (``None``: they are not stored)."""
+    key = evaluation.provenance.get("output_cache_key")
+    if cache is None or not isinstance(key, str) or not cache.contains(key):
+        return None
+    return cache.entry_dir(key) / STORED
+
+
+def _read(path: Path, identity: dict[str, Any]) -> PreprocessingCheck | None:
+    """The stored check when it is this version's under the same aggregation and label map (else ``None``)."""
+    import json
+
+    try:
+        record = json.loads(path.read_text())
+        if record.get("identity") != json.loads(json.dumps(identity)):
+            return None
+        fields = {f.name for f in dataclasses.fields(Alternative)}
+        alternatives = tuple(Alternative(**{k: v for k, v in a.items() if k in fields}) for a in record["alternatives"])
+        return PreprocessingCheck(record["declared"], alternatives, record["threshold"], 0, 0.0, stored=True)
+    except (OSError, ValueError, KeyError, TypeError):  # absent, or not a record this code wrote: check again
+        return None
+
+
+def _write(path: Path, identity: dict[str, Any], check: PreprocessingCheck) -> None:
+    import contextlib
+    import json
+
+    from modelval.atomic import write_text
+
+    with contextlib.suppress(OSError):  # a cache folder that cannot be written only costs the next run's forwards
+        write_text(path, json.dumps({"identity": identity, **check.to_dict()}))
 
 
 def _answers(model: Any, pixels: Any, config: PreprocessConfig, forward: dict[str, Any]) -> list[str]:
