@@ -200,7 +200,7 @@ def shape_bias(
         model_options=model_options,
         name=name,
         sanity_probe=sanity_gate and early_gate,
-        preprocessing_check=sanity_gate,
+        preprocessing_check=sanity_gate and options.normalization == "model",  # the check holds the declared one
     )
     loaded, evaluation = run.loaded, run.evaluation
     normalization = f"{options.normalization} ({evaluation.config.normalization_name})"
@@ -264,6 +264,8 @@ def _check_record(run: ModelRun, gated: bool) -> dict[str, Any]:
         return run.preprocessing_check.to_dict()
     if not gated:
         why = "off (--no-sanity-gate / sanity_gate=False: neither the gate nor the self-check ran)"
+    elif run.options.normalization != "model":
+        why = f"not run: the normalization is forced ({run.options.normalization}); the check holds the declared one"
     elif run.early_sanity is not None and not run.early_sanity.passed:
         why = "not run: the model failed the sanity gate on a sample"
     else:

@@ -12,12 +12,12 @@ the same conflict stimuli:
 
 An answer is a *hit* when it names the stimulus's shape or its texture (the cue-conflict accuracy). The declared
 preprocessing's answers are the run's own (no forward); each alternative answers a growing random sample of the
-conflict stimuli (160, 480, then all). The paired answers are compared by the exact one-sided McNemar test
+conflict stimuli (96, 480, then all). The paired answers are compared by the exact one-sided McNemar test
 (a binomial test on the stimuli that only one of the two hits; H1: the alternative hits more). An alternative is
 *suspect* when p < :data:`ALPHA` / (looks x alternatives), a Bonferroni bound over every look at every
 alternative, so a correctly fed model is flagged with probability below :data:`ALPHA`. An alternative that is
 not ahead after a look (it hits no more stimuli than the declared one) stops there: a correctly fed model costs
-160 stimuli per alternative, about a third of one full forward in all.
+96 stimuli per alternative, under a quarter of one full forward in all.
 
 A run whose outputs the output cache served (its probe showed the same model) reads the check stored beside them
 (``preprocessing_check.json`` in the entry's folder), when it was made by this check's version under the same
@@ -45,7 +45,7 @@ if TYPE_CHECKING:
 #: The chance of flagging a correctly fed model, at most (over every look at every alternative).
 ALPHA = 1e-3
 #: The sample sizes at which an alternative is looked at (then every conflict stimulus).
-LOOKS = (160, 480)
+LOOKS = (96, 480)
 SEED = 0
 #: Bumped whenever what the check computes changes: a stored check of another version is never read.
 VERSION = 1
