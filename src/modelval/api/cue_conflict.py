@@ -215,19 +215,12 @@ def shape_bias(
         provenance=run.provenance(),
     )  # fmt: skip
     if expected is not None and expected.value is None and expected.baseline and not unmapped:
-        from modelval.judgement.committed import committed_baseline
-        from modelval.judgement.verdicts import MAX_BASELINE_FLIPS
-
-        used = {key: str(getattr(options, key)) for key in ("normalization", "resize", "aggregation", "dataset")}
-        row.baseline = committed_baseline(expected.baseline, evaluation.decisions, used, max_flips=MAX_BASELINE_FLIPS,
-                                          preprocessing=evaluation.config.to_dict())  # fmt: skip
+        row.baseline = _committed(expected.baseline, evaluation, options)
     sanity = sanity_of(evaluation.result, run.early_sanity)  # the sample's verdict when the run stopped there
-    # The diagnosis holds the run against what the factory, spec or source resolved (not the registry's default).
-    own = loaded.config.preprocess if options.normalization == "model" else entry.preprocess
     row.verdict = judge(Case(
         name=run.model, result=evaluation.result, decisions=evaluation.decisions, expected=expected,
         sanity=sanity if sanity_gate else None, source=entry.source, config=evaluation.config,
-        reference=own.for_stimuli(None), baseline=row.baseline, preprocessing=run.preprocessing_check,
+        reference=run.declared_preprocess(), baseline=row.baseline, preprocessing=run.preprocessing_check,
     ))  # fmt: skip
     label_map = model_options.label_map
     if label_map is not None and not isinstance(label_map, str | os.PathLike):
@@ -256,6 +249,16 @@ def shape_bias(
         provenance=row.provenance, decisions=decisions, label=protocol,
     )  # fmt: skip
     return report
+
+
+def _committed(relpath: str, evaluation: Any, options: EvaluationOptions) -> Any:
+    """The registry's committed baseline held against the run, when it was made under the run's protocol."""
+    from modelval.judgement.committed import committed_baseline
+    from modelval.judgement.verdicts import MAX_BASELINE_FLIPS
+
+    used = {key: str(getattr(options, key)) for key in ("normalization", "resize", "aggregation", "dataset")}
+    return committed_baseline(relpath, evaluation.decisions, used, max_flips=MAX_BASELINE_FLIPS,
+                              preprocessing=evaluation.config.to_dict())  # fmt: skip
 
 
 def _check_record(run: ModelRun, gated: bool) -> dict[str, Any]:

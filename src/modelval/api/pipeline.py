@@ -51,6 +51,12 @@ class ModelRun:
     #: with conflict stimuli; ``None``: not checked).
     preprocessing_check: PreprocessingCheck | None = None
 
+    def declared_preprocess(self) -> PreprocessConfig:
+        """What the diagnosis holds the run against: the preprocessing the factory, spec or source resolved when
+        the run used the model's own normalization (not the registry's default), else the entry's."""
+        own = self.options.normalization == "model"
+        return (self.loaded.config.preprocess if own else self.loaded.entry.preprocess).for_stimuli(None)
+
     def provenance(self) -> dict[str, Any]:
         """The record of what produced this run (``"provenance"`` in every result; docs/provenance.md)."""
         from modelval.datasets.manifest import manifest_path

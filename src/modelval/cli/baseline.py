@@ -142,4 +142,3 @@ def _run_compare(args: argparse.Namespace) -> int:
     else:
         out(comparison.format())
     return 0 if comparison.passed else 1
-

@@ -277,7 +277,7 @@ def _answers_better(decisions: Sequence[Decision], reference: Sequence[Decision]
     if p >= ALPHA:
         return None
     n = len(ours)
-    mine, other = (better - worse + sum(theirs[k] for k in ours)) / n, sum(theirs[k] for k in ours) / n
+    mine, other = sum(ours.values()) / n, sum(theirs[name] for name in ours) / n
     return f"cue-conflict accuracy {mine:.1%} against {other:.1%} on {n} conflict stimuli, one-sided p = {p:.1e}"
 
 

@@ -274,7 +274,6 @@ class ValidationRunner:
             own = self.evaluate(case.model, "model")
             return own.result, own.decisions
 
-        own = run.loaded.config.preprocess if case.normalization == "model" else entry.preprocess
         baseline = user.baseline if user is not None else None
         if user is None and expected is not None and expected.baseline:
             baseline = package_data(expected.baseline)
@@ -282,7 +281,7 @@ class ValidationRunner:
             name=f"{label} ({user.spec})" if user is not None else case.model, result=evaluation.result,
             decisions=evaluation.decisions, expected=expected, sanity=_run_sanity(run),
             role="model" if case.role == "correct" else case.role, normalization=case.normalization, source=source,
-            config=evaluation.config, reference=own.for_stimuli(None), preprocessing=run.preprocessing_check,
+            config=evaluation.config, reference=run.declared_preprocess(), preprocessing=run.preprocessing_check,
             correct=correct, own_sanity=None if own_case else _run_sanity(self.model_run(case.model, "model")),
             user=user is not None,
             baseline=baseline, reference_csv=self.reference_csv,
