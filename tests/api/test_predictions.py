@@ -109,10 +109,11 @@ def test_ece_of_artifacts_is_the_commands_json(tree, capsys, options):
 
 
 def test_ece_of_artifacts_seed_summary_is_the_commands_csv(tree, tmp_path, capsys):
-    seeds_csv, table_csv = tmp_path / "seeds.csv", tmp_path / "table.csv"
-    argv = ["calibration", "ece", str(tree), "--bootstrap", "0", "--seeds-csv", str(seeds_csv), "--csv", str(table_csv)]
-    assert main(argv) == 0
-    capsys.readouterr()
+    table_csv, seeds_csv = tmp_path / "table.csv", tmp_path / "table.seeds.csv"  # --csv FILE writes both
+    assert main(["calibration", "ece", str(tree), "--bootstrap", "0", "--csv", str(table_csv)]) == 0
+    text = capsys.readouterr().out
+    assert f"wrote the (event, label budget) x set table to {table_csv}" in text
+    assert f"wrote the per-seed summary (mean, sd over seeds) to {seeds_csv}" in text
     from modelval.metrics.artifacts import write_seed_summary_csv, write_summary_csv
 
     per_seed = ece_of_artifacts(tree, bootstrap=0, per_seed=True)

@@ -59,7 +59,7 @@ def test_a_category_subset_decides_among_those_categories_only(saved):
 
 @pytest.mark.slow
 def test_the_cli_rescores_with_ranks(saved, capsys):
-    assert main(["shape-bias", "--outputs", str(saved), "--rank", "--json", "--bootstrap", "0"]) == 0
+    assert main(["shape-bias", "--outputs", str(saved), "--json", "--bootstrap", "0"]) == 0  # the ranks always
     payload = json.loads(capsys.readouterr().out)
     ranks = payload["rank_sensitivity"]
     assert 0 < ranks["shape_mrr"] <= 1 and 0 < ranks["texture_mrr"] <= 1 and ranks["conflict_images"] == 59  # of 64
@@ -67,6 +67,7 @@ def test_the_cli_rescores_with_ranks(saved, capsys):
     assert main(["shape-bias", "--outputs", str(saved), "--bootstrap", "0"]) == 0
     text = capsys.readouterr().out
     assert "(no interval)" in text and "nan" not in text, text  # was: "[nan, nan]" beside the number
+    assert f"shape MRR {ranks['shape_mrr']:.4f}, texture MRR {ranks['texture_mrr']:.4f}" in text
 
 
 @pytest.mark.slow

@@ -98,6 +98,8 @@ def test_the_help_lists_the_commands_in_groups_and_a_moved_command_says_where_it
         (["models"], "the registry's list is `modelval models list`"),
         (["shape-bias", "--model", "x", "--threads", "2"], "--threads is now MODELVAL_THREADS=N"),
         (["shape-bias", "--no-output-cache"], "--no-output-cache is now --no-cache"),
+        (["shape-bias", "--outputs", "runs/x", "--rank"], "--rank is now always on with shape-bias --outputs"),
+        (["calibration", "ece", "p.jsonl", "--seeds-csv", "s.csv"], "--seeds-csv is now --csv FILE, which also writes"),
     ],
 )
 def test_an_old_spelling_is_one_line_naming_the_new_form(argv, said, capsys):

@@ -96,6 +96,7 @@ class TestEce:
         assert out_csv.read_text().splitlines() == ["event,label_budget,ece_mean"]
         assert "nan" not in out_csv.read_text()
         assert "header only" in capsys.readouterr().err
+        assert not (tmp_path / "ece.seeds.csv").exists()  # no artifact folders: no per-seed summary
 
     def test_strict_is_an_error_without_traceback(self, tree, capsys):
         assert main(["calibration", "ece", str(tree), "--strict"]) == 2
@@ -321,7 +322,7 @@ def test_ece_intervals_and_seed_summary(tmp_path, capsys):
         expected[seed] = expected_calibration_error(conf, right, 4)
     # An older version of seed 3 is superseded, also in the per-seed summary.
     write_jsonl(root / "preds-flood-lb25-set1-seed3-v000" / "p.jsonl", good_rows())
-    seeds_csv = tmp_path / "seeds.csv"
+    table_csv, seeds_csv = tmp_path / "ece.csv", tmp_path / "ece.seeds.csv"  # the per-seed summary beside the table
     argv = [
         "calibration",
         "ece",
@@ -329,8 +330,8 @@ def test_ece_intervals_and_seed_summary(tmp_path, capsys):
         "--json",
         "--bootstrap",
         "200",
-        "--seeds-csv",
-        str(seeds_csv),
+        "--csv",
+        str(table_csv),
         "--bins",
         "4",
     ]
@@ -346,6 +347,7 @@ def test_ece_intervals_and_seed_summary(tmp_path, capsys):
     assert float(row["ece_mean"]) == pytest.approx(np.mean(values))
     assert float(row["ece_sd"]) == pytest.approx(np.std(values, ddof=1))
     assert [float(row[f"ece_seed{s}"]) for s in (1, 2, 3)] == pytest.approx(values)
+    assert table_csv.exists()
     assert main(["calibration", "ece", str(root), "--bootstrap", "0", "--json"]) == 0
     assert "ece_ci95" not in json.loads(capsys.readouterr().out)[0]
     assert main(["calibration", "ece", str(root), "--bootstrap", "100"]) == 0

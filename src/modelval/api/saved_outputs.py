@@ -13,8 +13,8 @@ file's SHA-256 is the published one (the set's manifest). A swapped or edited li
 
 ``modelval shape-bias --outputs DIR`` (or :func:`rescore`) recomputes the shape bias from the stored outputs under
 another aggregation, label map or subset of the 16 categories, with the same code that maps a fresh run's outputs,
-so it equals a fresh run exactly; ``--rank`` adds REFINED-BIAS's mean reciprocal ranks over all outputs
-(:mod:`modelval.behaviour.refined_bias`).
+so it equals a fresh run exactly, and reports REFINED-BIAS's mean reciprocal ranks over all outputs too
+(:mod:`modelval.behaviour.refined_bias`; ``rescore(..., ranks=True)``).
 """
 
 from __future__ import annotations
@@ -330,7 +330,7 @@ def rescore(
     resample
         The bootstrap's unit (default: texture images).
     ranks
-        Add the mean reciprocal ranks (REFINED-BIAS).
+        Add the mean reciprocal ranks (REFINED-BIAS); ``modelval shape-bias --outputs`` always does.
     run_store
         Record the re-score there; ``None`` records nothing.
 

@@ -51,6 +51,8 @@ RENAMED = {
     "--config": "--models-file", "--data-home": "MODELVAL_DATA_HOME=DIR", "--url": "MODELVAL_MIRROR=URL",
     "--interpolation": "interpolation in the models-file entry", "--ray-address": "RAY_ADDRESS=ADDRESS",
     "--submitit-folder": "--slurm folder=DIR,cluster=X", "--submitit-cluster": "--slurm folder=DIR,cluster=X",
+    "--rank": "always on with shape-bias --outputs",
+    "--seeds-csv": "--csv FILE, which also writes <FILE stem>.seeds.csv",
 }  # fmt: skip
 
 EXIT_OK = 0

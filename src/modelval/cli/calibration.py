@@ -153,13 +153,11 @@ def _register_files(actions: argparse._SubParsersAction) -> None:
     ece.add_argument("--adaptive", action="store_true", help=ADAPTIVE_HELP)
     ece.add_argument("--strict", action="store_true", help=STRICT_HELP)
     ece.add_argument(
-        "--csv", type=output_file, metavar="FILE", help="write the (event, label budget) x set table as CSV"
-    )
-    ece.add_argument(
-        "--seeds-csv",
+        "--csv",
         type=output_file,
         metavar="FILE",
-        help="write ECE mean and sd over seeds per (event, label budget, set), with each seed's value, as CSV",
+        help="write the (event, label budget) x set table as CSV, and beside it <FILE stem>.seeds.csv: ECE mean "
+        "and sd over seeds per (event, label budget, set), with each seed's value",
     )
     add_bootstrap_options(ece)
     add_json_option(ece, "a list, one object per file,")
@@ -225,6 +223,11 @@ def _register_temperature(actions: argparse._SubParsersAction) -> None:
     temp.set_defaults(handler=_run_temperature)
 
 
+def _seeds_csv_path(table: Path) -> Path:
+    """Where ``--csv FILE`` puts the per-seed summary: ``<FILE stem>.seeds.csv`` beside it (ece.seeds.csv)."""
+    return table.with_name(f"{table.stem}.seeds.csv")
+
+
 def _run_ece(args: argparse.Namespace) -> int:
     from modelval.api.calibration import ece_of_artifacts
     from modelval.metrics.artifacts import write_seed_summary_csv, write_summary_csv
@@ -233,15 +236,16 @@ def _run_ece(args: argparse.Namespace) -> int:
         n_bins=args.bins, convention=args.convention, adaptive=args.adaptive, strict=args.strict
     )
     report = ece_of_artifacts(args.paths, bootstrap=args.bootstrap, seed=args.seed, **options)
+    seeds_csv = None
     if args.csv is not None:
         write_summary_csv(report.summary, args.csv)
         if not report.summary.rows:
             warn(f"{args.csv}: header only; the (event, label budget) x set table needs files named "
                  "preds-<event>-lb<k>-set<j>-seed<s>-vNNN (--json gives each file's ECE)")  # fmt: skip
-    if args.seeds_csv is not None:
-        # Every seed's newest version, not only the winning seed of each set (no intervals needed here).
-        seeds = ece_of_artifacts(args.paths, bootstrap=0, per_seed=True, **options)
-        write_seed_summary_csv(seeds.seed_summary, args.seeds_csv)
+        else:
+            # Every seed's newest version, not only the winning seed of each set (no intervals needed here).
+            seeds = ece_of_artifacts(args.paths, bootstrap=0, per_seed=True, **options)
+            seeds_csv = write_seed_summary_csv(seeds.seed_summary, _seeds_csv_path(args.csv))
     if args.json:
         out_json(report.to_json())
         return 0
@@ -269,8 +273,10 @@ def _run_ece(args: argparse.Namespace) -> int:
         f"{bins_text(args.bins, args.convention, adaptive=args.adaptive)}"
         + (f"; 95% intervals: percentile bootstrap, {args.bootstrap} resamples, seed {args.seed}" if ci else "")
     )
-    if args.seeds_csv is not None:
-        out(f"wrote the per-seed summary (mean, sd over seeds) to {args.seeds_csv}")
+    if args.csv is not None:
+        out(f"wrote the (event, label budget) x set table to {args.csv}")
+    if seeds_csv is not None:
+        out(f"wrote the per-seed summary (mean, sd over seeds) to {seeds_csv}")
     fewer = report.fewer_bins
     if fewer:
         least = min(r.effective_bins or 0 for r in fewer)
