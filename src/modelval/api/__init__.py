@@ -42,7 +42,7 @@ _EXPORTS = {
     "audit_preprocessing": "modelval.api.audit",
     "ComparisonReport": "modelval.api.comparison",
     "compare": "modelval.api.comparison",
-    "preprocess_diff": "modelval.api.preprocess_diff",
+    "preprocess_diff": "modelval.api.preprocessing_diff",
     "PreprocessDiff": "modelval.judgement.preprocess_diff",
     "Pipeline": "modelval.evaluation.pipelines",
     "nightly_verdict": "modelval.api.recording",

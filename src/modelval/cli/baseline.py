@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from modelval.api.pipeline import run_model
@@ -113,15 +114,21 @@ def _register_diff(actions: argparse._SubParsersAction) -> None:
     diff.add_argument("--model", metavar="NAME|SPEC", default="efficientnet_lite0",
                       help="the model both pipelines feed (default: the bundled efficientnet_lite0)")  # fmt: skip
     add_json_option(diff, "the diff")
+    # The machine's settings come from their variables or modelval.toml (no flags: the option budget).
+    add_settings(diff, quiet=(*UNFLAGGED, "data_root", "allow_modified_stimuli", "device", "trust_repo"))
     diff.set_defaults(handler=_run_diff)
 
 
 def _run_diff(args: argparse.Namespace) -> int:
-    from modelval.api.preprocess_diff import preprocess_diff
-    from modelval.settings import value
+    from modelval.api.options import ModelOptions
+    from modelval.api.preprocessing_diff import preprocess_diff
 
-    result = preprocess_diff(args.a, args.b, model=args.model, stimuli=args.copies or ["jpeg"],
-                             device=value("device"), data_root=value("data_root"), progress=not args.json)  # fmt: skip
+    result = preprocess_diff(
+        args.a, args.b, model=args.model, stimuli=args.copies or ["jpeg"], device=args.device,
+        data_root=args.data_root, allow_modified_stimuli=args.allow_modified_stimuli, offline=args.offline,
+        model_options=ModelOptions(trust_repo=bool(args.trust_repo), checkpoint_dir=args.checkpoint_dir),
+        progress=bool(args.progress) and sys.stderr.isatty() and not args.json,
+    )  # fmt: skip
     if args.json:
         out_json(result.to_dict())
     else:

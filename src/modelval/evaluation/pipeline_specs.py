@@ -252,7 +252,7 @@ def _timm_transform(name: str) -> Any:
 
     try:
         model = timm.create_model(name, pretrained=False)
-    except RuntimeError as error:  # timm's "Unknown model (...)"
+    except (RuntimeError, ValueError) as error:  # timm: "Unknown model (...)", "Unknown model source"
         raise DataError(f"timm:{name}: {error}") from None
     return create_transform(**resolve_data_config({}, model=model))
 
@@ -280,10 +280,15 @@ def _first_line(error: BaseException) -> str:
 
 
 def _user_pipeline(base: str, text: str) -> Pipeline:
+    from pathlib import Path
+
     from modelval.models.files import import_callable
 
     if ":" not in base:
         raise DataError(f"{text!r}: a pipeline is model, timm:NAME, hf:NAME or FILE.py:NAME")
+    target = base.rsplit(":", 1)[0]
+    if target.endswith(".py") and not Path(target).expanduser().is_file():
+        raise DataError(f"{text!r}: pipeline file not found: {target}")
     found, _ = import_callable(base)
     if isinstance(found, Pipeline):
         return replace(found, name=found.name or text)

@@ -203,13 +203,33 @@ class GreyMap:
 
     @classmethod
     def identity(cls, channels: int = 3) -> GreyMap:
+        """Values that are grey levels already (a PIL image, a uint8 tensor).
+
+        Parameters
+        ----------
+        channels
+            How many channels.
+        """
         return cls(np.ones(channels), np.zeros(channels))
 
     def grey(self, values: np.ndarray) -> np.ndarray:
+        """``values`` (C, H, W) in grey levels.
+
+        Parameters
+        ----------
+        values
+            A state's values.
+        """
         return values * self.scale[:, None, None] + self.offset[:, None, None]
 
     def same(self, other: GreyMap) -> bool:
-        """The same scale and offset, to float32 rounding."""
+        """The same scale and offset, to float32 rounding.
+
+        Parameters
+        ----------
+        other
+            The other map.
+        """
         return bool(np.allclose(self.scale, other.scale, rtol=1e-4) and np.allclose(self.offset, other.offset,
                                                                                       atol=1e-3))  # fmt: skip
 

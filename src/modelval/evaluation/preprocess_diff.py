@@ -87,6 +87,13 @@ class StageDiff:
         return bool(self.rescaled) or self.note.startswith("sizes differ") or self.max_abs > self.tolerance
 
     def add(self, a: np.ndarray, b: np.ndarray) -> None:
+        """Count one image's two states (sizes that differ are noted, not counted).
+
+        Parameters
+        ----------
+        a, b
+            A's and B's state, (C, H, W), on one scale.
+        """
         if a.shape != b.shape:
             self.note = f"sizes differ: {'x'.join(map(str, a.shape[1:]))} against {'x'.join(map(str, b.shape[1:]))}"
             return
@@ -217,6 +224,10 @@ def run_pipelines(
         Called with the number of images done after each chunk.
     """
 
+    from modelval.runtime import tune_allocator
+
+    if device.type == "cpu":
+        tune_allocator()  # as the one forward path does: without it a CPU batch spends half its time in the kernel
     traced = (_Traced(a, a.steps()), _Traced(b, b.steps()))
     models = _models(model, (a, b), device)
     stages = [StageDiff(stage) for stage in STAGES]
@@ -228,14 +239,14 @@ def run_pipelines(
         for item in items[start : start + chunk]:
             data, image = item()
             runs = [t.run(_decoded(t.pipeline, data, image)) for t in traced]
+            if start == 0 and not inputs[0]:  # different input sizes: said at the first image, not after a chunk
+                _same_size(a, b, runs[0][-1], runs[1][-1])
             _compare_stages(traced, runs, stages)
             for side, states in enumerate(runs):
                 inputs[side].append(as_tensor(states[-1]))
         sides = zip((a, b), models, inputs, strict=True)
         fed = [_batch_inputs(p, _stacked(p, x), device) for p, (_, device), x in sides]
-        if fed[0].shape != fed[1].shape:
-            raise InputValidationError(f"the pipelines feed inputs of different sizes: {a.name} "
-                                       f"{tuple(fed[0].shape[1:])}, {b.name} {tuple(fed[1].shape[1:])}")  # fmt: skip
+        _same_size(a, b, fed[0][0], fed[1][0])
         for image_a, image_b in zip(fed[0].cpu().double().numpy(), fed[1].cpu().double().numpy(), strict=True):
             stages[LAST].add(image_a, image_b)
         for side, pipeline in enumerate((a, b)):
@@ -246,6 +257,13 @@ def run_pipelines(
         diff.steps_a, diff.steps_b = ta, tb
     out_a, out_b = (np.concatenate(x) if x else np.zeros((0, 0)) for x in logits)
     return PixelRun(stages, out_a, out_b, tuple(traced[0].stages), tuple(traced[1].stages))
+
+
+def _same_size(a: Pipeline, b: Pipeline, first_a: Any, first_b: Any) -> None:
+    shape_a, shape_b = tuple(as_tensor(first_a).shape), tuple(as_tensor(first_b).shape)
+    if shape_a != shape_b:
+        raise InputValidationError(f"the pipelines feed inputs of different sizes: {a.name} {shape_a}, "
+                                   f"{b.name} {shape_b}; a diff compares what one model is fed")  # fmt: skip
 
 
 def _stacked(pipeline: Pipeline, inputs: list[torch.Tensor]) -> torch.Tensor:
@@ -270,9 +288,15 @@ def _compare_stages(traced: tuple[_Traced, _Traced], runs: list[list[Any]], stag
         (va, map_a), (vb, map_b) = (_grey(t, s, t.prefix(rank)) for t, s in zip(traced, runs, strict=True))
         if (map_a is None or map_b is None) and va.shape == vb.shape:
             diff.note = diff.note or "values of an unknown scale: compared as they are"
-        elif map_a is not None and map_b is not None and not map_a.same(map_b):
+        elif _float(runs[0][traced[0].prefix(rank)]) and _float(runs[1][traced[1].prefix(rank)]) and (
+            map_a is not None and map_b is not None and not map_a.same(map_b)
+        ):  # a PIL image or uint8 tensor is in grey levels by nature; two float states must agree on the scale too
             diff.rescaled = f"grey level = {map_a.describe()} in A, {map_b.describe()} in B"
         diff.add(va, vb)
+
+
+def _float(state: Any) -> bool:
+    return bool(getattr(state, "is_floating_point", lambda: False)())
 
 
 def _new_steps(traced: _Traced) -> list[tuple[str, ...]]:

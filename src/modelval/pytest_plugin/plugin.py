@@ -230,6 +230,29 @@ def modelval_device(pytestconfig: pytest.Config) -> str:
     return worker_device(setting(pytestconfig, "device") or "auto", os.environ.get("PYTEST_XDIST_WORKER"))
 
 
+@pytest.fixture
+def modelval_preprocess_diff(modelval_data_root: Path, modelval_device: str) -> Any:
+    """A function that diffs two preprocessing pipelines on this session's stimuli and device, and fails the test
+    with the diff's report when they differ: ``modelval_preprocess_diff("model", my_transform, model=...)``.
+
+    It takes :func:`modelval.preprocess_diff`'s arguments (``expect="differs"`` passes only when they differ) and
+    returns its :class:`~modelval.judgement.preprocess_diff.PreprocessDiff`.
+    """
+    from modelval.api.preprocessing_diff import preprocess_diff
+
+    def diff(a: Any, b: Any, *, expect: str = "same", **options: Any) -> Any:
+        if expect not in ("same", "differs"):
+            raise ValueError(f"expect must be 'same' or 'differs', got {expect!r}")
+        options.setdefault("data_root", modelval_data_root)
+        options.setdefault("device", modelval_device)
+        result = preprocess_diff(a, b, **options)
+        if result.status != expect:
+            pytest.fail(f"preprocessing expected {expect}, found {result.status}\n{result.text()}", pytrace=False)
+        return result
+
+    return diff
+
+
 @pytest.fixture(scope="session")
 def modelval_checkpoint_dir(pytestconfig: pytest.Config) -> Path:
     from modelval.models import resolve_checkpoint_dir

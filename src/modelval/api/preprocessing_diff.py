@@ -24,21 +24,26 @@ def preprocess_diff(
     stimuli: Sequence[str] | str = ("288",),
     limit: int | None = None,
     data_root: str | os.PathLike[str] | None = None,
+    allow_modified_stimuli: bool = False,
     device: str = "auto",
     offline: bool | None = None,
     model_options: ModelOptions | None = None,
     seed: int = 0,
     progress: bool = False,
 ) -> PreprocessDiff:
-    """Run two preprocessing pipelines on the same stimuli, compare them after every stage and say where they first
-    diverge and what that does to the model's answers (:mod:`modelval.judgement.preprocess_diff`).
+    """Two preprocessing pipelines on the same stimuli: where they first diverge, and what it does to the answers.
+
+    Both run on every stimulus and are compared after every stage (:mod:`modelval.evaluation.preprocess_diff`);
+    then the model answers both (:mod:`modelval.judgement.preprocess_diff`).
 
     Parameters
     ----------
-    a, b
-        Each a spec (``model``, ``model+backend=tensor``, ``timm:NAME``, ``hf:NAME``, ``file.py:NAME``; see
-        :mod:`modelval.evaluation.pipeline_specs`), a :class:`~modelval.evaluation.pipelines.Pipeline`, or a callable
-        from a PIL image to a (3, H, W) tensor.
+    a
+        The pipeline before: a spec (``model``, ``model+backend=tensor``, ``timm:NAME``, ``hf:NAME``,
+        ``file.py:NAME``; see :mod:`modelval.evaluation.pipeline_specs`), a
+        :class:`~modelval.evaluation.pipelines.Pipeline`, or a callable from a PIL image to a (3, H, W) tensor.
+    b
+        The pipeline after, in the same forms.
     model
         The classifier both feed: a registry name or spec, or a loaded model; ``model`` in a spec is its declared
         preprocessing.
@@ -49,6 +54,8 @@ def preprocess_diff(
         Use this many of the 1,280 stimuli, spread over the set (``None``: all).
     data_root
         The cue-conflict folder (default: the data home's).
+    allow_modified_stimuli
+        Run on a folder that is not the published set (a subset).
     device
         Where the forwards run, unless a pipeline names its own.
     offline
@@ -71,9 +78,9 @@ def preprocess_diff(
     The bundled EfficientNet-Lite0 fed BGR: the pipelines diverge at the channel order.
 
     >>> import modelval
-    >>> diff = modelval.preprocess_diff("model", "model+channels=bgr", limit=32, data_root=STIMULI)
-    >>> diff.status, diff.variants[0].first_stage
-    ('differs', 'channel order')
+    >>> diff = modelval.preprocess_diff("model", "model+channels=bgr", limit=32, data_root=STIMULI, device="cpu")
+    >>> diff.status, diff.variants[0].first_stage, diff.variants[0].images
+    ('differs', 'channel order', 32)
     """
     from modelval.api.loading import load, load_stimuli
     from modelval.evaluation.pipelines import check_variants
@@ -88,7 +95,8 @@ def preprocess_diff(
     target = resolve_device(device)
     loaded, name = load(model, model_options=model_options, device=target)
     pipelines = [_pipeline(p, loaded.config.preprocess) for p in (a, b)]
-    found = load_stimuli(EvaluationOptions(data_root=data_root, progress=progress), offline=offline)
+    found = load_stimuli(EvaluationOptions(data_root=data_root, progress=progress,
+                                                allow_modified_stimuli=allow_modified_stimuli), offline=offline)
     chosen = _spread(len(found.stimuli), limit)
     chosen_stimuli = [found.stimuli[i] for i in chosen]
     files = [found.root / s.relpath for s in chosen_stimuli]
