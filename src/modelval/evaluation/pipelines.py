@@ -129,8 +129,29 @@ class Pipeline:
 
 
 def _name_of(thing: Any) -> str:
-    text = getattr(thing, "__name__", None) or repr(thing)
+    """A step's short name: ``Resize(256, bicubic)``, ``Normalize(0.5, 0.5)``, a function's name."""
+    short = _torchvision_name(thing)
+    text = short or getattr(thing, "__name__", None) or repr(thing)
     return " ".join(str(text).split())[:80]
+
+
+def _torchvision_name(step: Any) -> str | None:
+    kind = type(step).__name__
+    if kind == "Resize":
+        size = step.size[0] if isinstance(step.size, (list, tuple)) and len(step.size) == 1 else step.size
+        mode = getattr(step.interpolation, "value", step.interpolation)
+        alias = "" if getattr(step, "antialias", True) in (True, None) else ", no antialias"
+        return f"Resize({size}, {mode}{alias})"
+    if kind == "CenterCrop":
+        size = step.size[0] if len(set(step.size)) == 1 else step.size
+        return f"CenterCrop({size})"
+    if kind == "Normalize":
+        mean, std = (", ".join(f"{float(v):.4g}" for v in values) for values in (step.mean, step.std))
+        return f"Normalize(mean {mean}; std {std})"
+    if kind == "ToDtype":
+        dtype = step.dtype if not isinstance(step.dtype, dict) else next(iter(step.dtype.values()))
+        return f"ToDtype({str(dtype).replace('torch.', '')}{', scaled' if step.scale else ''})"
+    return None
 
 
 def transform_steps(transform: Any) -> list[Step]:
@@ -166,19 +187,21 @@ def transform_steps(transform: Any) -> list[Step]:
 # --- values on one scale ---------------------------------------------------------------------------------------
 
 
-def raw_values(state: Any) -> np.ndarray:
-    """A state as a float64 (C, H, W) array: a PIL image's grey levels, a tensor's values as they are.
+def raw_values(state: Any, dtype: Any = np.float32) -> np.ndarray:
+    """A state as a (C, H, W) array: a PIL image's grey levels, a tensor's values as they are.
 
     Parameters
     ----------
     state
         A PIL image or a tensor of (C, H, W) (a batch of one is taken as its image).
+    dtype
+        float32 (the comparisons: 1e-5 of a grey level), or float64 (fitting a step's map).
     """
     import torch
     from PIL import Image
 
     if isinstance(state, Image.Image):
-        array = np.asarray(state.convert("RGB") if state.mode not in ("RGB", "L") else state, dtype=np.float64)
+        array = np.asarray(state.convert("RGB") if state.mode not in ("RGB", "L") else state, dtype=dtype)
         return array[None] if array.ndim == 2 else array.transpose(2, 0, 1)
     if isinstance(state, torch.Tensor):
         values = state.detach()
@@ -187,9 +210,9 @@ def raw_values(state: Any) -> np.ndarray:
         if values.ndim != 3:
             raise InputValidationError(f"a transform step returned a tensor of shape {tuple(values.shape)}; "
                                        "a pipeline's steps work on one (C, H, W) image")  # fmt: skip
-        return values.to("cpu", torch.float64).numpy()
+        return values.to("cpu", torch.float64 if dtype == np.float64 else torch.float32).numpy()
     if isinstance(state, np.ndarray) and state.ndim == 3:
-        return state.astype(np.float64).transpose(2, 0, 1) if state.shape[-1] in (1, 3) else state.astype(np.float64)
+        return state.astype(dtype).transpose(2, 0, 1) if state.shape[-1] in (1, 3) else state.astype(dtype)
     raise InputValidationError(f"a transform step returned {type(state).__name__}; a step returns a PIL image or "
                                "a tensor")  # fmt: skip
 
@@ -220,7 +243,8 @@ class GreyMap:
         values
             A state's values.
         """
-        return values * self.scale[:, None, None] + self.offset[:, None, None]
+        scale, offset = (x.astype(values.dtype)[:, None, None] for x in (self.scale, self.offset))
+        return values * scale + offset
 
     def same(self, other: GreyMap) -> bool:
         """The same scale and offset, to float32 rounding.

@@ -94,15 +94,25 @@ class StageDiff:
         a, b
             A's and B's state, (C, H, W), on one scale.
         """
-        if a.shape != b.shape:
-            self.note = f"sizes differ: {'x'.join(map(str, a.shape[1:]))} against {'x'.join(map(str, b.shape[1:]))}"
+        self.count(delta_stats(a, b, self.tolerance))
+
+    def count(self, stats: tuple[float, float, int, int, int] | str) -> None:
+        """Count one image's :func:`delta_stats` (a string: why the states could not be compared).
+
+        Parameters
+        ----------
+        stats
+            The largest and summed |difference|, the values, the changed pixels and the pixels.
+        """
+        if isinstance(stats, str):
+            self.note = stats
             return
-        delta = np.abs(a - b)
-        self.max_abs = max(self.max_abs, float(delta.max(initial=0.0)))
-        self.sum_abs += float(delta.sum())
-        self.values += delta.size
-        self.changed_pixels += int((delta > self.tolerance).any(axis=0).sum())
-        self.pixels += delta.shape[1] * delta.shape[2]
+        largest, total, values, changed, pixels = stats
+        self.max_abs = max(self.max_abs, largest)
+        self.sum_abs += total
+        self.values += values
+        self.changed_pixels += changed
+        self.pixels += pixels
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -111,6 +121,24 @@ class StageDiff:
             "mean_abs": self.mean_abs, "changed_pixel_share": self.changed_share, "note": self.note,
             "rescaled": self.rescaled,
         }  # fmt: skip
+
+
+def delta_stats(a: np.ndarray, b: np.ndarray, tolerance: float) -> tuple[float, float, int, int, int] | str:
+    """The largest and summed |a - b|, the values, the pixels where a channel differs by more than ``tolerance``
+    and the pixels; or, when the sizes differ, the note that says so.
+
+    Parameters
+    ----------
+    a, b
+        Two states, (C, H, W).
+    tolerance
+        The difference that counts as a change.
+    """
+    if a.shape != b.shape:
+        return f"sizes differ: {'x'.join(map(str, a.shape[1:]))} against {'x'.join(map(str, b.shape[1:]))}"
+    delta = np.abs(a - b)
+    changed = int((delta > tolerance).any(axis=0).sum())
+    return float(delta.max(initial=0.0)), float(delta.sum()), delta.size, changed, delta.shape[1] * delta.shape[2]
 
 
 @dataclass
@@ -144,7 +172,7 @@ class _Traced:
     def _learn(self, step: Any, before: Any, after: Any) -> None:
         import torch
 
-        raw_before, raw_after = raw_values(before), raw_values(after)
+        raw_before, raw_after = raw_values(before, np.float64), raw_values(after, np.float64)
         kind, fit, reversed_ = classify(raw_before, raw_after)
         stage = step.stage or kind
         float_after = isinstance(after, torch.Tensor) and after.is_floating_point()
@@ -247,7 +275,7 @@ def run_pipelines(
         sides = zip((a, b), models, inputs, strict=True)
         fed = [_batch_inputs(p, _stacked(p, x), device) for p, (_, device), x in sides]
         _same_size(a, b, fed[0][0], fed[1][0])
-        for image_a, image_b in zip(fed[0].cpu().double().numpy(), fed[1].cpu().double().numpy(), strict=True):
+        for image_a, image_b in zip(fed[0].cpu().numpy(), fed[1].cpu().numpy(), strict=True):
             stages[LAST].add(image_a, image_b)
         for side, pipeline in enumerate((a, b)):
             logits[side].append(_forward(models[side], pipeline, fed[side]))
@@ -284,15 +312,23 @@ def _decoded(pipeline: Pipeline, data: bytes | None, image: Any) -> Any:
 
 
 def _compare_stages(traced: tuple[_Traced, _Traced], runs: list[list[Any]], stages: list[StageDiff]) -> None:
+    done: dict[tuple[int, int], tuple[Any, ...]] = {}  # stages with the same two states share one comparison
     for rank, diff in enumerate(stages[:LAST]):
-        (va, map_a), (vb, map_b) = (_grey(t, s, t.prefix(rank)) for t, s in zip(traced, runs, strict=True))
-        if (map_a is None or map_b is None) and va.shape == vb.shape:
+        counts = (traced[0].prefix(rank), traced[1].prefix(rank))
+        if counts not in done:
+            (va, map_a), (vb, map_b) = (_grey(t, s, n) for t, s, n in zip(traced, runs, counts, strict=True))
+            rescaled = ""
+            if _float(runs[0][counts[0]]) and _float(runs[1][counts[1]]) and (
+                map_a is not None and map_b is not None and not map_a.same(map_b)
+            ):  # a PIL image or uint8 tensor is in grey levels by nature; two float states must agree on the scale too
+                rescaled = f"grey level = {map_a.describe()} in A, {map_b.describe()} in B"
+            unknown = (map_a is None or map_b is None) and va.shape == vb.shape
+            done[counts] = (delta_stats(va, vb, diff.tolerance), rescaled, unknown)
+        stats, rescaled, unknown = done[counts]
+        diff.rescaled = diff.rescaled or rescaled
+        if unknown:
             diff.note = diff.note or "values of an unknown scale: compared as they are"
-        elif _float(runs[0][traced[0].prefix(rank)]) and _float(runs[1][traced[1].prefix(rank)]) and (
-            map_a is not None and map_b is not None and not map_a.same(map_b)
-        ):  # a PIL image or uint8 tensor is in grey levels by nature; two float states must agree on the scale too
-            diff.rescaled = f"grey level = {map_a.describe()} in A, {map_b.describe()} in B"
-        diff.add(va, vb)
+        diff.count(stats)
 
 
 def _float(state: Any) -> bool:

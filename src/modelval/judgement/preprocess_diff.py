@@ -135,20 +135,20 @@ class PreprocessDiff:
 
 
 def _stage_table(v: VariantDiff) -> list[str]:
-    rows = [f"  {'stage':<17} {'max |d|':>9} {'mean |d|':>9} {'pixels':>7}  steps (A | B)"]
+    rows = [f"  {'stage':<17} {'max |d|':>9} {'mean |d|':>9} {'pixels':>7}  steps that ran there"]
     for s in v.stages:
         mark = "  <- first difference" if v.first_stage and v.first_stage.startswith(s.stage) else ""
         numbers = (f"{s.max_abs:>9.3g} {s.mean_abs:>9.3g} {s.changed_share:>7.1%}" if s.values
                    else f"{'-':>9} {'-':>9} {'-':>7}")  # fmt: skip
-        steps = " | ".join(", ".join(n.split(": ", 1)[1] for n in names) or "-" for names in (s.steps_a, s.steps_b))
-        rows.append(f"  {s.stage:<17} {numbers}  {_short(steps)}{mark}")
+        a, b = (", ".join(n.split(": ", 1)[1] for n in names) or "-" for names in (s.steps_a, s.steps_b))
+        steps = f"both: {a}" if a == b and a != "-" else "" if a == b else f"A: {a} | B: {b}"
+        rows.append(f"  {s.stage:<17} {numbers}  {_short(steps)}{mark}".rstrip())
         rows += [f"  {'':<17} {note}" for note in (s.note, s.rescaled) if note]
     rows.append("  (|d| in grey levels, 0-255; at device and batch in the model's input values)")
     return rows
 
 
-def _short(text: str, width: int = 70) -> str:
-    text = text.replace("InterpolationMode.", "").replace(", inplace=False", "")
+def _short(text: str, width: int = 90) -> str:
     return text if len(text) <= width else text[: width - 3] + "..."
 
 
