@@ -154,3 +154,32 @@ def test_a_model_that_does_not_fit_is_one_line(tmp_path, stimulus_subset, capsys
     from memory_helpers import does_not_fit
 
     does_not_fit("cuda", tmp_path, stimulus_subset, capsys)
+
+
+def test_preprocess_diff_names_a_cuda_resize_and_a_cuda_forward(modelval_data_root):
+    """The same tensor pipeline with its steps on CUDA (pytorch/vision #8399: one grey level) and the forward on CUDA:
+    the diff runs each where its pipeline says, and a CUDA forward alone differs only at device and batch."""
+    import modelval
+
+    resize = modelval.preprocess_diff("model+backend=tensor", "model+backend=tensor+transform_device=cuda",
+                                      stimuli="288", limit=32, data_root=modelval_data_root, device="cpu")  # fmt: skip
+    (variant,) = resize.variants
+    stages = {s.stage: s for s in variant.stages}
+    assert not stages["decode"].diverged and not stages["dtype and range"].diverged
+    assert variant.first_stage in (None, "resize"), resize.text()  # CUDA's resize may equal the CPU's on these
+    forward = modelval.preprocess_diff("model", "model+device=cuda", stimuli="original", limit=32,
+                                       data_root=modelval_data_root, device="cpu")  # fmt: skip
+    (variant,) = forward.variants
+    assert all(not s.diverged for s in variant.stages[:-1])
+    assert variant.first_stage in (None, "device and batch"), forward.text()
+
+
+def test_preprocess_diff_of_a_compiled_forward(modelval_data_root):
+    """torch.compile of the same model on CUDA: the inputs agree; only the forward may move the logits."""
+    import modelval
+
+    diff = modelval.preprocess_diff("model+device=cuda", "model+device=cuda+compile", stimuli="original", limit=32,
+                                    data_root=modelval_data_root)  # fmt: skip
+    (variant,) = diff.variants
+    assert all(not s.diverged for s in variant.stages[:-1])
+    assert variant.first_stage in (None, "device and batch"), diff.text()

@@ -133,3 +133,48 @@ def test_the_pytest_fixture_fails_a_test_with_the_report(modelval_preprocess_dif
     assert diff.variants[0].first_stage == "channel order"
     with pytest.raises(pytest.fail.Exception, match="preprocessing expected same, found differs"):
         modelval_preprocess_diff("model", "model+channels=bgr", limit=16, stimuli="original")
+
+
+def test_timm_and_huggingface_pipelines(tmp_path):
+    """timm's eval transform is taken apart by type; a HuggingFace processor (read from a folder, never downloaded) is
+    one step that does everything, and its output is the model's input."""
+    import json
+
+    timm = pipeline_from_spec("timm:resnet18", LITE0_PREPROCESS)
+    assert [s.stage for s in timm.steps()] == ["resize", "crop", "dtype and range", "normalize"]
+    folder = tmp_path / "processor"
+    folder.mkdir()
+    (folder / "preprocessor_config.json").write_text(json.dumps({
+        "image_processor_type": "ViTImageProcessor", "do_resize": True, "size": {"height": 224, "width": 224},
+        "resample": 3, "do_rescale": True, "rescale_factor": 1 / 255, "do_normalize": True,
+        "image_mean": [0.5, 0.5, 0.5], "image_std": [0.5, 0.5, 0.5],
+    }))  # fmt: skip
+    hf = pipeline_from_spec(f"hf:{folder}", LITE0_PREPROCESS)
+    (step,) = hf.steps()
+    assert step.stage is None  # told by its effect: it resizes and normalizes at once
+    out = hf(Image.new("RGB", (288, 288), (255, 0, 0)))
+    assert tuple(out.shape) == (3, 224, 224) and float(out[0].mean()) == pytest.approx(1.0)
+    with pytest.raises(DataError, match="no image processor in the local cache or folder"):
+        pipeline_from_spec(f"hf:{tmp_path / 'nothing'}", LITE0_PREPROCESS)
+
+
+def test_a_step_that_does_everything_is_named_as_the_whole_transform(modelval_data_root):
+    """A plain function that resizes and normalizes at once cannot be taken apart: where it differs, the diff names it
+    (on a small random classifier and four stimuli: the stages, not the model, are the subject)."""
+    import functools
+
+    from modelval.evaluation.preprocess_diff import run_pipelines
+
+    def squash(image):  # resizes to 224 without a crop, then scales and normalizes, in one go
+        pixels = np.asarray(image.resize((224, 224), Image.Resampling.BILINEAR), dtype=np.float32)
+        return (torch.from_numpy(pixels).permute(2, 0, 1) / 255 - 0.5) / 0.5
+
+    torch.manual_seed(0)
+    tiny = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 8, stride=8), torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(),
+                               torch.nn.Linear(4, 1000))  # fmt: skip
+    files = sorted(modelval_data_root.glob("*/*.png"))[:4]
+    items = [functools.partial(derive, f.read_bytes(), "288") for f in files]
+    a = pipeline_from_spec("model", LITE0_PREPROCESS)
+    run = run_pipelines(tiny, a, Pipeline(squash), items, device=torch.device("cpu"))
+    assert run.first_divergence() == "whole transform (squash)"
+    assert run.stages_b == ("whole transform",) and run.logits_a.shape == (4, 1000)

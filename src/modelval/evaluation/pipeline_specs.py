@@ -38,7 +38,8 @@ PREPROCESSING_KEYS: dict[str, str] = {
 }  # fmt: skip
 FORWARD_KEYS: dict[str, str] = {
     "batch": "images per forward", "device": "where the forward runs",
-    "channels_last": "true or false: the NHWC layout", "decoder": "pillow or nearest-chroma",
+    "channels_last": "true or false: the NHWC layout", "compile": "true or false: the model through torch.compile",
+    "decoder": "pillow or nearest-chroma",
 }  # fmt: skip
 
 
@@ -96,7 +97,7 @@ def parse_changes(text: str) -> tuple[str, dict[str, str]]:
     for part in parts:
         key, sep, value = part.partition("=")
         key = key.strip().replace("-", "_")
-        if key == "channels_last" and not sep:
+        if key in ("channels_last", "compile") and not sep:
             value, sep = "true", "="
         if not sep or key not in {**PREPROCESSING_KEYS, **FORWARD_KEYS}:
             known = ", ".join(sorted({**PREPROCESSING_KEYS, **FORWARD_KEYS}))
@@ -139,8 +140,9 @@ def _with_forward(pipeline: Pipeline, changes: dict[str, str], text: str) -> Pip
         updates["batch_size"] = _positive(changes["batch"], "batch", text)
     if "device" in changes:
         updates["device"] = changes["device"]
-    if "channels_last" in changes:
-        updates["channels_last"] = _flag(changes["channels_last"], "channels_last", text)
+    for key in ("channels_last", "compile"):
+        if key in changes:
+            updates[key] = _flag(changes[key], key, text)
     if "decoder" in changes:
         if changes["decoder"] not in DECODERS:
             raise DataError(f"{text!r}: decoder must be one of {', '.join(DECODERS)}, got {changes['decoder']!r}")

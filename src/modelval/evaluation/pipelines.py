@@ -92,6 +92,8 @@ class Pipeline:
         Applied to each stacked batch on the device (a loader's GPU-side normalization), or ``None``.
     channels_last
         Run the model and its inputs in NHWC layout.
+    compile
+        Run the model through ``torch.compile`` (a copy of it).
     """
 
     transform: Callable[[Any], Any]
@@ -101,6 +103,7 @@ class Pipeline:
     device: str | None = None
     batch_transform: Callable[[Any], Any] | None = None
     channels_last: bool = False
+    compile: bool = False
 
     def __post_init__(self) -> None:
         if not callable(self.transform):
@@ -124,6 +127,7 @@ class Pipeline:
         """What of the forward differs between pipelines (the ``device and batch`` stage)."""
         return {
             "batch_size": self.batch_size, "device": self.device, "channels_last": self.channels_last,
+            "compile": self.compile,
             "batch_transform": None if self.batch_transform is None else _name_of(self.batch_transform),
         }  # fmt: skip
 
