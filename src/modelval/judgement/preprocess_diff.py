@@ -127,7 +127,8 @@ class PreprocessDiff:
         for v in self.variants:
             lines += ["", f"{VARIANT_TITLES[v.variant]}: {v.images} stimuli", *_stage_table(v)]
             lines.append(f"logits: max |B - A| {v.logit_shift[0]:.3g}, mean {v.logit_shift[1]:.3g}")
-            lines.append(f"decisions flipped: {v.flips.count} of {v.images}")
+            shown = " (image: A's answer -> B's)" if v.flips.count else ""
+            lines.append(f"decisions flipped: {v.flips.count} of {v.images}{shown}")
             lines += v.flips.lines()
             lines += [change.describe() for change in (v.shape_bias, v.accuracy) if change is not None]
         verdict = "SAME: no stage differs and no decision flips" if self.passed else f"DIFFERS: {self.reason}"
