@@ -105,7 +105,8 @@ def _register_diff(actions: argparse._SubParsersAction) -> None:
     )
     specs = ("model (the model's declared preprocessing), model+KEY=VALUE+... (changed: backend=tensor, "
              "antialias=false, interpolation=, resize=, crop=, crop_pct=, mean=, std=, channels=bgr, range=255, "
-             "resize_dtype=, batch=, device=, decoder=nearest-chroma, channels_last, compile), timm:NAME, hf:NAME, FILE.py:NAME")
+             "resize_dtype=, batch=, device=, decoder=nearest-chroma, channels_last, compile), timm:NAME, hf:NAME, "
+             "FILE.py:NAME")
     diff.add_argument("a", metavar="A", help=f"the pipeline before: {specs}")
     diff.add_argument("b", metavar="B", help="the pipeline after, in the same forms")
     diff.add_argument("copies", metavar="COPY", nargs="*", choices=[[], *VARIANTS], default=[],
