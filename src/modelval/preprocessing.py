@@ -50,6 +50,11 @@ MAX_INPUT_SIZE = 4096
 #: "resize 256 / center-crop 224", the usual ImageNet eval transform, as a stimulus-protocol option.
 STANDARD_RESIZE, STANDARD_CROP = 256, 224
 
+#: The stimulus copies a preprocess diff runs on (:func:`modelval.evaluation.pipelines.derive`): the 224 px
+#: originals, bicubic upscales to 256 and 288 px, and the 288 px upscale as a 4:2:0 JPEG. Here, in the ground, so that
+#: the command line offers them without importing torch.
+STIMULUS_COPIES: tuple[str, ...] = ("original", "256", "288", "jpeg")
+
 
 def _triple(values: Iterable[float], what: str) -> tuple[float, float, float]:
     items = tuple(float(v) for v in values)

@@ -92,7 +92,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _register_diff(actions: argparse._SubParsersAction) -> None:
-    from modelval.evaluation.pipelines import VARIANTS
+    from modelval.preprocessing import STIMULUS_COPIES as VARIANTS
 
     diff = actions.add_parser(
         "preprocess-diff",

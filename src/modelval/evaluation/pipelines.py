@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from modelval.errors import DataError, InputValidationError
+from modelval.preprocessing import STIMULUS_COPIES
 
 if TYPE_CHECKING:
     import torch
@@ -341,7 +342,7 @@ def next_map(previous: GreyMap | None, fit: np.ndarray | None, reversed_: bool, 
 
 #: The stimulus copies a diff runs on: the 224 px originals, upscaled copies (so that resizers and crops act) and a
 #: JPEG copy with 4:2:0 chroma (so that decoders act).
-VARIANTS: tuple[str, ...] = ("original", "256", "288", "jpeg")
+VARIANTS: tuple[str, ...] = STIMULUS_COPIES
 JPEG_QUALITY = 90
 
 
