@@ -10,10 +10,10 @@ import pytest
 import torch
 from PIL import Image
 
+from modelval.behaviour.paired import mcnemar_mid_p
 from modelval.errors import DataError
 from modelval.evaluation.pipeline_specs import declared_transform, parse_changes, pipeline_from_spec
 from modelval.evaluation.pipelines import GreyMap, Pipeline, classify, derive, next_map, transform_steps
-from modelval.judgement.preprocess_diff import mcnemar_mid_p
 from modelval.models.efficientnet import LITE0_PREPROCESS
 from modelval.proportions import newcombe_difference, paired_difference, wilson_interval
 

@@ -88,6 +88,24 @@ def mcnemar_exact(b: int, c: int) -> float:
     return float(min(Fraction(1), 2 * tail))
 
 
+def mcnemar_mid_p(b: int, c: int) -> float:
+    """The two-sided McNemar mid-p value: ``2 P(X < min) + P(X = min)``, X ~ Bin(b + c, 1/2) (1.0 with no
+    discordant pairs).
+
+    Parameters
+    ----------
+    b, c
+        The discordant pairs: only the first hits, only the second hits.
+    """
+    if b < 0 or c < 0:
+        raise ValueError(f"discordant counts must be >= 0, got {b} and {c}")
+    n, k = b + c, min(b, c)
+    if n == 0:
+        return 1.0
+    below = sum(math.comb(n, i) for i in range(k))  # exact, as mcnemar_exact: no float tail sums
+    return float(min(Fraction(1), Fraction(2 * below + math.comb(n, k), 2**n)))
+
+
 @dataclass(frozen=True)
 class McNemar:
     """The exact McNemar test of the success rate (shape-decision rate on cue-conflict, else accuracy)."""

@@ -273,7 +273,7 @@ def run_pipelines(
             for side, states in enumerate(runs):
                 inputs[side].append(as_tensor(states[-1]))
         sides = zip((a, b), models, inputs, strict=True)
-        fed = [_batch_inputs(p, _stacked(p, x), device) for p, (_, device), x in sides]
+        fed = [_batch_inputs(p, _stacked(p, x), target) for p, (_, target), x in sides]
         _same_size(a, b, fed[0][0], fed[1][0])
         for image_a, image_b in zip(fed[0].cpu().numpy(), fed[1].cpu().numpy(), strict=True):
             stages[LAST].add(image_a, image_b)

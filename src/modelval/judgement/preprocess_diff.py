@@ -188,6 +188,7 @@ def _shape_bias(a: list[Decision], b: list[Decision], names: tuple[str, str], se
 
 
 def _accuracy(a: list[Decision], b: list[Decision]) -> PairedChange | None:
+    from modelval.behaviour.paired import mcnemar_mid_p
     from modelval.proportions import paired_difference
 
     conflicts = [(x, y) for x, y in zip(a, b, strict=True) if x.shape != x.texture]
@@ -202,20 +203,3 @@ def _accuracy(a: list[Decision], b: list[Decision]) -> PairedChange | None:
                         mcnemar_mid_p(only_a, only_b),
                         "Newcombe's paired score interval; McNemar mid-p test")  # fmt: skip
 
-
-def mcnemar_mid_p(b: int, c: int) -> float:
-    """The two-sided McNemar mid-p value: ``2 P(X < min) + P(X = min)``, X ~ Bin(b + c, 1/2) (1.0 with no
-    discordant pairs).
-
-    Parameters
-    ----------
-    b, c
-        The discordant pairs: only the first hits, only the second hits.
-    """
-    from scipy.stats import binom
-
-    n = b + c
-    if n == 0:
-        return 1.0
-    k = min(b, c)
-    return float(min(1.0, 2 * binom.cdf(k, n, 0.5) - binom.pmf(k, n, 0.5)))
