@@ -23,7 +23,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "modelval"
 #: The ground: small modules every wing may use.
 GROUND = {
     "download", "preprocessing", "errors", "extras", "lazy", "paths", "runtime", "jsonio", "proportions", "atomic",
-    "settings", "parsing",
+    "settings", "parsing", "csvio",
 }  # fmt: skip
 SHELLS = {"cli", "runner", "pytest_plugin"}
 #: From the top down (a wing may import the wings listed after it in ALLOWED, never one above it).

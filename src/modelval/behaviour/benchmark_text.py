@@ -7,7 +7,6 @@ and every dataset's values; the CSV one row per observer and dataset plus an ``a
 
 from __future__ import annotations
 
-import csv
 import io
 import math
 from collections.abc import Sequence
@@ -21,6 +20,7 @@ from modelval.behaviour.benchmark import (
     brain_score,
     kept_conditions,
 )
+from modelval.csvio import csv_writer
 
 
 def benchmark_markdown(table: BenchmarkTable) -> str:
@@ -202,7 +202,7 @@ def benchmark_csv(table: BenchmarkTable) -> str:
         return [found.value(name) or "" if found else "" for name in METADATA_FIELDS] if described else []
 
     buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
+    writer = csv_writer(buffer, lineterminator="\n")
     writer.writerow(columns)
     for label, per in [*table.observers.items(), ("humans", table.humans)]:
         for dataset in (d for d in table.datasets if d in per):

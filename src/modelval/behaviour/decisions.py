@@ -23,6 +23,7 @@ from modelval.atomic import replacing
 from modelval.behaviour.categories import CATEGORIES
 from modelval.behaviour.cue_conflict import parse_stimulus_name
 from modelval.behaviour.raw_names import parse_session_name, short_image_name
+from modelval.csvio import csv_writer
 from modelval.errors import DataError
 
 #: Published human sessions record "na" when the observer gave no answer in time; it counts as neither
@@ -355,7 +356,7 @@ def write_decisions(
     """
     path = Path(path)
     with replacing(path, newline="") as handle:  # whole or not at all (a full disk loses nothing)
-        writer = csv.writer(handle)
+        writer = csv_writer(handle)
         writer.writerow(CSV_COLUMNS)
         for trial, decision in enumerate(decisions, start=1):
             name, condition = (decision.imagename, decision.condition) if as_written else (decision.image, 0)

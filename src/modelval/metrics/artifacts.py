@@ -10,7 +10,6 @@ highest version wins, ties broken by the highest seed, then by path; the others 
 
 from __future__ import annotations
 
-import csv
 import math
 import os
 import re
@@ -23,6 +22,7 @@ import numpy as np
 
 from modelval import jsonio
 from modelval.atomic import replacing
+from modelval.csvio import csv_dict_rows, csv_writer
 from modelval.errors import DataError, InputValidationError
 from modelval.metrics.calibration import CONVENTIONS, DEFAULT_N_BINS, Convention
 from modelval.metrics.io import read_predictions
@@ -314,9 +314,9 @@ def summarize_seeds(records: Sequence[EceRecord]) -> SeedSummary:
 def _write_csv(path: str | Path, columns: list[str], rows: Iterable[dict[str, Any]]) -> Path:
     path = Path(path)
     with replacing(path, newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=columns, restval="")
-        writer.writeheader()
-        writer.writerows({k: "" if row.get(k) is None else row.get(k, "") for k in columns} for row in rows)
+        writer = csv_writer(handle)
+        writer.writerow(columns)
+        writer.writerows(["" if cell is None else cell for cell in row] for row in csv_dict_rows(columns, rows))
     return path
 
 

@@ -3,7 +3,6 @@ decisions, per-category plots and what changed since the last recorded run."""
 
 from __future__ import annotations
 
-import csv
 import json
 import os
 from collections.abc import Mapping, Sequence
@@ -12,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from modelval import jsonio
 from modelval.atomic import replacing, write_text
+from modelval.csvio import csv_dict_rows, csv_writer
 from modelval.figures.shape_bias import DPI, plot_per_category
 from modelval.figures.style import save
 from modelval.judgement.rows import ReportRow, format_markdown
@@ -55,10 +55,10 @@ def _write_reports(
     csv_path = _report_file(directory, f"{stem}.csv")
     flat_keys = [k for k in records[0] if k not in ("per_category", "provenance")] if records else []
     with replacing(csv_path, newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=flat_keys, extrasaction="ignore")
-        writer.writeheader()
-        for record in records:
-            writer.writerow({k: json.dumps(v) if isinstance(v, list | dict) else v for k, v in record.items()})
+        writer = csv_writer(handle)
+        writer.writerow(flat_keys)
+        flat = [{k: json.dumps(v) if isinstance(v, list | dict) else v for k, v in r.items()} for r in records]
+        writer.writerows(csv_dict_rows(flat_keys, flat))
     md_path = _report_file(directory, f"{stem}.md")
     notes = format_notes(rows)
     listed = "".join(f"- {line}\n" for line in notes)
