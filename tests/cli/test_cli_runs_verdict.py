@@ -72,7 +72,8 @@ def test_two_real_nightlies_one_regressed_one_fixed(stimulus_subset, tmp_path, r
     port = next(case for case in payload["cases"] if case["model"] == "lite0_port")
     assert port["attempts"][0]["shape_bias"] == pytest.approx(own)
     assert "| fixed | lite0_port | `model/cpu/fp32` | known-failure (accepted" in markdown.read_text()
-    assert main(["runs", "verdict", "--status", str(status), "--accept"]) == 0
+    assert main(["runs", "verdict", "--status", str(status), "--accept", "fixes"]) == 1  # lite0 is still new
+    assert main(["runs", "verdict", "--status", str(status), "--accept", "lite0"]) == 0
     assert main(["runs", "verdict", "--status", str(status)]) == 0  # accepted: the port passes, lite0 is known
 
 
@@ -126,3 +127,28 @@ def test_no_validate_run_recorded_is_exit_2(runs_db, tmp_path, capsys):
     status.write_text('[models.a]\n"model/cuda/fp32" = "pass"\n')
     assert main(["runs", "verdict", "--status", str(status)]) == 2
     assert "no validate runs recorded" in capsys.readouterr().err
+
+
+def test_accepting_fixes_only_or_one_case_leaves_a_new_failure_failing(runs_db, tmp_path, capsys):
+    """Issue 42: --accept was all or nothing; accepting a fix also blessed a new failure as known."""
+    store = RunStore(runs_db)
+    status = tmp_path / "status.toml"
+    status.write_text('[models.fixed]\n"model/cuda/fp32" = { status = "known-failure", reason = "issue 12" }\n'
+                      '[models.broken]\n"model/cuda/fp32" = "pass"\n')  # fmt: skip
+    _record(store, "fixed", "PASS", "night", "2026-11-26T02:40:00+00:00")
+    _record(store, "broken", "FAIL", "night", "2026-11-26T02:41:00+00:00")
+    assert main(["runs", "verdict", "--status", str(status), "--accept", "fixes", "--json"]) == 1  # broken is left
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["accepted_cases"] == ["fixed@model/cuda/fp32"]
+    text = status.read_text()
+    assert '[models.fixed]\n"model/cuda/fp32" = "pass"' in text
+    assert '[models.broken]\n"model/cuda/fp32" = "pass"' in text
+    assert main(["runs", "verdict", "--status", str(status)]) == 1  # still a new failure, never blessed
+    assert "new failure (1):\n  broken model/cuda/fp32" in capsys.readouterr().out
+    assert main(["runs", "verdict", "--status", str(status), "--accept", "nosuch"]) == 2
+    err = capsys.readouterr().err
+    assert "names no failing case" in err and "broken@model/cuda/fp32" in err and len(err.strip().splitlines()) == 1
+    assert main(["runs", "verdict", "--status", str(status), "--accept", "broken@model/cuda/fp32"]) == 0
+    assert "accepted in" in capsys.readouterr().out
+    assert 'status = "known-failure", reason = "accepted 2026-11-26: FAIL (run 2)"' in status.read_text()
+    assert main(["runs", "verdict", "--status", str(status)]) == 0

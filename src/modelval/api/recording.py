@@ -74,7 +74,7 @@ def nightly_verdict(
     *,
     run_store: RunStore | None = None,
     window_hours: float = NIGHTLY_WINDOW_HOURS,
-    accept: bool = False,
+    accept: bool | str = False,
 ) -> NightlyVerdict:
     """The nightly's verdict: each (model, configuration) of the last run against its expected status.
 
@@ -101,7 +101,9 @@ def nightly_verdict(
     accept
         Rewrite the status file so that this nightly is what is expected (fixed and new configurations pass, new
         failures become known failures with their verdict as the reason, configurations not run are skipped);
-        the file is written whole (:mod:`modelval.atomic`).
+        the file is written whole (:mod:`modelval.atomic`). ``True`` or ``"all"``: every failing case;
+        ``"fixes"``: only fixed cases and passing configurations not yet listed (a new failure stays one);
+        ``"MODEL[@CONFIGURATION],..."``: only those cases. The exit code stays 1 while a failing case is left.
 
     Returns
     -------
@@ -129,6 +131,7 @@ def nightly_verdict(
     from modelval.judgement.nightly import (
         Attempt,
         NightlyVerdict,
+        accepted_cases,
         accepted_statuses,
         classify_nightly,
         configuration_of,
@@ -174,7 +177,9 @@ def nightly_verdict(
         classify_nightly(statuses, attempts), str(status), (records[0].id, last.id) if records else None, window
     )
     if accept:
+        chosen = accepted_cases(verdict.cases, "all" if accept is True else str(accept))
         when = end.date().isoformat()
-        write_text(status, format_status_file(accepted_statuses(statuses, verdict.cases, when=when)))
+        write_text(status, format_status_file(accepted_statuses(statuses, chosen, when=when)))
         verdict.accepted = str(status)
+        verdict.accepted_cases = [f"{case.model}@{case.configuration}" for case in chosen]
     return verdict

@@ -70,8 +70,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )  # fmt: skip
     verdict.add_argument("--markdown", type=Path, metavar="FILE", help="also write the verdict as Markdown")
     verdict.add_argument(
-        "--accept", action="store_true",
-        help="rewrite the status file to accept this nightly (fixes pass, new failures become known failures)",
+        "--accept", nargs="?", const="all", metavar="WHAT",
+        help="rewrite the status file to accept this nightly's failing cases: all (the default: fixes pass, new "
+        "failures become known failures), fixes (never a new failure), or MODEL[@CONFIGURATION],... (exit 1 while "
+        "a failing case is left)",
     )  # fmt: skip
     add_json_option(verdict, "the verdict")
     verdict.set_defaults(handler=_run_verdict)
@@ -168,5 +170,5 @@ def _run_verdict(args: argparse.Namespace) -> int:
     else:
         out(verdict.format())
         if verdict.accepted:
-            out(f"accepted: {verdict.accepted} now expects this nightly")
-    return 0 if verdict.accepted else verdict.exit_code
+            out(f"accepted in {verdict.accepted}: {', '.join(verdict.accepted_cases) or 'nothing failed'}")
+    return verdict.exit_code

@@ -23,7 +23,7 @@ import math
 import re
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from modelval.errors import DataError
@@ -254,18 +254,52 @@ def classify_nightly(
     return sorted(cases, key=lambda c: (OUTCOMES.index(c.outcome), c.model, c.configuration))
 
 
+def accepted_cases(cases: Sequence[NightlyCase], accept: str) -> list[NightlyCase]:
+    """The failing cases an acceptance covers; a selector that names no failing case is a DataError (a typo must
+    not accept nothing and pass silently).
+
+    Parameters
+    ----------
+    cases
+        The nightly's classified cases.
+    accept
+        ``all`` (every failing case), ``fixes`` (fixed cases and passing configurations not yet listed: never a new
+        failure), or a comma-separated list of ``MODEL`` or ``MODEL@CONFIGURATION`` (``lite0@model/cuda/bf16``).
+    """
+    failing = [case for case in cases if case.outcome in FAILING_OUTCOMES]
+    if accept == "all":
+        return failing
+    if accept == "fixes":
+        return [c for c in failing if c.outcome == "fixed" or (c.outcome == "not in the status file" and _passed(c))]
+    chosen: list[NightlyCase] = []
+    for selector in (part.strip() for part in accept.split(",")):
+        model, _, configuration = selector.partition("@")
+        found = [c for c in failing if c.model == model and configuration in ("", c.configuration)]
+        if not selector or not found:
+            names = sorted({f"{c.model}@{c.configuration}" for c in failing}) or ["none"]
+            raise DataError(f"--accept {selector!r} names no failing case of this nightly; write all, fixes or "
+                            f"MODEL[@CONFIGURATION] of: {', '.join(names)}")  # fmt: skip
+        chosen += [case for case in found if case not in chosen]
+    return chosen
+
+
+def _passed(case: NightlyCase) -> bool:
+    return bool(case.attempts) and case.attempts[-1].passed
+
+
 def accepted_statuses(
     statuses: Mapping[tuple[str, str], ExpectedStatus], cases: Sequence[NightlyCase], *, when: str
 ) -> dict[tuple[str, str], ExpectedStatus]:
-    """The status file after accepting a nightly: fixed and new passing configurations pass, new failures become
-    known failures (their reason: the verdict, to be edited), configurations that did not run are skipped.
+    """The status file after accepting ``cases`` (all of a nightly's, or those :func:`accepted_cases` chose): fixed
+    and new passing configurations pass, new failures become known failures (their reason: the verdict, to be
+    edited), configurations that did not run are skipped; every other configuration keeps its status.
 
     Parameters
     ----------
     statuses
         The status file as it is.
     cases
-        The nightly's classified cases.
+        The cases to accept.
     when
         The date the acceptance is recorded with.
     """
@@ -273,12 +307,14 @@ def accepted_statuses(
     for case in cases:
         key = (case.model, case.configuration)
         last = case.attempts[-1] if case.attempts else None
-        if case.outcome in ("fixed", "not in the status file"):
-            updated[key] = ExpectedStatus("pass")
-        elif case.outcome == "new failure" and last is not None:
-            updated[key] = ExpectedStatus("known-failure", f"accepted {when}: {last.verdict} (run {last.run_id})")
-        elif case.outcome == "not run":
+        if case.outcome == "not run":
             updated[key] = ExpectedStatus("skip", f"accepted {when}: not run in the nightly")
+        elif last is None or case.outcome not in ("fixed", "not in the status file", "new failure"):
+            continue
+        elif last.passed:
+            updated[key] = ExpectedStatus("pass")
+        else:  # a new failure, or a failing configuration not yet listed
+            updated[key] = ExpectedStatus("known-failure", f"accepted {when}: {last.verdict} (run {last.run_id})")
     return updated
 
 
@@ -293,6 +329,8 @@ class NightlyVerdict:
     window: str
     #: The status file written by ``accept`` (None: not accepted).
     accepted: str | None = None
+    #: The failing cases the acceptance covered, ``MODEL@CONFIGURATION``.
+    accepted_cases: list[str] = field(default_factory=list)
 
     def by_outcome(self, outcome: str) -> list[NightlyCase]:
         """The cases with this outcome.
@@ -315,7 +353,11 @@ class NightlyVerdict:
 
     @property
     def exit_code(self) -> int:
-        """0 when the check passes, 1 when it fails (the command line's exit status)."""
+        """0 when the check passes or every failing case was accepted, 1 otherwise (the command line's status)."""
+        if self.accepted is not None:
+            covered = set(self.accepted_cases)
+            failing = (c for c in self.cases if c.outcome in FAILING_OUTCOMES)
+            return 1 if any(f"{c.model}@{c.configuration}" not in covered for c in failing) else 0
         return 0 if self.passed else 1
 
     def to_dict(self) -> dict[str, object]:
@@ -326,6 +368,7 @@ class NightlyVerdict:
             "window": self.window,
             "counts": self.counts(),
             "accepted": self.accepted,
+            "accepted_cases": self.accepted_cases,
             "cases": [case.to_dict() for case in self.cases],
         }
 
