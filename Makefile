@@ -85,8 +85,7 @@ test: $(VENV)/.installed-test lint stimuli
 
 # The edit loop: every test but the `slow` ones, i.e. no full 1280-image evaluation, no sensitivity
 # card, no wheel install, spread over the cores (these tests are short and mostly single-threaded, so
-# xdist pays here). Measured on a clean clone (issue 32): 8.5 min of CPU time (user + sys), 17 min
-# wall on 2 cores shared with other work at load 12.
+# xdist pays here): about 2 min on 2 quiet cores (the README states it; the closing notes give each measurement).
 # CI runs `make test`, which runs everything.
 test-fast: $(VENV)/.installed-test stimuli
 	$(BIN)/python -m pytest -m "not slow" $(XDIST) $(PYTEST_ARGS)

@@ -208,3 +208,20 @@ def test_the_case_normalization_is_data_beside_the_shown_text():
     assert (asked.normalization_case, asked.to_dict()["normalization_case"]) == ("model", "model")
     assert asked.to_dict()["normalization"] == "model (half)"
     assert plain.normalization_case == "imagenet"
+
+
+def test_a_models_files_own_baseline_is_named_by_its_own_path(resnet50_reference_csv, tmp_path):
+    """Issue 42: the note printed src/modelval/data/<the absolute path of the user's baseline>."""
+    import dataclasses
+
+    decisions = read_decisions(resnet50_reference_csv)
+    lite0 = expected_for("efficientnet_lite0")
+    assert lite0 is not None
+    mine = dataclasses.replace(lite0, baseline=str(tmp_path / "mine.csv"))
+    row = ReportRow("mine", "mine", "models file", "model", compute_shape_bias(decisions, n_bootstrap=0), mine)
+    note = row.why_no_expected()
+    assert note is not None and note.endswith(f"its baseline is {tmp_path / 'mine.csv'}")
+    assert "src/modelval/data" not in note
+    row = ReportRow("lite0", "lite0", "pypi", "model", compute_shape_bias(decisions, n_bootstrap=0), lite0)
+    committed = "its committed baseline is src/modelval/data/baselines/efficientnet_lite0.csv"
+    assert (row.why_no_expected() or "").endswith(committed)

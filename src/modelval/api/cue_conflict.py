@@ -351,6 +351,8 @@ def shape_bias_of_decisions(
     from modelval.judgement.verdicts import Case, judge
 
     path = Path(path)
+    if not path.exists():  # said before the file is read as one kind or the other
+        raise DataError(f"decision file not found: {path}")
     response_file = is_response_file(path)
     if parse is not None and not response_file:
         raise DataError(

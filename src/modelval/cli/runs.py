@@ -55,8 +55,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "verdict",
         help="a nightly's verdict: new failures, known failures, fixed, flaky, skipped (exit 1 on a new failure "
         "or an unaccepted fix)",
-        description="Holds the last nightly (the validate records within --window hours before the newest one, or "
-        "before run RUN) against the expected status of each (model, NORMALIZATION/DEVICE/DTYPE) in the status "
+        description="Holds the last nightly (the validate records of the newest record's session, "
+        "$MODELVAL_SESSION, within --window hours before it, or before run RUN) against the expected status of "
+        "each (model, NORMALIZATION/DEVICE/DTYPE) in the status "
         "file. A known failure that passes is 'fixed' and fails the check until accepted (a ratchet); a case "
         "recorded twice, failing then passing (a rerun), is 'flaky'. Exit 0: nothing new; 1: a new failure, a fix, "
         "a configuration not listed or not run; 2: bad input. See docs/nightly.md.",

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from modelval import jsonio
@@ -145,7 +146,11 @@ class ReportRow:
         if self.baseline is not None:
             return f"{text}; {self.baseline.describe()}"
         if self.expected is not None and self.expected.baseline:
-            return f"{text}; its committed baseline is src/modelval/data/{self.expected.baseline}"
+            baseline = self.expected.baseline
+            # a models file's baseline is the user's own path; a registry entry's is the package's data
+            where = baseline if Path(baseline).is_absolute() else f"src/modelval/data/{baseline}"
+            kind = "its baseline" if Path(baseline).is_absolute() else "its committed baseline"
+            return f"{text}; {kind} is {where}"
         return text
 
     @property
