@@ -8,6 +8,10 @@ import yaml
 WORKFLOWS = Path(__file__).resolve().parents[1] / ".github" / "workflows"
 
 
+def order_of(job: dict, name: str) -> int:
+    return [s.get("id") or s.get("name") for s in job["steps"]].index(name)
+
+
 def load(name: str) -> dict:
     data = yaml.safe_load((WORKFLOWS / name).read_text())
     # YAML 1.1 reads the key `on` as the boolean True.
@@ -65,7 +69,12 @@ def test_the_nightly_gives_a_verdict_on_change_from_its_own_session():
     verdict = next(s for s in job["steps"] if "modelval runs verdict" in s.get("run", ""))
     assert "continue-on-error" not in verdict and "if" not in verdict  # it decides the job
     last = verdict["run"].strip().splitlines()[-1]
-    assert "--status .github/nightly-status.toml" in last and "--markdown reports/nightly/verdict.md" in last
+    assert "--status .github/nightly-status.toml" in last and "--report-dir reports/nightly/page" in last
+    page = steps["page"]  # issue 41: the page is an artifact of its own, linked from the job summary
+    assert page["with"]["path"] == "reports/nightly/page" and page["if"] == "always()"
+    summary = next(s for s in job["steps"] if "GITHUB_STEP_SUMMARY" in s.get("run", ""))
+    assert "steps.page.outputs.artifact-url" in summary["run"] and "reports/nightly/page/verdict.md" in summary["run"]
+    assert order_of(job, "page") < order_of(job, summary["name"])
     assert "--json > reports/nightly/verdict.json" in verdict["run"]
     assert "${{ github.run_id }}" in job["env"]["MODELVAL_SESSION"]
     order = [s.get("id") or s.get("name") for s in job["steps"]]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -63,8 +64,9 @@ def test_two_real_nightlies_one_regressed_one_fixed(stimulus_subset, tmp_path, r
     assert main(["runs", "verdict", "--status", str(status)]) == 0
     night("night-2", IMAGENET, "")
     capsys.readouterr()
-    markdown = tmp_path / "verdict.md"
-    assert main(["runs", "verdict", "--status", str(status), "--json", "--markdown", str(markdown)]) == 1
+    page = tmp_path / "page"
+    assert main(["runs", "verdict", "--status", str(status), "--json", "--report-dir", str(page)]) == 1
+    markdown = page / "verdict.md"
     payload = json.loads(capsys.readouterr().out)
     outcomes = {case["model"]: case["outcome"] for case in payload["cases"]}
     assert outcomes == {"lite0": "new failure", "lite0_port": "fixed"}
@@ -72,9 +74,30 @@ def test_two_real_nightlies_one_regressed_one_fixed(stimulus_subset, tmp_path, r
     port = next(case for case in payload["cases"] if case["model"] == "lite0_port")
     assert port["attempts"][0]["shape_bias"] == pytest.approx(own)
     assert "| fixed | lite0_port | `model/cpu/fp32` | known-failure (accepted" in markdown.read_text()
+    _the_page_says_so_in_a_browser(page / "index.html")
     assert main(["runs", "verdict", "--status", str(status), "--accept", "fixes"]) == 1  # lite0 is still new
     assert main(["runs", "verdict", "--status", str(status), "--accept", "lite0"]) == 0
     assert main(["runs", "verdict", "--status", str(status)]) == 0  # accepted: the port passes, lite0 is known
+
+
+def _the_page_says_so_in_a_browser(index: Path) -> None:
+    """Issue 41's end to end: the page of two real nightlies, read in Chromium where there is one."""
+    import browser_helpers
+
+    text = index.read_text()
+    assert "1 regressed</strong>: lite0 <code>model/cpu/fp32</code>; <strong>1 fixed</strong>: lite0_port" in text
+    found = browser_helpers._found
+    if found(browser_helpers.BROWSERS) is None or found(browser_helpers.DRIVERS) is None:
+        return  # tests/figures/test_nightly_page_browser.py skips with the reason
+    with browser_helpers.headless_chromium() as driver:
+        driver.get(index.resolve().as_uri())
+        assert browser_helpers.console_errors(driver) == []
+        assert driver.find_element("id", "changes").text.startswith("1 regressed: lite0 model/cpu/fp32; 1 fixed")
+        images = driver.find_elements("css selector", "img")
+        assert images and all(driver.execute_script("return arguments[0].naturalWidth > 0", i) for i in images)
+        if os.environ.get("MODELVAL_SCREENSHOT"):  # docs/nightly.md's picture of the page
+            driver.set_window_size(1440, min(driver.execute_script("return document.body.scrollHeight") + 40, 1500))
+            driver.save_screenshot(os.environ["MODELVAL_SCREENSHOT"])
 
 
 def _record(store: RunStore, model: str, verdict: str, session: str, created: str, label: str = "model (half)"):

@@ -46,6 +46,8 @@ _EXPORTS = {
     "PreprocessDiff": "modelval.judgement.preprocess_diff",
     "Pipeline": "modelval.evaluation.pipelines",
     "nightly_verdict": "modelval.api.recording",
+    "nightly_report": "modelval.api.report",
+    "NightlyReport": "modelval.api.report",
     "plan_trials": "modelval.api.benchmark",
     "ECEReport": "modelval.api.calibration",
     "PredictionMetricsReport": "modelval.api.calibration",

@@ -53,6 +53,7 @@ RENAMED = {
     "--submitit-folder": "--slurm folder=DIR,cluster=X", "--submitit-cluster": "--slurm folder=DIR,cluster=X",
     "--rank": "always on with shape-bias --outputs",
     "--seeds-csv": "--csv FILE, which also writes <FILE stem>.seeds.csv",
+    "--markdown": "runs verdict --report-dir DIR (verdict.md, report.json and the page index.html)",
 }  # fmt: skip
 
 EXIT_OK = 0

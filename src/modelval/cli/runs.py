@@ -7,7 +7,7 @@ import math
 from pathlib import Path
 
 from modelval.api.recording import NIGHTLY_WINDOW_HOURS
-from modelval.cli._args import add_json_option, range_type
+from modelval.cli._args import add_json_option, add_report_dir_option, range_type
 from modelval.cli._output import out, out_json, warn
 from modelval.records.run_store import RUN_ID, RUN_LIMIT
 
@@ -69,7 +69,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--window", type=_positive_hours, default=NIGHTLY_WINDOW_HOURS, metavar="HOURS",
         help=f"how far back from the last record the nightly reaches (default {NIGHTLY_WINDOW_HOURS:g})",
     )  # fmt: skip
-    verdict.add_argument("--markdown", type=Path, metavar="FILE", help="also write the verdict as Markdown")
+    add_report_dir_option(verdict, "the nightly's page (index.html, self-contained), report.json, verdict.md and "
+                          "the failing cases' flipped stimuli as thumbnails (docs/nightly.md)")  # fmt: skip
     verdict.add_argument(
         "--accept", nargs="?", const="all", metavar="WHAT",
         help="rewrite the status file to accept this nightly's failing cases: all (the default: fixes pass, new "
@@ -161,15 +162,18 @@ def _run_diff(args: argparse.Namespace) -> int:
 
 def _run_verdict(args: argparse.Namespace) -> int:
     from modelval.api.recording import nightly_verdict
-    from modelval.atomic import write_text
 
+    if args.report_dir:  # the page shows the nightly as it was judged, before an --accept rewrites the status file
+        from modelval.api.report import nightly_report
+
+        nightly_report(args.report_dir, args.status, args.run, window_hours=args.window)
     verdict = nightly_verdict(args.status, args.run, window_hours=args.window, accept=args.accept)
-    if args.markdown:
-        write_text(args.markdown, verdict.markdown())
     if args.json:
         out_json(verdict.to_dict())
     else:
         out(verdict.format())
         if verdict.accepted:
             out(f"accepted in {verdict.accepted}: {', '.join(verdict.accepted_cases) or 'nothing failed'}")
+        if args.report_dir:
+            out(f"wrote the nightly's page: {args.report_dir / 'index.html'}")
     return verdict.exit_code

@@ -209,8 +209,9 @@ class ReportRow:
     def summary(self) -> dict[str, object]:
         """The row's headline numbers as the run store keeps them: withheld ones are null with their reason."""
         payload = self.to_dict()
-        keys = ("shape_bias", "ci95", "cue_accuracy", "shape_hits", "texture_hits", "other", "passed", "status",
-                "reason", "verdict", "error")  # fmt: skip
+        keys = ("label", "shape_bias", "ci95", "cue_accuracy", "conflict_images", "shape_hits", "texture_hits", "other",
+                "expected", "tolerance", "expected_source", "difference", "passed", "status", "reason", "verdict",
+                "flips", "error")  # fmt: skip
         return {key: payload[key] for key in keys if key in payload}
 
 
@@ -251,7 +252,10 @@ WITHHELD = "withheld"
 
 
 COMPARISON_COLUMNS = ("Model", "Source", "Normalization", "Shape bias", "Expected", "Difference", "Verdict")
-BREAKDOWN_COLUMNS = ("Model", "Normalization", "Shape hits", "Texture hits", "Other", "Conflicts", "Cue acc.", "95% CI")
+# The interval is the shape bias's, not the cue accuracy's beside it: the header says whose.
+BREAKDOWN_COLUMNS = (
+    "Model", "Normalization", "Shape hits", "Texture hits", "Other", "Conflicts", "Cue acc.", "Shape bias 95% CI"
+)  # fmt: skip
 
 
 def _comparison_cells(row: ReportRow) -> list[str]:

@@ -243,8 +243,9 @@ class RunStore:
 
     def window(self, command: str, *, since: str, until: int, session: str | None = None) -> list[RunRecord]:
         """The runs of ``command`` created at ``since`` (an ISO time, UTC as recorded) or later, up to run id
-        ``until``, oldest first, and of one ``session`` (``provenance.session``) when given: one nightly's records.
-        A row modelval did not write is a :class:`DataError`.
+        ``until``, oldest first, and of one ``session`` (``provenance.session``) when given: one nightly's records,
+        without their per-image decisions (a nightly of 1,300 models would read gigabytes). A row modelval did not
+        write is a :class:`DataError`.
 
         Parameters
         ----------
@@ -257,13 +258,31 @@ class RunStore:
         session
             Only this session's runs.
         """
-        query = "SELECT * FROM runs WHERE command = ? AND created >= ? AND id <= ?"
+        query = f"SELECT {WITHOUT_DECISIONS} FROM runs WHERE command = ? AND created >= ? AND id <= ?"
         values: list[object] = [command, since, until]
         if session is not None:
             query += " AND json_extract(provenance, '$.session') = ?"
             values.append(session)
         with self._connect() as connection:
             rows = connection.execute(query + " ORDER BY id", values).fetchall()
+        return [_record(row, self.path) for row in rows]
+
+    def history(self, command: str, *, until: int) -> list[RunRecord]:
+        """Every run of ``command`` up to run id ``until``, oldest first, without their per-image decisions (a
+        trend over many nights reads thousands of records; their decisions would be gigabytes). A row modelval did
+        not write is a :class:`DataError`.
+
+        Parameters
+        ----------
+        command
+            The command.
+        until
+            The last run id.
+        """
+        with self._connect() as connection:
+            rows = connection.execute(
+                f"SELECT {WITHOUT_DECISIONS} FROM runs WHERE command = ? AND id <= ? ORDER BY id", (command, until)
+            ).fetchall()
         return [_record(row, self.path) for row in rows]
 
     def latest(self, command: str) -> RunRecord | None:
@@ -297,6 +316,8 @@ class RunStore:
         return None if row is None else _record(row, self.path)
 
 
+#: A run's columns with its decisions left out (read as ``None``).
+WITHOUT_DECISIONS = "id, created, command, model, dataset, label, summary, NULL, provenance"
 #: A run id is SQLite's INTEGER PRIMARY KEY: 1 to 2**63 - 1.
 MAX_RUN_ID = 2**63 - 1
 RUN_ID = IntRange(1, MAX_RUN_ID, f"a run id is 1 to {MAX_RUN_ID} (`modelval runs list` shows the ids)")
