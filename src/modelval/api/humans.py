@@ -429,6 +429,7 @@ def _condition_figures(
     of the datasets with distortion levels."""
     from modelval.behaviour.conditions import compare_by_condition, humans_by_condition
     from modelval.figures.conditions import write_lines
+    from modelval.figures.style import style_indices
 
     rows = {
         label: {d: compare_by_condition(trials, panels[d], na_handling=na_handling) for d, trials in per.items()}
@@ -437,6 +438,6 @@ def _condition_figures(
     parametric = [d for d in panels if len(next(r[d] for r in rows.values() if d in r)) > 1]
     lines = {d: {label: per[d] for label, per in rows.items() if d in per} for d in parametric}
     humans = {d: humans_by_condition(panels[d], na_handling=na_handling) for d in parametric}
-    written = write_lines(lines, humans, folder, styles={label: i for i, label in enumerate(observers)})
+    written = write_lines(lines, humans, folder, styles=style_indices(observers))
     payload = {label: {d: [row.to_dict() for row in found] for d, found in per.items()} for label, per in rows.items()}
     return payload, written

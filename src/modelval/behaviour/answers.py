@@ -19,7 +19,13 @@ without folder and without ``.png``) read here as :class:`~modelval.behaviour.de
       The LLM judge's letters (the ``pred_llm_judge`` column of a captioning file, or any answer in that
       form): ``X`` or no letter is no class, exactly one category is that category, and *several*
       categories (``H, I``, ``G. car\\nP. truck``, ``DI``) are no class too: the caption names more than
-      one, and picking one of them would be a decision the model never made.
+      one, and picking one of them would be a decision the model never made. An item may write the name
+      beside its letter (``E. boat``, ``E) boat``, ``E (boat)``, ``Boat (E)``); a name that is one of the 16
+      counts as a category of its own, so a letter and a name that **contradict** each other
+      (``E. elephant``: E is boat) name two categories and are no class, for the same reason (the judge
+      said both). ``Truck (P)`` is truck. A name that is not one of the 16 (``G. automobile``) leaves the
+      letter alone; an item that is neither a letter A-P, a run of them, nor a category name (the judge's
+      ``T``, ``Water Truck``) names nothing and is skipped.
   ``caption-names``
       A caption read directly, for a VLM of your own without a judge: the one category whose name (or
       plural) the caption contains as a word; none or several are no class.
@@ -113,7 +119,9 @@ def parse_vqa(response: str) -> str | None:
     return OPTIONS.get(letter)
 
 
-_JUDGE_ITEM = re.compile(r"^([A-P])\s*(?:[.):\uff1a]\s*([a-z ]*))?$", re.IGNORECASE)
+_JUDGE_ITEM = re.compile(r"^([A-P])\s*(?:[.):\uff1a]\s*([a-z ]*)|\s\(\s*([a-z ]+?)\s*\))?$", re.IGNORECASE)
+#: ``Truck (P)``: a name, then its letter in brackets.
+_NAMED_LETTER = re.compile(r"^([a-z ]+?)\s*\(\s*([A-P])\s*\)$", re.IGNORECASE)
 _LETTER_RUN = re.compile(r"^[A-P]{2,16}$")
 
 
@@ -121,7 +129,9 @@ def _judge_categories(letters: str) -> tuple[str, ...]:
     """The categories an LLM judge's answer names (``"H, I"`` -> cat, chair; ``"X"`` -> none), in order.
 
     Items are separated by commas, semicolons or line breaks; an item is an option letter (``I``, ``I.``,
-    ``I. chair``), a run of letters (``DI``) or a bare category name; anything else (``X``, prose) names none.
+    ``I. chair``, ``I (chair)``, ``Chair (I)``), a run of letters (``DI``) or a bare category name; anything else
+    (``X``, prose) names none. A written name that is one of the 16 names its category beside the letter's, so
+    ``E. elephant`` names boat and elephant (see the module docstring).
     """
     found: list[str] = []
     for item in re.split(r"[,;\n]+", letters):
@@ -133,11 +143,13 @@ def _judge_categories(letters: str) -> tuple[str, ...]:
             names = [item.lower()]
         elif _LETTER_RUN.match(item):
             names = [OPTIONS[c] for c in item]
-        else:
-            match = _JUDGE_ITEM.match(item)
-            if match:
-                names = [OPTIONS[match.group(1).upper()]]
-        found += [name for name in names if name not in found]
+        elif match := _JUDGE_ITEM.match(item):
+            written = (match.group(2) or match.group(3) or "").strip().lower()
+            names = [OPTIONS[match.group(1).upper()], *([written] if written in CATEGORIES else [])]
+        elif match := _NAMED_LETTER.match(item):
+            written = match.group(1).strip().lower()
+            names = [OPTIONS[match.group(2).upper()], *([written] if written in CATEGORIES else [])]
+        found += [name for name in dict.fromkeys(names) if name not in found]
     return tuple(found)
 
 
@@ -156,6 +168,8 @@ def parse_caption_judge(letters: str) -> str | None:
     ('chair', 'bottle', None)
     >>> parse_caption_judge("H, I"), parse_caption_judge("DI")  # several: no class
     (None, None)
+    >>> parse_caption_judge("Truck (P)"), parse_caption_judge("E. elephant")  # E is boat: two categories
+    ('truck', None)
     """
     found = _judge_categories(letters)
     return found[0] if len(found) == 1 else None

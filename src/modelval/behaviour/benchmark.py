@@ -18,7 +18,11 @@ Following ``modelvshuman/plotting/plot.py`` of bethgelab/model-vs-human (``get_r
 - **Aggregate**: the mean over the datasets of the table (an observer without one of them gets none).
 - **Ranks** among the observers given, as upstream's tables: OOD accuracy (highest first); accuracy
   difference (lowest first), observed and error consistency (highest first) and their **mean rank**. Ties
-  share the mean of their ranks (pandas' ``rank()``).
+  share the mean of their ranks (pandas' ``rank()``). The human-likeness ranks and the mean rank are among
+  the observers with all three measures defined: an observer whose error consistency is undefined (with
+  ``degenerate_kappa="nan"``, always right or always wrong in every kept condition of a dataset) gets none of
+  them, with the reason in :meth:`BenchmarkTable.unranked`, rather than a mean rank over fewer measures or
+  others' ranks among fewer observers.
 
 **Brain-Score's Geirhos2021 ceiled score** (``brainscore_vision/benchmarks/geirhos2021/benchmark.py`` and
 ``metrics/error_consistency/metric.py`` of brain-score/vision), optional: per dataset, the raw score is
@@ -37,6 +41,9 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+
+from modelval.behaviour.benchmark_bands import HUMAN_RANKING, rank_table
 from modelval.behaviour.benchmark_cells import (
     DEGENERATE_MEANINGS,
     TableUncertainty,
@@ -66,6 +73,7 @@ from modelval.behaviour.benchmark_scores import (
     score_observer,
 )
 from modelval.behaviour.conditions import (
+    NO_BOOTSTRAP,
     ConditionComparison,
     HumanCondition,
     compare_by_condition,
@@ -145,21 +153,36 @@ class BenchmarkTable:
         return all(d in self.observers[label] for d in self.datasets)
 
     def ranks(self) -> dict[str, dict[str, float]]:
-        """Per observer: its rank in each measure and the human-likeness mean rank (complete observers only)."""
+        """Per complete observer: its rank in each measure and the human-likeness mean rank (NaN: not ranked, see
+        :meth:`unranked`)."""
         labels = [label for label in self.observers if self.complete(label)]
-        aggregates = {label: self.aggregate(label) for label in labels}
-        per_metric = {
-            metric: average_ranks(
-                {label: aggregates[label][metric] for label in labels}, higher_first=HIGHER_FIRST[metric]
-            )
-            for metric in METRICS
-        }
-        ranks: dict[str, dict[str, float]] = {}
-        for label in labels:
-            row = {metric: per_metric[metric].get(label, math.nan) for metric in METRICS}
-            row["mean_rank"] = mean([row[m] for m in HUMAN_LIKENESS])
-            ranks[label] = row
-        return ranks
+        values = np.array([[self.aggregate(label)[m] for m in METRICS] for label in labels]).reshape(len(labels), 4)
+        found = rank_table(values, HIGHER_FIRST, HUMAN_LIKENESS)
+        return {label: {m: float(found[m][i]) for m in [*METRICS, "mean_rank"]} for i, label in enumerate(labels)}
+
+    def unranked(self) -> dict[str, str]:
+        """Observer -> why it has no mean rank (missing datasets, or an undefined human-likeness measure)."""
+        reasons: dict[str, str] = {}
+        for label, scores in self.observers.items():
+            if not self.complete(label):
+                missing = [d for d in self.datasets if d not in scores]
+                reasons[label] = f"not aggregated or ranked: no decisions on {', '.join(missing)}"
+                continue
+            undefined = {
+                m: [d for d in self.datasets if math.isnan(scores[d].value(m))]
+                for m in HUMAN_LIKENESS
+                if math.isnan(self.aggregate(label)[m])
+            }
+            if undefined:
+                what = "; ".join(f"{m.replace('_', ' ')} undefined on {', '.join(d)}" for m, d in undefined.items())
+                why = (
+                    " (every kappa cell there degenerate: always right or always wrong in each kept condition, "
+                    "left out under degenerate_kappa 'nan')"
+                    if "error_consistency" in undefined and self.degenerate_kappa == "nan"
+                    else ""
+                )
+                reasons[label] = f"no human-likeness ranks or mean rank: {what}{why}"
+        return reasons
 
     def _brain_scores(self, label: str) -> dict[str, BrainScore]:
         return {d: brain_score(s, self.humans[d]) for d, s in self.observers[label].items() if d in self.humans}
@@ -186,7 +209,7 @@ class BenchmarkTable:
         )
 
     def to_dict(self) -> dict[str, object]:
-        ranks = self.ranks()
+        ranks, unranked = self.ranks(), self.unranked()
         observers = []
         for label, scores in self.observers.items():
             entry: dict[str, object] = {
@@ -194,6 +217,7 @@ class BenchmarkTable:
                 "complete": self.complete(label),
                 "aggregate": self.aggregate(label),
                 "ranks": ranks.get(label),
+                "unranked": unranked.get(label),
                 "datasets": {d: scores[d].to_dict() for d in self.datasets if d in scores},
             }
             if self.sources.get(label):
@@ -216,7 +240,7 @@ class BenchmarkTable:
             "definitions": {
                 **METRIC_MEANINGS,
                 "aggregate": "mean over the datasets",
-                "ranks": RANK_RULE,
+                "ranks": f"{RANK_RULE}; {HUMAN_RANKING}",
                 "metadata": METADATA_MEANING,
             },
             "observers": observers,
@@ -314,6 +338,20 @@ def benchmark_table(
         for d in datasets
     }
     values, degenerate, kappas = table_values(cells, rule=degenerate_kappa, na_handling=na_handling)
+    band = None
+    if n_bootstrap > 0 or permutations > 0:
+        ranked = [label for label, per in observers.items() if all(d in per for d in datasets)]
+        band = table_uncertainty(
+            cells,
+            ranked,
+            higher_first=HIGHER_FIRST,
+            human_likeness=HUMAN_LIKENESS,
+            rule=degenerate_kappa,
+            na_handling=na_handling,
+            n_bootstrap=n_bootstrap,
+            seed=seed,
+            permutations=permutations,
+        )
 
     def scores(label: str, dataset: str, rows: Sequence[ConditionComparison | HumanCondition]) -> DatasetScores:
         kept = [row for row in rows if row.condition in kept_conditions(dataset, all_conditions)]
@@ -325,7 +363,7 @@ def benchmark_table(
             conditions=tuple(row.condition for row in kept),
             n_trials=sum(row.n_trials for row in kept),
             **{metric: float(found[k]) for k, metric in enumerate(METRICS)},
-            per_condition=tuple(rows),
+            per_condition=tuple(_with_intervals(rows, band, label, dataset)),
         )
 
     table_scores = {
@@ -336,7 +374,7 @@ def benchmark_table(
         for label, per in observers.items()
     }
     humans = {d: scores("humans", d, humans_by_condition(panels[d], na_handling=na_handling)) for d in datasets}
-    table = BenchmarkTable(
+    return BenchmarkTable(
         datasets,
         table_scores,
         humans,
@@ -346,22 +384,30 @@ def benchmark_table(
         {label: dict(per) for label, per in (sources or {}).items()},
         degenerate_kappa,
         degenerate,
+        uncertainty=band,
         metadata={label: found for label, found in (metadata or {}).items() if label in observers and not found.empty},
     )
-    if n_bootstrap > 0 or permutations > 0:
-        ranked = [label for label in observers if table.complete(label)]
-        table.uncertainty = table_uncertainty(
-            cells,
-            ranked,
-            higher_first=HIGHER_FIRST,
-            human_likeness=HUMAN_LIKENESS,
-            rule=degenerate_kappa,
-            na_handling=na_handling,
-            n_bootstrap=n_bootstrap,
-            seed=seed,
-            permutations=permutations,
-        )
-    return table
+
+
+def _with_intervals(
+    rows: Sequence[ConditionComparison | HumanCondition], band: TableUncertainty | None, label: str, dataset: str
+) -> list[ConditionComparison | HumanCondition]:
+    """The rows with the table's own per-condition intervals of the mean kappa (the same resamples as the table's),
+    or the reason a row has none."""
+    found = band.condition_intervals.get(label, {}).get(dataset, {}) if band is not None else {}
+    changed: list[ConditionComparison | HumanCondition] = []
+    for row in rows:
+        if isinstance(row, ConditionComparison):
+            interval = found.get(row.condition, (math.nan, math.nan))
+            if band is None or band.n_bootstrap == 0:
+                reason = NO_BOOTSTRAP
+            elif row.condition not in found:
+                reason = "no interval: the benchmark leaves this condition out, so its bootstrap does not resample it"
+            else:
+                reason = "no interval: the mean kappa is undefined in every resample (degenerate kappa cells)"
+            row = dataclasses.replace(row, ci95=interval, ci95_reason=reason)
+        changed.append(row)
+    return changed
 
 
 def _with_kappas(

@@ -31,7 +31,7 @@ def benchmark_markdown(table: BenchmarkTable) -> str:
     table
         The benchmark (:func:`~modelval.behaviour.benchmark.benchmark_table`).
     """
-    ranks = table.ranks()
+    ranks, unranked = table.ranks(), table.unranked()
     band = table.uncertainty
     head = [
         "observer",
@@ -46,13 +46,14 @@ def benchmark_markdown(table: BenchmarkTable) -> str:
     lines.append(f"degenerate kappa: {table.degenerate_kappa} ({table.degenerate_summary()['cells']} cell(s))")
     if band is not None:
         lines.append(
-            f"intervals: 95% {band.n_bootstrap}-resample bootstrap (trials within each condition, human observers "
-            "within each panel); ranks [2.5%, 97.5%] over the resamples"
+            f"intervals: 95% {band.n_bootstrap}-resample bootstrap (trials within each condition, h - 1 of each "
+            "panel's h human observers); ranks [2.5%, 97.5%] over the resamples"
             if band.n_bootstrap
             else "no intervals (--bootstrap 0)"
         )
+        lines += _short_lines(band)
     lines += [f"conditions: {table.conditions_rule()}; 'na' answers: {table.na_handling}", "", *_header(head)]
-    order = sorted(table.observers, key=lambda label: ranks.get(label, {}).get("mean_rank", math.inf))
+    order = sorted(table.observers, key=lambda label: _order_key(ranks.get(label, {}).get("mean_rank", math.nan)))
     aggregates = {label: table.aggregate(label) for label in order}
     for label in order:
         rank = ranks.get(label, {})
@@ -60,9 +61,8 @@ def benchmark_markdown(table: BenchmarkTable) -> str:
         lines.append(_row([label, *_aggregate_cells(band, label, aggregates[label], rank), *brain]))
     humans = _aggregate_cells(band, "humans", table.human_aggregate(), None)
     lines.append(_row(["humans (each pair of observers; not ranked)", *humans] + [""] * table.with_brain_score))
-    incomplete = [label for label in table.observers if not table.complete(label)]
-    if incomplete:
-        lines += ["", f"not aggregated or ranked (missing datasets): {', '.join(incomplete)}"]
+    if unranked:
+        lines += ["", *(f"not ranked: {label}: {reason}" for label, reason in unranked.items())]
     if table.metadata:
         lines += ["", *_metadata_lines(table, order)]
     if band is not None and band.rank_intervals:
@@ -84,10 +84,32 @@ def benchmark_markdown(table: BenchmarkTable) -> str:
         ]
         lines += [
             f"- {t.a} vs {t.b}, {t.measure.replace('_', ' ')}: {t.difference:+.4f}, "
-            f"{_format_p(t.p, t.permutations)}, Holm p {t.p_holm:.2g}"
+            f"{_format_p(t.p, t.permutations)}, Holm p {'≤ ' if t.p_holm_is_bound else ''}{t.p_holm:.2g}"
             for t in apart
         ]
     return "\n".join([*lines, "", *_dataset_lines(table)])
+
+
+def _order_key(mean_rank: float) -> float:
+    """Ranked observers first, by mean rank; the unranked (NaN) last (a NaN key would leave them anywhere)."""
+    return math.inf if math.isnan(mean_rank) else mean_rank
+
+
+def _short_lines(band: TableUncertainty) -> list[str]:
+    """The intervals made from fewer resamples than asked for, so "N resamples" is never silently fewer."""
+    short = band.short()
+    found = [
+        f"{label} {where} {m.replace('_', ' ')}: {n} of {band.n_bootstrap}"
+        for label, per in short.items()
+        for where, counts in per.items()
+        for m, n in counts.items()
+    ]
+    if not found:
+        return [f"resamples used: all {band.n_bootstrap} for every interval"]
+    return [
+        f"resamples used (the value undefined in the others): {'; '.join(found[:8])}"
+        + (f"; and {len(found) - 8} more (JSON: uncertainty.resamples_used)" if len(found) > 8 else "")
+    ]
 
 
 def _aggregate_cells(

@@ -33,6 +33,10 @@ from modelval.behaviour.decisions import Decision
 from modelval.behaviour.experiments import canonical_condition, experiment
 from modelval.behaviour.humans import DEFAULT_SEED, HumanPanel, compare_with_humans
 from modelval.errors import DataError
+from modelval.jsonio import Undefined
+
+#: Why a per-condition interval is undefined when no bootstrap ran (not "no data": the data are there).
+NO_BOOTSTRAP = "no interval: no bootstrap was run (n_bootstrap / --bootstrap 0)"
 
 __all__ = [
     "ConditionAccuracy",
@@ -132,15 +136,19 @@ class ConditionComparison:
     humans: int  # human observers compared with
     in_benchmark: bool
     ci95: tuple[float, float] = (math.nan, math.nan)
+    #: Why ``ci95`` is undefined, when the caller knows (the JSON's null reason then, not a generic "no data"; the
+    #: benchmark sets it, :func:`compare_by_condition` leaves a NaN for its text output to print as n/a).
+    ci95_reason: str = ""
 
     def to_dict(self) -> dict[str, object]:
+        undefined = any(math.isnan(v) for v in self.ci95) and self.ci95_reason
         return {
             "condition": self.condition,
             "label": self.label,
             "n_trials": self.n_trials,
             "accuracy": self.accuracy,
             "error_consistency": self.error_consistency,
-            "error_consistency_ci95": list(self.ci95),
+            "error_consistency_ci95": [Undefined(self.ci95_reason)] * 2 if undefined else list(self.ci95),
             "observed_consistency": self.observed_consistency,
             "expected_consistency": self.expected_consistency,
             "kappa_max": self.kappa_max,

@@ -334,6 +334,35 @@ def holm(pvalues: Mapping[str, float]) -> dict[str, float]:
     return adjusted
 
 
+def holm_bounds(pvalues: Mapping[str, float], at_floor: Mapping[str, bool]) -> dict[str, bool]:
+    """Which Holm-adjusted p-values (:func:`holm`) are upper bounds rather than values.
+
+    A Monte Carlo p at its floor only says ``p <= floor``; the adjusted p it sets (the running maximum of
+    :func:`holm` taken at its term) is then only a bound too. An adjusted p set by an exact term is a value,
+    whatever floored terms before it were (they could only be smaller).
+
+    Parameters
+    ----------
+    pvalues
+        The family's p-values (NaN: outside the family).
+    at_floor
+        Key -> True where that p is at its Monte Carlo floor.
+    """
+    defined = sorted((p, key) for key, p in pvalues.items() if not math.isnan(p))
+    m = len(defined)
+    bound = {key: False for key in pvalues}
+    running, running_bound = -1.0, False
+    for i, (p, key) in enumerate(defined):
+        term = min(1.0, (m - i) * p)
+        floored = bool(at_floor.get(key, False))
+        if term > running:
+            running, running_bound = term, floored
+        elif term == running:
+            running_bound = running_bound and floored  # an exact term reaches the same value
+        bound[key] = running_bound
+    return bound
+
+
 def two_sided_p(null: np.ndarray, observed: float, *, permutations: int) -> float:
     """Two-sided Monte Carlo p of ``observed`` against ``permutations`` random null draws, as
     :func:`permutation_test` computes it (the observed assignment counted once; the floor is 2/(N+1)).

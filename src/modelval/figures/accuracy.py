@@ -28,6 +28,7 @@ from modelval.figures.style import (
     add_sources,
     new_axes,
     style,
+    style_indices,
 )
 
 if TYPE_CHECKING:
@@ -135,7 +136,7 @@ def plot_accuracy_by_dataset(
                    label="each human observer (not an interval)" if i == 0 else None)  # fmt: skip
         ax.text(x[i] + offsets[0], 0.03, f"{value:.0%}", ha="center", fontsize=7, color="white", fontweight="bold")
     for index, (label, per_dataset) in enumerate(models.items()):
-        colour, _ = style(index)
+        colour, _ = style(style_indices(models)[label])  # by name: the same colour in every figure
         labelled = False
         for i, dataset in enumerate(datasets):
             position = x[i] + offsets[index + 1]

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from modelval.figures.style import HUMAN_COLOUR, REPORT_SAVE, new_axes, pyplot, save, style
+from modelval.figures.style import HUMAN_COLOUR, REPORT_SAVE, new_axes, observer_styles, pyplot, save
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -62,9 +62,10 @@ def plot_benchmark_ranks(table: Any, *, ax: Axes | None = None) -> Figure:
     ranks = table.ranks()
     columns = [*METRICS, "mean_rank"]
     labels = list(band.rank_intervals)
+    styles = observer_styles(table.observers)  # by name: as in the table's other figures
     width = 0.7 / max(len(labels), 1)
     for index, label in enumerate(labels):
-        colour, marker = style(index)
+        colour, marker = styles[label]
         x = np.arange(len(columns)) - 0.35 + width * (index + 0.5)
         y = [ranks[label][m] for m in columns]
         low = [y[k] - band.rank_intervals[label][m][0] for k, m in enumerate(columns)]
@@ -151,12 +152,12 @@ def plot_benchmark_scale(
         raise InputValidationError(f"no observer of the table has its {scale.replace('_', ' ')} in its metadata")
     band = table.uncertainty
     fig, ax = new_axes(ax, (5.0, 4.0))
-    order = list(table.observers)
-    for label, x, y in points:
-        colour, marker = style(order.index(label))
+    styles = observer_styles(table.observers)  # by name: as in the table's other figures
+    for (label, _x, y), shown in zip(points, _dodged([x for _, x, _ in points]), strict=True):
+        colour, marker = styles[label]
         found = band.intervals.get(label, {}).get("aggregate", {}).get(measure) if band else None
         yerr = [[y - found[0]], [found[1] - y]] if found else None
-        ax.errorbar([x], [y], yerr=yerr, fmt=marker, color=colour, capsize=3, label=label)
+        ax.errorbar([shown], [y], yerr=yerr, fmt=marker, color=colour, capsize=3, label=label)
     human = table.human_aggregate()[measure]
     ax.axhline(human, color=HUMAN_COLOUR, linestyle="--", linewidth=1, label="humans (every pair)")
     found = band.intervals.get("humans", {}).get("aggregate", {}).get(measure) if band else None
@@ -167,8 +168,9 @@ def plot_benchmark_scale(
     if scale == "training_images":
         xs.append(LONNQVIST_IMAGES)
         ax.axvline(LONNQVIST_IMAGES, color="grey", linestyle=":", linewidth=1, label="~5 B images (Lonnqvist et al.)")
-    ax.set_xlim(min(xs) / 3, max(xs) * 3)
-    ax.set_xlabel(SCALE_LABELS[scale])
+    ax.set_xlim(min(xs) / 4, max(xs) * 4)
+    shared = len({x for _, x, _ in points}) < len(points)
+    ax.set_xlabel(SCALE_LABELS[scale] + ("\n(observers at the same scale spread sideways)" if shared else ""))
     ax.set_ylabel(MEASURE_LABELS[measure])
     ax.set_title(f"{MEASURE_LABELS[measure]} against {SCALE_LABELS[scale].split(' (')[0]}", fontsize=10)
     ax.legend(fontsize=7, loc="best", frameon=False)
@@ -187,11 +189,58 @@ def write_scale_figure(table: Any, folder: str | Path) -> list[Path]:
         Where the figure goes.
     """
     scales = [s for s in ("training_images", "parameters") if any(m.value(s) for m in table.metadata.values())]
-    if not scales or not any(table.complete(label) for label in table.metadata):
+    shown = [label for label in table.metadata if table.complete(label)]
+    if not scales or not shown:
         return []
-    fig, axes = pyplot().subplots(len(scales), 2, figsize=(10.0, 4.0 * len(scales)), squeeze=False)
-    for row, scale in enumerate(scales):
-        for column, measure in enumerate(("ood_accuracy", "error_consistency")):
-            plot_benchmark_scale(table, measure=measure, scale=scale, ax=axes[row][column])
+    if len(shown) == 1:  # one point per panel shows no trend: one model's values beside the humans', its scale named
+        fig, axes = pyplot().subplots(1, 2, figsize=(7.0, 3.6))
+        for ax, measure in zip(axes, ("ood_accuracy", "error_consistency"), strict=True):
+            _one_observer(table, shown[0], measure, ax)
+        fig.suptitle("one model beside the humans (one point shows no trend with scale)", fontsize=10)
+    else:
+        fig, axes = pyplot().subplots(len(scales), 2, figsize=(10.0, 4.0 * len(scales)), squeeze=False)
+        for row, scale in enumerate(scales):
+            for column, measure in enumerate(("ood_accuracy", "error_consistency")):
+                plot_benchmark_scale(table, measure=measure, scale=scale, ax=axes[row][column])
     fig.tight_layout()
     return save(fig, Path(folder) / "benchmark-scale.png", pdf=True, **REPORT_SAVE)
+
+
+def _dodged(xs: list[float]) -> list[float]:
+    """Positions on a log axis: observers at the same scale 0.15 decades apart (at most 0.6 in all), centred on it,
+    so none hides another (the scale is exact only for a lone observer; the x label says so)."""
+    shown = []
+    for index, x in enumerate(xs):
+        same = [i for i, other in enumerate(xs) if other == x]
+        rank = same.index(index)
+        step = min(0.15, 0.6 / max(len(same) - 1, 1))
+        shown.append(x * 10 ** ((rank - (len(same) - 1) / 2) * step) if len(same) > 1 else x)
+    return shown
+
+
+def _one_observer(table: Any, label: str, measure: str, ax: Any) -> None:
+    """One observer's aggregate with its interval beside the humans' band; its scale in the tick label."""
+    from modelval.behaviour.benchmark_text import _count
+
+    colour, marker = observer_styles(table.observers)[label]
+    value = table.aggregate(label)[measure]
+    band = table.uncertainty
+    found = band.intervals.get(label, {}).get("aggregate", {}).get(measure) if band else None
+    yerr = [[value - found[0]], [found[1] - value]] if found else None
+    ax.errorbar([0], [value], yerr=yerr, fmt=marker, color=colour, capsize=4, markersize=8, label=label)
+    human = table.human_aggregate()[measure]
+    ax.axhline(human, color=HUMAN_COLOUR, linestyle="--", linewidth=1, label="humans (every pair)")
+    found = band.intervals.get("humans", {}).get("aggregate", {}).get(measure) if band else None
+    if found:
+        ax.axhspan(found[0], found[1], color=HUMAN_COLOUR, alpha=0.12, linewidth=0)
+    meta = table.metadata[label]
+    scale = ", ".join(
+        f"{_count(meta.value(name))} {text}"
+        for name, text in (("training_images", "training images"), ("parameters", "parameters"))
+        if meta.value(name)
+    )
+    ax.set_xticks([0], [f"{label}\n{scale}"], fontsize=8)
+    ax.set_xlim(-1, 1)
+    ax.set_ylabel(MEASURE_LABELS[measure])
+    ax.set_title(MEASURE_LABELS[measure], fontsize=9)
+    ax.legend(fontsize=7, loc="best", frameon=False)

@@ -25,7 +25,7 @@ import numpy as np
 
 from modelval.behaviour.conditions import ConditionComparison, HumanCondition
 from modelval.behaviour.experiments import BENCHMARK_DATASETS, experiment
-from modelval.figures.style import HUMAN_COLOUR, REPORT_SAVE, axes_for, new_axes, pyplot, save, style
+from modelval.figures.style import HUMAN_COLOUR, REPORT_SAVE, axes_for, new_axes, pyplot, save, style, style_indices
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -59,8 +59,9 @@ def _draw(
         mutual = " (mutual kappa: each vs the others)" if metric != "accuracy" else ""
         kwargs = {"marker": "D", "color": HUMAN_COLOUR, "markersize": 8, "linewidth": 1.5, "zorder": 4}
         _line(ax, entry.conditions, humans, metric, label="humans" + mutual, **kwargs)
+    indices = styles or style_indices(lines)  # by name: the same style in every figure
     for index, (name, rows) in enumerate(lines.items()):
-        colour, marker = style((styles or {}).get(name, index))
+        colour, marker = style(indices.get(name, index))
         kwargs = {"marker": marker, "color": colour, "markersize": 7, "linewidth": 1.2, "zorder": 3}
         _line(ax, entry.conditions, rows, metric, label=name, **kwargs)
     ax.axhline(chance, color="grey", linestyle=":", linewidth=1.2, zorder=1)
@@ -363,7 +364,7 @@ def write_condition_figures(table: Any, folder: str | Path) -> list[Path]:
             continue
         lines[dataset] = {label: per[dataset].per_condition for label, per in table.observers.items() if dataset in per}
         humans[dataset] = table.humans[dataset].per_condition
-    return write_lines(lines, humans, folder, styles={label: i for i, label in enumerate(table.observers)})
+    return write_lines(lines, humans, folder, styles=style_indices(table.observers))
 
 
 def write_lines(

@@ -32,6 +32,7 @@ from modelval.figures.style import (
     new_axes,
     pyplot,
     style,
+    style_indices,
 )
 
 if TYPE_CHECKING:
@@ -125,8 +126,9 @@ def plot_error_consistency(
     count = max(len(results), 1)
     offsets = (np.arange(count) - (count - 1) / 2) * min(0.18, 0.6 / count)
     bound_labelled = False
+    indices = style_indices(results)  # by name: the same style in every figure
     for index, (label, per_dataset) in enumerate(results.items()):
-        colour, marker = style(index)
+        colour, marker = style(indices[label])
         first = True
         for i, dataset in enumerate(datasets):
             if dataset not in per_dataset:
@@ -346,7 +348,7 @@ def plot_human_likeness(
                         markeredgecolor="black", linestyle="none",
                         label="humans (each vs the others, mean)" if i == 0 else None)  # fmt: skip
         for index, (name, per_dataset) in enumerate(results.items()):
-            colour, marker = style(index)
+            colour, marker = style(style_indices(results)[name])
             mine = (per_condition or {}).get(name, {})
             values = [
                 mine[d].value(key) if d in mine else getattr(per_dataset[d], key) if d in per_dataset else math.nan

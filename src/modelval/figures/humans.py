@@ -47,6 +47,7 @@ from modelval.figures.style import (
     pyplot,
     save,
     style,
+    style_indices,
 )
 
 if TYPE_CHECKING:
@@ -185,7 +186,7 @@ def plot_shape_bias_figure(
     shifts = (np.arange(len(models)) - (len(models) - 1) / 2) * min(0.22, 0.5 / max(len(models), 1))
     conflicts: dict[str, int] = {}
     for index, (label, trials) in enumerate(models.items()):
-        colour, marker = style((styles or {}).get(label, index))
+        colour, marker = style((styles or style_indices(models)).get(label, index))
         result = _shape_bias_of(trials)
         ax.scatter(
             [1 - result.per_category[c].shape_bias for c in order], rows + shifts[index], s=46, color=colour,
@@ -288,7 +289,7 @@ def plot_shape_bias_boxplot(
         result = _shape_bias_of(trials)
         data.append([r.shape_bias for r in result.per_category.values() if not math.isnan(r.shape_bias)])
         labels.append(label)
-        colours.append(style((styles or {}).get(label, index))[0])
+        colours.append(style((styles or style_indices(models)).get(label, index))[0])
     boxes = ax.boxplot(data, patch_artist=True, showfliers=False, widths=0.6, medianprops={"color": "black"})
     for patch, colour in zip(boxes["boxes"], colours, strict=True):
         patch.set(facecolor=colour, alpha=0.55, edgecolor=colour)
@@ -454,7 +455,7 @@ def write_human_figures(
     cue = {label: d[conflicts] for label, d in models.items() if conflicts in d}
     if cue:
         panel = panels.get(conflicts)
-        styles = {label: index for index, label in enumerate(models)}  # the same colour in every figure
+        styles = style_indices(models)  # the same colour in every figure
         figure = plot_shape_bias_figure(cue, panel, humans_mode=humans_mode, sources=sources, styles=styles)
         written += save(figure, out / "shape-bias.png", pdf=True, **REPORT_SAVE)
         figure = plot_shape_bias_boxplot(cue, panel, humans_mode=humans_mode, sources=sources, styles=styles)

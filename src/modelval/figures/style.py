@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 import textwrap
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -79,6 +79,32 @@ def style(index: int) -> tuple[str, str]:
         The observer's index (colours and markers cycle).
     """
     return MODEL_COLOURS[index % len(MODEL_COLOURS)], MODEL_MARKERS[index % len(MODEL_MARKERS)]
+
+
+def style_indices(names: Iterable[str]) -> dict[str, int]:
+    """Each observer's style index (:func:`style`), by name: the one assignment every figure uses.
+
+    The names are sorted (case-folded), so an observer gets the same colour and marker in every figure drawn from
+    the same observers, whatever order each figure lists them in; a figure that draws only some of them passes
+    them all (a report's every observer), so a subset keeps its styles too.
+
+    Parameters
+    ----------
+    names
+        Every observer's name (duplicates count once).
+    """
+    return {name: index for index, name in enumerate(sorted(set(names), key=lambda n: (n.casefold(), n)))}
+
+
+def observer_styles(names: Iterable[str]) -> dict[str, tuple[str, str]]:
+    """``name -> (colour, marker)`` of every observer, as :func:`style_indices` assigns them.
+
+    Parameters
+    ----------
+    names
+        Every observer's name (duplicates count once).
+    """
+    return {name: style(index) for name, index in style_indices(names).items()}
 
 
 def new_axes(ax: Any, figsize: tuple[float, float]) -> tuple[Any, Any]:
