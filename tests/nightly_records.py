@@ -40,6 +40,8 @@ def record_case(
         "difference": None if shape_bias is None else shape_bias - 0.2,
         "passed": passed, "status": status or ("pass" if passed else "fail"), "reason": "" if passed else "off",
         "verdict": "PASS" if passed else "FAIL",
+        "per_category": {shape: {"category": shape, "shape_hits": 1, "texture_hits": 3, "other": 0,
+                                 "shape_bias": 0.25 if shape != "clock" else None} for shape, _ in STIMULI},
     }  # fmt: skip
     if error is not None:
         summary.update(error=error, status="error", verdict="ERROR", reason=error, shape_bias=None, ci95=None,

@@ -47,6 +47,8 @@ def test_the_page_names_the_regression_the_fix_and_the_coverage(nightlies, tmp_p
     for src in re.findall(r'<img src="([^"]+)"', page):
         assert (tmp_path / "page" / src).is_file()
     assert 'reproduce: <code>modelval validate --models-file zoo.toml  # regressed</code>' in page
+    assert page.count('<svg class="per-category"') == 4  # each measured case; "absent" never ran
+    assert "<title>cat: 25.0%</title>" in page and "<title>clock: n/a</title>" in page
 
 
 def test_rendering_twice_gives_the_same_bytes_and_no_url_leaves_the_folder(nightlies, tmp_path, modelval_data_root):
@@ -114,3 +116,34 @@ def test_an_empty_or_damaged_run_store_is_one_line(tmp_path, damage):
         _report(tmp_path, RunStore(path), status)
     assert "\n" not in str(raised.value)
     assert not (tmp_path / "page").exists()
+
+
+def test_a_benchmark_table_in_the_folder_joins_the_page(nightlies, tmp_path, model_vs_human_raw_data,
+                                                        modelval_reference_dir, capsys):  # fmt: skip
+    from modelval.cli import main
+
+    store, status = nightlies
+    sessions = model_vs_human_raw_data / "rotation"
+    argv = ["benchmark", "--bootstrap", "200", "--json"]
+    for subject, label in (("subject-01", "first"), ("subject-02", "<b>second</b>")):
+        argv += ["--decisions", f"{label}={sessions / f'rotation_{subject}_session_1.csv'}"]
+    assert main(argv) == 0
+    (tmp_path / "page").mkdir()
+    (tmp_path / "page" / "benchmark.json").write_text(capsys.readouterr().out)
+    report = _report(tmp_path, store, status)
+    table = report.data["benchmark"]
+    assert sorted(row["observer"] for row in table["rows"]) == ["<b>second</b>", "first"]
+    ranks = [row["ranks"]["mean_rank"] for row in table["rows"]]
+    assert ranks == sorted(ranks)  # best first
+    page = (tmp_path / "page" / "index.html").read_text()
+    first = next(row for row in table["rows"] if row["observer"] == "first")
+    low, high = first["rank_intervals"]["mean_rank"]
+    assert f"{first['ranks']['mean_rank']:.2f} [{low:g}, {high:g}]" in page
+    assert f"{first['aggregate']['error_consistency']:.3f} [" in page
+    assert "&lt;b&gt;second&lt;/b&gt;" in page and "<b>second" not in page
+    assert (tmp_path / "page" / "benchmark.json").is_file()  # the user's file stays
+
+    (tmp_path / "page" / "benchmark.json").write_text("{not json")
+    report = _report(tmp_path, store, status)
+    assert report.data["benchmark"]["error"].startswith("benchmark.json could not be read as a benchmark table")
+    assert "could not be read as a benchmark table" in (tmp_path / "page" / "index.html").read_text()

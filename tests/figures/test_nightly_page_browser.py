@@ -34,6 +34,10 @@ def test_the_page_works_in_chromium(tmp_path, modelval_data_root):
         trends = driver.find_elements("css selector", "svg.trend")
         assert len(trends) == sum(1 for c in report.data["cases"] if any(p["shape_bias"] for p in c["trend"]))
         assert all(t.size["width"] > 0 and t.size["height"] > 0 for t in trends)
+        for opener in driver.find_elements("css selector", "#cases td:first-child details summary"):
+            opener.click()  # the per-category figures are folded; open each and look at it
+        bars = driver.find_elements("css selector", "svg.per-category")
+        assert len(bars) == 4 and all(b.size["width"] > 0 and b.size["height"] > 0 for b in bars)
 
         changes = driver.find_element("id", "changes").text
         assert changes.startswith("2 regressed: broken model/cuda/fp32, regressed model/cuda/fp32; 1 fixed: repaired")

@@ -62,6 +62,7 @@ def nightly_report(
     run_store: RunStore | None = None,
     window_hours: float = NIGHTLY_WINDOW_HOURS,
     stimuli: str | os.PathLike[str] | None = None,
+    benchmark: str | os.PathLike[str] | None = None,
 ) -> NightlyReport:
     """Write the nightly's page (``index.html``), ``report.json``, ``verdict.md`` and thumbnails into ``out_dir``.
 
@@ -81,6 +82,9 @@ def nightly_report(
     stimuli
         The cue-conflict stimuli the thumbnails are made from (default: the data home's; none found: no
         thumbnails, and the page says why).
+    benchmark
+        A ``modelval benchmark --json`` / ``--report-dir`` file whose table (ranks with their intervals) joins
+        the page (default: ``benchmark.json`` in ``out_dir``, where ``benchmark --report-dir`` writes it).
 
     Returns
     -------
@@ -126,9 +130,33 @@ def nightly_report(
         "coverage": _coverage(cases),
         "cases": cases,
         "thumbnails": None if root is None else str(root),
+        "benchmark": _benchmark(Path(benchmark) if benchmark is not None else Path(out_dir) / BENCHMARK,
+                                named=benchmark is not None),
     })  # fmt: skip
     files = _write(Path(out_dir), data, verdict.markdown(), thumbnails)
     return NightlyReport(Path(out_dir), files, data, verdict)
+
+
+#: Where ``modelval benchmark --report-dir`` writes its table (read from the report folder when there).
+BENCHMARK = "benchmark.json"
+BENCHMARK_METRICS = ("ood_accuracy", "error_consistency", "observed_consistency", "accuracy_difference")
+
+
+def _benchmark(path: Path, *, named: bool) -> dict[str, Any] | None:
+    """The benchmark table's rows (aggregate, its interval, ranks and rank intervals), or why it could not be read;
+    ``None`` when no file was named and none lies in the folder."""
+    if not named and not path.is_file():
+        return None
+    try:
+        payload = json.loads(path.read_text())
+        rows = [{"observer": str(o["observer"]), "unranked": o.get("unranked"),
+                 **{key: o.get(key) or {} for key in ("aggregate", "ranks", "rank_intervals")},
+                 "intervals": (o.get("intervals") or {}).get("aggregate") or {}}
+                for o in payload["observers"]]  # fmt: skip
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
+        return {"file": path.name, "error": f"{path.name} could not be read as a benchmark table ({error})"}
+    rows.sort(key=lambda r: (r["ranks"].get("mean_rank") is None, r["ranks"].get("mean_rank") or 0, r["observer"]))
+    return {"file": path.name, "metrics": list(BENCHMARK_METRICS), "rows": rows}
 
 
 def _stimuli_root(stimuli: str | os.PathLike[str] | None) -> Path | None:
@@ -177,7 +205,8 @@ def _case_entry(
 
 #: What a case's row shows of its record's summary.
 SUMMARY_KEYS = ("label", "shape_bias", "ci95", "cue_accuracy", "conflict_images", "expected", "tolerance",
-                "expected_source", "difference", "passed", "status", "reason", "verdict", "flips", "error")  # fmt: skip
+                "expected_source", "difference", "passed", "status", "reason", "verdict", "flips", "error",
+                "per_category")  # fmt: skip
 
 
 def _anchor(*parts: str) -> str:

@@ -81,6 +81,7 @@ def render_page(data: Mapping[str, Any]) -> str:
         _filter(len(cases)),
         _table(cases),
         *[_failing_section(case) for case in cases if case.get("flipped")],
+        _benchmark_section(data.get("benchmark")),
         f"<script>{SCRIPT}</script></body></html>",
     ]  # fmt: skip
     return "\n".join(parts) + "\n"
@@ -206,9 +207,34 @@ def _flips_td(flips: Any) -> str:
 
 
 def _model_cell(case: Mapping[str, Any]) -> str:
-    label = (case.get("summary") or {}).get("label")
+    summary = case.get("summary") or {}
+    label = summary.get("label")
     extra = f'<br><span class="muted">{escape(str(label))}</span>' if label and label != case.get("model") else ""
+    per_category = summary.get("per_category")
+    if isinstance(per_category, Mapping) and per_category:
+        extra += f"<details><summary>per category</summary>{_per_category_svg(per_category)}</details>"
     return f"<strong>{escape(str(case.get('model')))}</strong>{extra}"
+
+
+def _per_category_svg(per_category: Mapping[str, Any]) -> str:
+    """The shape bias of each category as a small bar chart (a grey tick: no shape or texture answer)."""
+    names = sorted(per_category)
+    width, height, bar = 16 * len(names), 60, 12
+    shapes = [f'<line x1="0" y1="50" x2="{width}" y2="50" stroke="#999"/>']
+    for i, name in enumerate(names):
+        value = _finite((per_category[name] or {}).get("shape_bias"))
+        x = i * 16 + 2
+        if value is None:
+            shapes.append(f'<rect x="{x}" y="48" width="{bar}" height="2" fill="#bbb"><title>{escape(name)}: '
+                          "n/a</title></rect>")  # fmt: skip
+        else:
+            top = 50 - value * 46
+            shapes.append(f'<rect x="{x}" y="{top:.1f}" width="{bar}" height="{50 - top:.1f}" fill="#4c72b0">'
+                          f"<title>{escape(name)}: {value * 100:.1f}%</title></rect>")  # fmt: skip
+        shapes.append(f'<text x="{x + bar / 2:.0f}" y="58" font-size="7" text-anchor="middle">'
+                      f"{escape(name[:2])}</text>")  # fmt: skip
+    return (f'<svg class="per-category" width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" '
+            f'aria-label="shape bias per category">{"".join(shapes)}</svg>')  # fmt: skip
 
 
 def _status_cell(case: Mapping[str, Any]) -> str:
@@ -313,3 +339,37 @@ def _failing_section(case: Mapping[str, Any]) -> str:
         f"</th><th>before</th><th>after</th></tr></thead><tbody>{''.join(rows)}</tbody></table></details>"
     )
     return "\n".join(parts) + "</section>"
+
+
+def _benchmark_section(benchmark: Any) -> str:
+    """The benchmark table (``benchmark.json``): each observer's mean rank with its interval and each measure."""
+    if not isinstance(benchmark, Mapping):
+        return ""
+    if benchmark.get("error"):
+        return (
+            f'<section id="benchmark"><h2>Benchmark</h2><p class="fail">{escape(str(benchmark["error"]))}</p></section>'
+        )
+    metrics = [str(m) for m in benchmark.get("metrics", [])]
+    head = "".join(f"<th>{escape(h)}</th>" for h in ["Observer", "Mean rank [95%]", *metrics])
+    rows = []
+    for row in benchmark.get("rows", []):
+        rank = _finite(row["ranks"].get("mean_rank"))
+        low, high = (_finite(v) for v in [*(row["rank_intervals"].get("mean_rank") or []), None, None][:2])
+        shown = (
+            "unranked"
+            if rank is None
+            else f"{rank:.2f}" + (f" [{low:g}, {high:g}]" if low is not None and high is not None else "")
+        )
+        cells = [f"<td>{escape(str(row['observer']))}</td>", f'<td class="num">{escape(shown)}</td>']
+        for metric in metrics:
+            value = _finite(row["aggregate"].get(metric))
+            ci = [_finite(v) for v in [*(row["intervals"].get(metric) or []), None, None][:2]]
+            text = (
+                "n/a" if value is None else f"{value:.3f}" + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if None not in ci else "")
+            )
+            cells.append(f'<td class="num">{text}</td>')
+        rows.append(f"<tr>{''.join(cells)}</tr>")
+    return (
+        f'<section id="benchmark"><h2>Benchmark ({escape(str(benchmark.get("file")))})</h2><table>'
+        f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></section>"
+    )

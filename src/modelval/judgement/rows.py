@@ -211,7 +211,7 @@ class ReportRow:
         payload = self.to_dict()
         keys = ("label", "shape_bias", "ci95", "cue_accuracy", "conflict_images", "shape_hits", "texture_hits", "other",
                 "expected", "tolerance", "expected_source", "difference", "passed", "status", "reason", "verdict",
-                "flips", "error")  # fmt: skip
+                "flips", "error", "per_category")  # fmt: skip
         return {key: payload[key] for key in keys if key in payload}
 
 
