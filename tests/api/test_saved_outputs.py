@@ -153,3 +153,39 @@ def test_a_saved_label_map_of_the_wrong_type_is_one_line(label_map, saved, tmp_p
     assert main(["shape-bias", "--outputs", str(copy), "--bootstrap", "0"]) == 2
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert "label" in line and "run.json" in line
+
+
+@pytest.mark.parametrize("rotated", ["stimuli.json", "outputs.npy"])
+def test_rows_rotated_against_their_stimuli_are_refused(saved, tmp_path, rotated):
+    """The defect (issue 42 point 2): rows rotated by one, each listing row self-consistent and the digests of
+    run.json recomputed, rescored to another number; each row is now bound to its stimulus."""
+    from modelval.records.provenance import file_digest
+
+    copy = _copy(saved, tmp_path)
+    if rotated == "stimuli.json":
+        listing = json.loads((copy / "stimuli.json").read_text())
+        rotated = listing["stimuli"][1:] + listing["stimuli"][:1]
+        (copy / "stimuli.json").write_text(json.dumps({**listing, "stimuli": rotated}))
+    else:
+        np.save(copy / "outputs.npy", np.roll(np.load(copy / "outputs.npy"), 1, axis=0))
+    record = json.loads((copy / "run.json").read_text())
+    record.update(stimuli_sha256=file_digest(copy / "stimuli.json"), outputs_sha256=file_digest(copy / "outputs.npy"))
+    (copy / "run.json").write_text(json.dumps(record))
+    with pytest.raises(DataError, match=r"row 1 \(\S+\): outputs\.npy's row 1 is not the one saved for it") as error:
+        rescore(copy, bootstrap=0)
+    assert "\n" not in str(error.value)
+
+
+def test_an_older_folder_says_its_rows_are_not_bound(saved, tmp_path):
+    copy = _copy(saved, tmp_path)
+    from modelval.records.provenance import file_digest
+
+    listing = json.loads((copy / "stimuli.json").read_text())
+    (copy / "stimuli.json").write_text(json.dumps({**listing, "stimuli": [row[:4] for row in listing["stimuli"]],
+                                                   "columns": listing["columns"][:4]}))  # fmt: skip
+    record = json.loads((copy / "run.json").read_text())
+    record.update(format_version=2, stimuli_sha256=file_digest(copy / "stimuli.json"))
+    (copy / "run.json").write_text(json.dumps(record))
+    report = rescore(copy, bootstrap=0)
+    assert report.shape_bias == rescore(saved, bootstrap=0).shape_bias
+    assert "not bound" in report.provenance["not_covered"]

@@ -11,6 +11,13 @@ Reading checks everything before a number is computed: both digests, that the ou
 row per stimulus, that each listed stimulus's categories are the ones its file name states, and that each
 file's SHA-256 is the published one (the set's manifest). A swapped or edited listing is refused by name.
 
+Each row is bound to its stimulus (format 3): the listing keeps, per stimulus, the SHA-256 of its path, its
+file's SHA-256 and its row of outputs (:func:`row_digest`). The two file digests of ``run.json`` only show that
+a file is whole; rows reordered against the listing (rotated by one, every row still a real stimulus and both
+digests recomputed) passed them and rescored 1.0 for a true 0.2162. A row that is not the one saved for its
+stimulus is refused by number. Folders of formats 1 and 2 are still read, and the re-score's provenance says
+that their rows are not bound (``not_covered``).
+
 ``modelval shape-bias --outputs DIR`` (or :func:`rescore`) recomputes the shape bias from the stored outputs under
 another aggregation, label map or subset of the 16 categories, with the same code that maps a fresh run's outputs,
 so it equals a fresh run exactly, and reports REFINED-BIAS's mean reciprocal ranks over all outputs too
@@ -41,9 +48,32 @@ if TYPE_CHECKING:
     from modelval.records.run_store import RunStore
 
 FORMAT = "modelval-saved-outputs"
-FORMAT_VERSION = 2
-#: Versions read: 1 had no digest of stimuli.json (its rows are still checked against names and the manifest).
-READABLE_VERSIONS = (1, 2)
+FORMAT_VERSION = 3
+#: Versions read: 1 had no digest of stimuli.json (its rows are still checked against names and the manifest);
+#: 2 no digest binding each row of outputs to its stimulus.
+READABLE_VERSIONS = (1, 2, 3)
+#: What a folder of an older format cannot show, in the re-score's provenance.
+UNBOUND = ("format {version}: the rows of outputs.npy are not bound to their stimuli, so rows reordered against "
+           "the listing with the digests recomputed are not detected; write the folder again with --save-outputs")
+
+
+def row_digest(relpath: str, sha256: object, row: np.ndarray) -> str:
+    """The SHA-256 binding one row of outputs to its stimulus: its path, its file's SHA-256 and the row's bytes.
+
+    Parameters
+    ----------
+    relpath
+        The stimulus's relative path.
+    sha256
+        The SHA-256 of its file (``None`` when unknown).
+    row
+        Its row of outputs.
+    """
+    import hashlib
+
+    from modelval.records.store import array_digest
+
+    return hashlib.sha256(f"{relpath}|{sha256}|{array_digest(row)}".encode()).hexdigest()
 
 
 def save_outputs(run: ModelRun, folder: str | os.PathLike[str]) -> Path:
@@ -90,8 +120,11 @@ def save_outputs(run: ModelRun, folder: str | os.PathLike[str]) -> Path:
         np.save(handle, evaluation.outputs, allow_pickle=False)
     stimuli = {
         "dataset": run.stimulus_dataset,
-        "stimuli": [[s.relpath, s.shape, s.texture, digests.get(s.relpath)] for s in evaluation.stimuli],
-        "columns": ["relpath", "shape", "texture", "sha256"],
+        "stimuli": [
+            [s.relpath, s.shape, s.texture, digests.get(s.relpath), row_digest(s.relpath, digests.get(s.relpath), row)]
+            for s, row in zip(evaluation.stimuli, evaluation.outputs, strict=True)
+        ],
+        "columns": ["relpath", "shape", "texture", "sha256", "row_sha256"],
     }
     write_text(folder / "stimuli.json", json.dumps(stimuli))  # before run.json, which holds its digest
     label_map = run.model_options.read_label_map()
@@ -121,6 +154,8 @@ class SavedOutputs:
     aggregation: str
     label_map: LabelMap | None
     provenance: dict[str, Any]
+    #: What this folder cannot show (an older format's unbound rows); ``None``: every row is bound.
+    not_covered: str | None = None
 
 
 def load_saved_outputs(folder: str | os.PathLike[str]) -> SavedOutputs:
@@ -185,7 +220,9 @@ def load_saved_outputs(folder: str | os.PathLike[str]) -> SavedOutputs:
         raise DataError(f"{outputs_path}: not a numeric array ({error})") from None
     try:
         rows = listing["stimuli"]
-        stimuli = [Stimulus(str(relpath), str(shape), str(texture)) for relpath, shape, texture, _ in rows]
+        if not all(isinstance(row, list) and len(row) >= 4 for row in rows):
+            raise TypeError
+        stimuli = [Stimulus(str(row[0]), str(row[1]), str(row[2])) for row in rows]
         digests = {str(row[0]): row[3] for row in rows}
         dataset = str(listing["dataset"])
     except (KeyError, TypeError, ValueError):
@@ -200,11 +237,26 @@ def load_saved_outputs(folder: str | os.PathLike[str]) -> SavedOutputs:
         shown = ", ".join(stimuli[i].name for i in bad[:3]) + (", ..." if len(bad) > 3 else "")
         raise DataError(f"{outputs_path}: NaN or infinite outputs for {len(bad)} stimuli ({shown}); such a row is no "
                         "decision (its argmax would be 'airplane'): evaluate the model again")  # fmt: skip
+    version = int(record.get("format_version", 1))
+    if version >= 3:
+        _check_rows(folder, rows, outputs)
     label_map = _saved_label_map(record.get("label_map"), folder / "run.json")
     return SavedOutputs(
         folder, outputs, stimuli, dataset, str(record.get("model")), str(record.get("aggregation", "mean")),
-        label_map, record.get("provenance") or {},
+        label_map, record.get("provenance") or {}, None if version >= 3 else UNBOUND.format(version=version),
     )  # fmt: skip
+
+
+def _check_rows(folder: Path, rows: list[list[Any]], outputs: np.ndarray) -> None:
+    """Each row of outputs is the one saved for the stimulus listed beside it (its :func:`row_digest`)."""
+    for number, row in enumerate(rows):
+        bound = row[4] if len(row) > 4 else None
+        if bound != row_digest(str(row[0]), row[3], outputs[number]):
+            raise DataError(
+                f"{folder / 'stimuli.json'}: row {number + 1} ({row[0]}): outputs.npy's row {number + 1} is not the "
+                "one saved for it (rows reordered or edited against the listing); write the folder again with "
+                "--save-outputs"
+            )
 
 
 def _check_listing(path: Path, stimuli: list[Stimulus], digests: dict[str, object], dataset: str) -> None:
@@ -389,6 +441,7 @@ def rescore(
         **environment(),
         "saved_outputs": str(saved.folder),
         "saved_run": saved.provenance,
+        **({"not_covered": saved.not_covered} if saved.not_covered else {}),
         "bootstrap": {"resamples": bootstrap, "seed": seed, "unit": result.ci_resampling},
     }
     report = RescoreReport(

@@ -5,7 +5,10 @@ A VLM is any callable ``(PIL image, prompt) -> str``, given as ``file.py:fn`` or
 factories are) or passed from Python. Each prompt's answers are parsed to decisions
 (:mod:`modelval.behaviour.answers`), scored (shape bias, cue-conflict accuracy, abstentions) and, with several
 prompts, compared pairwise on the same stimuli with paired bootstrap intervals. Answers are cached, keyed by
-the model (its file's digest), the prompt and each stimulus's bytes (:mod:`modelval.records.answer_cache`).
+the model (the SHA-256 of the files that define the callable: its function's, or its class's for a wrapper
+object), the prompt and each stimulus's bytes, and served only after a few of them, asked again, agree
+(:mod:`modelval.records.answer_cache`). A callable with no source file of its own (a builtin, a
+``functools.partial`` of one) cannot be identified, so its answers are not cached, and the JSON says so in one line.
 """
 
 from __future__ import annotations
@@ -51,6 +54,7 @@ class PromptRun:
     result: ShapeBiasResult
     verdict: Verdict
     cached: int = 0
+    cache_check: str = "off"
 
     def to_dict(self) -> dict[str, Any]:
         r = self.result
@@ -68,6 +72,7 @@ class PromptRun:
             "other": r.other,
             "conflict_images": r.conflict_images,
             "answers_from_cache": self.cached,
+            "answer_cache_check": self.cache_check,
             "text": self.text,
             **self.verdict.to_dict(),
         }
@@ -211,7 +216,7 @@ def vlm_shape_bias(
     from modelval.behaviour.shape_bias import compute_shape_bias
     from modelval.judgement.sanity import sanity_check
     from modelval.judgement.verdicts import Case, judge
-    from modelval.records.answer_cache import AnswerCache
+    from modelval.records.answer_cache import NOT_COVERED, AnswerCache
     from modelval.records.provenance import environment
     from modelval.records.run_store import record_run
     from modelval.records.store import cache_on as caching
@@ -224,6 +229,12 @@ def vlm_shape_bias(
     provenance = {**environment(), "vlm": identity, "stimuli": stimuli.provenance()}
     unit = resolve_unit(options.resample, cue_conflict=True)
     cache_on = caching(options.cache)
+    cache_state = "on" if cache_on else "off"
+    if cache_on and not identity.get("sources"):
+        cache_on, cache_state = False, (
+            f"off: the VLM {label} has no source file of its own to identify it by (a builtin, or a wrapper of one); "
+            "its answers are not cached"
+        )
     start = time.perf_counter()
     runs = []
     for prompt_name, text, default_parser in resolved:
@@ -238,7 +249,8 @@ def vlm_shape_bias(
         assert result.abstentions == abstentions_of(decisions)
         # One judge for every observer: the sanity gate (abstentions count against the accuracy), as a model's.
         verdict = judge(Case(f"{label} ({prompt_name})", result, decisions, sanity=sanity_check(result)))
-        run = PromptRun(prompt_name, text, parser, answers, decisions, result, verdict, cache.hits if cache else 0)
+        run = PromptRun(prompt_name, text, parser, answers, decisions, result, verdict, cache.hits if cache else 0,
+                        cache.check if cache else cache_state)  # fmt: skip
         runs.append(run)
         summary = {key: value for key, value in run.to_dict().items() if key not in ("text", "prompt", "parser")}
         record_run(
@@ -261,7 +273,8 @@ def vlm_shape_bias(
     details = {
         "images": len(stimuli),
         "stimuli": stimuli.verification,
-        "answer_cache": "on" if cache_on else "off",
+        "answer_cache": cache_state,
+        "answer_cache_not_covered": NOT_COVERED,
         "seconds": round(time.perf_counter() - start, 2),
         "provenance": provenance,
     }
@@ -289,42 +302,75 @@ def _checked_request(
 
 
 def _answers(function: VLM, label: str, stimuli: Any, text: str, cache: Any) -> list[str]:
-    """The VLM's answer to ``text`` on each stimulus: from the answer cache where stored, else asked (and kept)."""
+    """The VLM's answer to ``text`` on each stimulus: from the answer cache where stored and confirmed (a few stored
+    ones asked again agree, :mod:`modelval.records.answer_cache`), else asked (and kept)."""
     digests = stimuli.digests or {}
+    keys = [(stimulus.relpath, digests.get(stimulus.relpath, stimulus.relpath)) for stimulus in stimuli.stimuli]
+    fresh: dict[int, str] = {}
+    if cache is not None:
+        stored = [index for index, (relpath, digest) in enumerate(keys) if cache.stored(relpath, digest) is not None]
+        for index in cache.sample(stored):
+            fresh[index] = _ask(function, label, stimuli.images[index], text, keys[index][0])
+        cache.confirm({keys[index][0]: (keys[index][1], answer) for index, answer in fresh.items()})
     answers = []
-    for index, stimulus in enumerate(stimuli.stimuli):
-        digest = digests.get(stimulus.relpath, stimulus.relpath)
-        answer = cache.get(stimulus.relpath, digest) if cache is not None else None
+    for index, (relpath, digest) in enumerate(keys):
+        answer = fresh.get(index)
+        if answer is None and cache is not None:
+            answer = cache.get(relpath, digest)
         if answer is None:
-            answer = _ask(function, label, stimuli.images[index], text, stimulus.relpath)
+            answer = _ask(function, label, stimuli.images[index], text, relpath)
             if cache is not None:
-                cache.put(stimulus.relpath, digest, answer)
+                cache.put(relpath, digest, answer)
         answers.append(answer)
     if cache is not None:
         cache.flush()
     return answers
 
 
-def _vlm_callable(vlm: str | VLM) -> tuple[VLM, dict[str, Any]]:
-    """The callable and its identity (spec, name, the SHA-256 of its source file)."""
+def _source_files(function: Any) -> dict[str, str]:
+    """``path -> SHA-256`` of the files that define a VLM: its function's, or its class's for a wrapper object (a
+    ``functools.partial`` is its function's); none for what the standard library or a builtin defines."""
+    import functools
     import inspect
+    import sysconfig
 
     from modelval.download import sha256_of
+
+    target = function.func if isinstance(function, functools.partial) else function
+    library = {os.path.realpath(sysconfig.get_paths()[name]) for name in ("stdlib", "platstdlib")}
+    files: dict[str, str] = {}
+    for candidate in (target, type(target)):
+        try:
+            where = inspect.getsourcefile(candidate)
+        except TypeError:  # a builtin, or an instance: its class is tried next
+            continue
+        if where is None or not os.path.isfile(where) or where in files:
+            continue
+        if any(os.path.realpath(where).startswith(folder + os.sep) for folder in library):
+            continue  # functools.partial's class says nothing of the VLM
+        files[where] = sha256_of(where)
+    return files
+
+
+def _vlm_callable(vlm: str | VLM) -> tuple[VLM, dict[str, Any]]:
+    """The callable and its identity (spec, name, the SHA-256 of its source files; ``sources`` empty: none)."""
+    import inspect
 
     if isinstance(vlm, str):
         from modelval.models.files import import_callable
 
-        return import_callable(vlm)
+        function, named = import_callable(vlm)
+        return function, {**named, "sources": _source_files(function)}
     if not callable(vlm):
         raise ModelvalError(f"vlm must be a callable (image, prompt) -> str or its spec, not {type(vlm).__name__}")
     qualname = getattr(vlm, "__qualname__", type(vlm).__qualname__)
-    identity: dict[str, Any] = {"spec": qualname, "callable": qualname}
+    identity: dict[str, Any] = {"spec": qualname, "callable": qualname, "sources": _source_files(vlm)}
     try:
         where = inspect.getsourcefile(vlm)
     except TypeError:
         where = None
-    if where is not None and os.path.isfile(where):
-        identity.update(file=where, sha256=sha256_of(where))
+    if where is not None and where in identity["sources"]:
+        identity.update(file=where, sha256=identity["sources"][where])
     return vlm, identity
 
 

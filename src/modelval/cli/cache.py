@@ -114,4 +114,7 @@ def _clear(args: argparse.Namespace) -> int:
         out(f"removed {', '.join(parts)} ({_size(done.bytes)}) from {store.root}")
         if done.left:
             out("  left alone (modelval did not make them): " + ", ".join(done.left))
+            if name == "output_cache":  # an entry of a modelval before marks is among them, and stays
+                out("  (a folder with no modelval mark is never removed, even an older modelval's entry: delete it "
+                    "yourself if it is one)")
     return 0

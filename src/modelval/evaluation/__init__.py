@@ -40,6 +40,7 @@ from modelval.evaluation.forward import (
 )
 from modelval.evaluation.stored import FORWARD_PATH_VERSION, output_key
 from modelval.preprocessing import PreprocessConfig
+from modelval.records.output_cache import NOT_COVERED as OUTPUT_CACHE_NOT_COVERED
 from modelval.records.output_cache import OutputCache
 from modelval.records.provenance import device_record
 from modelval.runtime import DEFAULT_BATCH_SIZE, resolve_device
@@ -221,6 +222,7 @@ def evaluate(
         "forward_path": FORWARD_PATH_VERSION,
         "output_cache": status,
         "output_cache_key": key,
+        "output_cache_not_covered": OUTPUT_CACHE_NOT_COVERED if cache is not None else None,
         "bootstrap": {"resamples": n_bootstrap, "seed": seed, "unit": result.ci_resampling},
     }
     if memory_notes:  # the batches that ran out of device memory and were run again at half the size

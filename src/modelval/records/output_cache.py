@@ -7,9 +7,19 @@ module stores arrays under keys in ``<cache folder>/outputs``, by the rules ever
 
 - **Layout.** An entry is ``<2 hex>/<hex key>/`` holding ``outputs.npy``, ``probe.npy`` and ``meta.json`` (its
   record, written last), and nothing else; a user's ``db/`` beside them stays.
-- **Verified twice.** The record holds the SHA-256 and shape of the outputs and of the *probe* (the model's
-  outputs on a few fixed stimuli, computed alone); a read checks them and that every value is finite float32,
-  then the evaluation uses the entry only if the model answers the probe as stored (:mod:`modelval.evaluation.forward`).
+- **Marked.** The first file of an entry folder is :data:`ENTRY_MARK`: clear and eviction remove only marked
+  folders, because a name and a file list are no proof (a user's ``ef/efef.../meta.json`` looked like an entry
+  and was deleted). A folder without the mark (a user's, or an entry of a modelval before marks) is left where it
+  is and named by ``cache info`` and ``cache clear``; it is never served either, so the entry is written again,
+  marked, the next time its model runs.
+- **Verified twice, then re-checked.** The record holds the SHA-256 and shape of the outputs and of the *probe*
+  (the model's outputs on a few fixed stimuli, computed alone); a read checks them and that every value is
+  finite float32, then the evaluation uses the entry only if the model answers the probe as stored, and only if
+  :data:`RECHECK_ROWS` stored rows drawn at random (:func:`recheck_indices`) agree with a fresh forward of their
+  stimuli (:func:`rows_agree`; :mod:`modelval.evaluation.forward`). Why both: the key leaves out what no digest
+  sees (private attributes, module globals, the environment), and a fixed probe is a set of stimuli a change
+  can avoid entry after entry; rows drawn anew each run make such a change show up on a later run at the
+  latest, with the chance :data:`NOT_COVERED` states (in the run's provenance and docs/provenance.md).
 - **Resumable.** Each finished batch of a forward pass is kept under ``partial/`` (its SHA-256 in its name, the
   run's probe beside it): an interrupted evaluation computes only the missing rows; one bad chunk discards them.
 - **Concurrent writers** of one key write the same bytes; renames are atomic, so a reader sees one whole entry.
@@ -31,12 +41,72 @@ import numpy as np
 from modelval.errors import DataError
 from modelval.records.store import KEY, TAG, Contents, Entry, Store, array_digest, matches, read_record
 
+#: The file that marks a folder as an entry modelval made (written before anything else in it).
+ENTRY_MARK = ".modelval-entry"
+_MARK_TEXT = "modelval's output cache made this folder; `modelval cache clear` removes it.\n"
 #: The files of an entry folder; a folder holding anything else is not modelval's and is never removed.
-ENTRY_FILES = frozenset({"meta.json", "outputs.npy", "probe.npy", "partial"})
+ENTRY_FILES = frozenset({"meta.json", "outputs.npy", "probe.npy", "partial", ENTRY_MARK,
+                         "preprocessing_check.json"})  # the last: modelval.judgement.preprocessing_check's  # fmt: skip
 _PREFIX = re.compile(r"[0-9a-f]{2}")
 _CHUNK = re.compile(r"(\d{9})-(\d{9})-([0-9a-f]{16})\.npy")
 #: Temporary names of the cache's writer before it wrote through modelval.atomic (".<name>.<random>").
 _LEGACY_TEMP = re.compile(r"\.(meta\.json|outputs\.npy|probe\.npy|\d{9}-\d{9}(-[0-9a-f]{16})?\.npy)\.\w+")
+
+
+#: Stored rows run again, drawn at random, before stored outputs are served (beside the fixed probe).
+RECHECK_ROWS = 4
+#: (rtol, atol relative to the largest stored value) of a re-checked row's agreement, per precision. Looser than
+#: the probe's: a stored row was computed in a batch of another size, which may pick another kernel (TF32 on a
+#: GPU moves values by about 1e-3); a changed model moves them by far more.
+RECHECK_TOLERANCE: dict[str | None, tuple[float, float]] = {None: (1e-2, 1e-3), "fp16": (2e-2, 5e-3)}
+_RECHECK_BF16 = (5e-2, 2e-2)
+#: What the output cache cannot show, in the run's provenance (``output_cache_not_covered``).
+NOT_COVERED = (
+    "the key covers the weights, the module tree, public attributes, plain tensors, non-persistent buffers, hooks, "
+    "the preprocessing, the stimuli, the precision, the device class and the versions; it cannot see private "
+    "attributes, module globals, the environment or code outside the model's class file. Those are checked by "
+    f"running the model again on 4 fixed probe stimuli and on {RECHECK_ROWS} stored rows drawn at random each run: "
+    f"a change that moves a fraction f of the outputs is served with probability at most (1 - f)^{RECHECK_ROWS} "
+    "per run when it spares the probe, and a change smaller than the re-check's tolerance (1% of a value, "
+    "0.1% of the largest) is never caught"
+)
+
+
+def recheck_indices(count: int, exclude: np.ndarray, rows: int = RECHECK_ROWS) -> np.ndarray:
+    """``rows`` row indices among ``count`` not in ``exclude`` (the probe's), drawn from the system's entropy.
+
+    Parameters
+    ----------
+    count
+        How many rows the entry holds.
+    exclude
+        Rows the probe checks already.
+    rows
+        How many to draw.
+    """
+    candidates = np.setdiff1d(np.arange(count), exclude)
+    # Not seeded on purpose: a fixed draw is a set of stimuli a change could avoid on every run.
+    picked = np.random.default_rng().choice(candidates, size=min(rows, len(candidates)), replace=False)
+    return np.sort(picked).astype(np.int64)
+
+
+def rows_agree(stored: np.ndarray, fresh: np.ndarray, amp: str | None = None) -> bool:
+    """Whether stored rows and the same rows computed now agree within :data:`RECHECK_TOLERANCE`.
+
+    Parameters
+    ----------
+    stored
+        The rows read from the entry.
+    fresh
+        The model's outputs on the same stimuli, now.
+    amp
+        The precision both ran under.
+    """
+    if stored.shape != fresh.shape:
+        return False
+    rtol, atol = RECHECK_TOLERANCE.get(amp, _RECHECK_BF16)
+    scale = max(1.0, float(np.abs(stored).max(initial=0.0)))
+    return bool(np.allclose(fresh, stored, rtol=rtol, atol=atol * scale))
 
 
 @dataclass(frozen=True)
@@ -89,6 +159,8 @@ class OutputCache(Store):
             The number of rows it must have (``None``: any).
         """
         folder = self.entry_dir(key)
+        if not (folder / ENTRY_MARK).is_file():
+            return None  # not marked as modelval's: never served, never removed (see the module docstring)
         try:
             meta = read_record(folder / "meta.json", key)
             array = np.load(folder / "outputs.npy", allow_pickle=False)
@@ -117,7 +189,7 @@ class OutputCache(Store):
         key
             The entry's key.
         """
-        return (self.entry_dir(key) / "meta.json").is_file()
+        return (self.entry_dir(key) / "meta.json").is_file() and (self.entry_dir(key) / ENTRY_MARK).is_file()
 
     def save(self, key: str, array: np.ndarray, meta: dict[str, Any], *, probe: np.ndarray) -> None:
         """Store ``array`` and its ``probe`` rows under ``key``, drop the key's partial rows, then keep within the
@@ -136,7 +208,7 @@ class OutputCache(Store):
         """
         folder = self.entry_dir(key)
         try:
-            folder.mkdir(parents=True, exist_ok=True)
+            self._marked(folder)
             self.write(folder / "outputs.npy", _save(array))
             self.write(folder / "probe.npy", _save(probe))
             record = {**meta, "key": key, "shape": list(array.shape), "dtype": str(array.dtype),
@@ -148,6 +220,12 @@ class OutputCache(Store):
         shutil.rmtree(folder / "partial", ignore_errors=True)
         self.evict()
 
+    def _marked(self, folder: Path) -> None:
+        """Make an entry folder, its mark first (an ``OSError`` or a ``DataError`` when it cannot be written)."""
+        folder.mkdir(parents=True, exist_ok=True)
+        if not (folder / ENTRY_MARK).is_file():
+            self.write(folder / ENTRY_MARK, lambda handle: handle.write(_MARK_TEXT.encode()))
+
     def discard(self, key: str) -> None:
         """Remove the entry of ``key``, complete and partial (it disagreed with the model it was found for).
 
@@ -156,7 +234,8 @@ class OutputCache(Store):
         key
             The entry's key.
         """
-        shutil.rmtree(self.entry_dir(key), ignore_errors=True)
+        if (self.entry_dir(key) / ENTRY_MARK).is_file():
+            shutil.rmtree(self.entry_dir(key), ignore_errors=True)
 
     # --- partial rows of an interrupted forward pass ---------------------------------------------
 
@@ -173,6 +252,7 @@ class OutputCache(Store):
         """
         folder = self.entry_dir(key) / "partial"
         with contextlib.suppress(OSError, DataError):
+            self._marked(folder.parent)
             folder.mkdir(parents=True, exist_ok=True)
             if not (folder / "probe.npy").is_file():
                 self.write(folder / "probe.npy", _save(probe))
@@ -191,6 +271,7 @@ class OutputCache(Store):
         """
         folder = self.entry_dir(key) / "partial"
         with contextlib.suppress(OSError, DataError):
+            self._marked(folder.parent)
             folder.mkdir(parents=True, exist_ok=True)
             self.write(folder / f"{start:09d}-{start + len(rows):09d}-{array_digest(rows)[:16]}.npy", _save(rows))
 
@@ -202,6 +283,8 @@ class OutputCache(Store):
         key
             The entry's key.
         """
+        if not (self.entry_dir(key) / ENTRY_MARK).is_file():
+            return None
         try:
             probe = np.load(self.entry_dir(key) / "partial" / "probe.npy", allow_pickle=False)
         except (OSError, ValueError):
@@ -222,7 +305,9 @@ class OutputCache(Store):
             The outputs' width: every chunk is float32 with this many columns, its SHA-256 as named, finite.
         """
         folder = self.entry_dir(key) / "partial"
-        found = []
+        found: list[tuple[int, np.ndarray]] = []
+        if not (folder.parent / ENTRY_MARK).is_file():
+            return found
         for path in self._children(folder):
             if path.name == "probe.npy" or self.is_temporary(path):
                 continue
@@ -275,7 +360,25 @@ class OutputCache(Store):
     def _is_entry(self, folder: Path, prefix: str) -> bool:
         if not (KEY.fullmatch(folder.name) and folder.name.startswith(prefix)) or folder.is_symlink():
             return False
-        return folder.is_dir() and all(p.name in ENTRY_FILES or self.is_temporary(p) for p in self._children(folder))
+        children = self._children(folder)
+        marked = (folder / ENTRY_MARK).is_file() and not (folder / ENTRY_MARK).is_symlink()
+        return folder.is_dir() and marked and all(p.name in ENTRY_FILES or self.is_temporary(p) for p in children)
+
+    def remove(self, entry: Entry) -> None:
+        """Remove an entry, and its folder once only the mark is left in it (a folder an interrupted run held).
+
+        Parameters
+        ----------
+        entry
+            The entry.
+        """
+        super().remove(entry)
+        folder = entry.paths[0].parent if not entry.complete else entry.paths[0]
+        if folder.is_dir() and [p.name for p in self._children(folder)] == [ENTRY_MARK]:
+            (folder / ENTRY_MARK).unlink(missing_ok=True)
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+                folder.parent.rmdir()  # the prefix folder, when this was its last entry
 
     def partial_entries(self) -> list[Path]:
         """The ``partial/`` folders of interrupted runs."""
