@@ -133,6 +133,10 @@ def resolve_device(device: str | torch.device = "auto") -> torch.device:
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise ModelvalError(f"--device {device} was requested but CUDA is not available on this machine")
+    mps = getattr(torch.backends, "mps", None)
+    if device.startswith("mps") and not (mps is not None and mps.is_available()):
+        # torch says so only when the first tensor moves, after the stimuli and the weights loaded (was exit 3)
+        raise ModelvalError(f"--device {device} was requested but MPS (Apple's GPU) is not available on this machine")
     return torch.device(device)
 
 

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
 
     from modelval.datasets.stimulus_set import StimulusSet
     from modelval.models.entry import LoadedModel
+    from modelval.models.zero_shot import ZeroShotSettings
     from modelval.preprocessing import PreprocessConfig
 
 
@@ -101,7 +102,7 @@ def load(
     opts = model_options or ModelOptions()
     if isinstance(model, LoadedModel):
         return model, name or model.config.spec or model.entry.name
-    check_model(model, preprocess)  # the errors said once, the same before any data is read
+    check_model(model, preprocess, opts.zero_shot)  # the errors said once, the same before any data is read
     common: dict[str, Any] = dict(
         normalization=normalization, overrides=opts.overrides(), checkpoint=opts.checkpoint,
         checkpoint_key=opts.checkpoint_key, strip_prefix=opts.strip_prefix, checkpoint_dir=opts.checkpoint_dir,
@@ -119,14 +120,17 @@ def load(
     return load_entry(module_entry(model, preprocess, label), **common), label
 
 
-def check_model(model: Any, preprocess: PreprocessConfig | None) -> None:
+def check_model(model: Any, preprocess: PreprocessConfig | None, zero_shot: ZeroShotSettings | None = None) -> None:
     """Refuse what cannot be loaded before any data is read: an unknown registry name (with suggestions),
-    an ``nn.Module`` without its preprocessing, ``preprocess=`` with a spec, or neither.
+    an ``nn.Module`` without its preprocessing, ``preprocess=`` with a spec, or neither, and zero-shot settings
+    for a spec that is never a zero-shot model.
 
     Parameters
     ----------
     model, preprocess
         As :func:`run_model` takes them.
+    zero_shot
+        The zero-shot settings given (``None``: none).
     """
     from modelval.models.entry import LoadedModel
 
@@ -137,6 +141,10 @@ def check_model(model: Any, preprocess: PreprocessConfig | None) -> None:
 
         if parse_spec(model).is_registry:
             get_entry(model)
+        if zero_shot is not None:
+            from modelval.models.specs import check_zero_shot_spec
+
+            check_zero_shot_spec(model)
         if preprocess is not None:
             raise ModelvalError(
                 "preprocess= is for an nn.Module; a spec brings its own preprocessing (override single values "

@@ -140,7 +140,7 @@ def prepared(
     """
     from modelval.runtime import resolve_device, torch_threads
 
-    check_model(model, preprocess)  # an unknown name or a module without preprocessing fails first
+    check_model(model, preprocess, model_options.zero_shot)  # an unknown name, a module without preprocessing
     label_map = model_options.read_label_map()  # a bad map fails before anything is loaded
     if stimuli is not None and stimuli.dataset != options.dataset:
         raise ModelvalError(f"the stimuli given are the {stimuli.dataset} set, but options.dataset is "

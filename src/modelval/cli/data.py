@@ -75,8 +75,9 @@ def _run_download(args: argparse.Namespace) -> int:
         from modelval.datasets.human_data import download_model_vs_human_raw_data
 
         root = download_model_vs_human_raw_data(
-            args.dataset, args.data_root, force=args.force, progress=progress, timeout=args.download_timeout
-        )
+            args.dataset, args.data_root, force=args.force, progress=progress, timeout=args.download_timeout,
+            retries=args.download_retries, offline=args.offline,
+        )  # fmt: skip
         out(f"{args.dataset} human raw data ready and verified at {root / args.dataset} (found there by default)")
         return 0
     if args.humans:

@@ -134,6 +134,8 @@ def _run_fetch(args: argparse.Namespace) -> int:
                 entry, args.checkpoint_dir, force=args.force, progress=sys.stderr.isatty(), offline=args.offline
             )
         except ModelvalError as error:
+            if len(names) == 1:  # one model: its error is the one line
+                raise
             failures.append(f"{name}: {error}")
             print(f"FAILED  {name}", file=sys.stderr)
             continue

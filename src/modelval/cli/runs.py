@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import math
 from pathlib import Path
 
 from modelval.api.recording import NIGHTLY_WINDOW_HOURS
@@ -81,14 +80,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     verdict.set_defaults(handler=_run_verdict)
 
 
+#: The longest ``--window``: ten years of hours (a timedelta of 1e10 hours overflows: was exit 3).
+MAX_WINDOW_HOURS = 24 * 366 * 10
+
+
 def _positive_hours(text: str) -> float:
-    """``--window``: a positive number of hours."""
+    """``--window``: a positive number of hours, at most :data:`MAX_WINDOW_HOURS`."""
     try:
         value = float(text)
     except ValueError:
         value = float("nan")
-    if not (value > 0 and math.isfinite(value)):
-        raise argparse.ArgumentTypeError(f"a positive number of hours, got {text!r}")
+    if not (0 < value <= MAX_WINDOW_HOURS):
+        raise argparse.ArgumentTypeError(f"a positive number of hours, at most {MAX_WINDOW_HOURS}, got {text!r}")
     return value
 
 

@@ -70,6 +70,7 @@ def _run(args: argparse.Namespace) -> int:
 
         submitit = SubmititSettings.parse(args.slurm)
         require("submitit", extra="slurm", purpose="--executor submitit")  # before the stimuli load
+        submitit.check()  # a parameter submitit refuses, before the stimuli load (was exit 3 after them)
     if args.executor == "ray":
         from modelval.runner.executors import reach_ray_cluster
 

@@ -178,8 +178,9 @@ def download_stimuli(
 
         address = url or source_url(source, dataset)
         return fetch_release(
-            dataset, destination, url=address, force=force, progress=progress, timeout=timeout, retries=retries
-        )
+            dataset, destination, url=address, force=force, progress=progress, timeout=timeout, retries=retries,
+            offline=offline,
+        )  # fmt: skip
     # The set's exact size is known when its files are the committed manifest's; else a bound per image.
     known = entry.image_bytes if manifest is None else None
     files = manifest if manifest is not None else load_manifest(dataset=dataset)

@@ -100,6 +100,7 @@ def download_model_vs_human_raw_data(
     progress: bool = True,
     timeout: float = 60.0,
     retries: int = 3,
+    offline: bool | None = None,
 ) -> Path:
     """Fetch the human observers' decisions of one of model-vs-human's 14 further datasets.
 
@@ -121,6 +122,8 @@ def download_model_vs_human_raw_data(
         Seconds for connecting and for each read.
     retries
         Further attempts of a failed request.
+    offline
+        ``True`` never downloads; ``None`` reads the variables.
     """
     if experiment(dataset).humans != MODEL_VS_HUMAN:
         raise DataError(f"{dataset}'s human data is texture-vs-shape's: run `modelval data download --humans`")
@@ -133,5 +136,5 @@ def download_model_vs_human_raw_data(
     base = _raw_data_url()
     each = {Path(name).name: (f"{base}/{name}", digest) for name, digest in files.items()}
     fetch_files(root / dataset, each, f"the {dataset} human data", force=force, progress=progress, timeout=timeout,
-                retries=retries)  # fmt: skip
+                retries=retries, offline=offline)  # fmt: skip
     return root

@@ -403,6 +403,7 @@ def fetch_release(
     timeout: float = 60.0,
     retries: int = 3,
     notify: Callable[[str], None] | None = None,
+    offline: bool | None = None,
 ) -> Path:
     """Fetch ``<dataset>.tar.gz`` from ``url`` into ``destination`` (see the module doc); return the folder.
 
@@ -428,6 +429,8 @@ def fetch_release(
         Further attempts of a failed request.
     notify
         Receives the licence notice (default: printed on stderr).
+    offline
+        ``True`` never downloads; ``None`` reads the variables.
     """
 
     def check(folder: Path) -> None:
@@ -458,7 +461,7 @@ def fetch_release(
                 raise _differs(dataset, url, digest, record)
         return folder
 
-    return fill_folder(Path(destination), f"the {dataset} stimuli", check, fill, force=force)
+    return fill_folder(Path(destination), f"the {dataset} stimuli", check, fill, force=force, offline=offline)
 
 
 def _differs(dataset: str, url: str, digest: str, record: Mapping[str, Any]) -> ChecksumError:

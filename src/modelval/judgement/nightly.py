@@ -99,8 +99,11 @@ def read_status_file(path: Path) -> dict[tuple[str, str], ExpectedStatus]:
     unknown = sorted(set(data) - {"models"})
     if unknown:
         raise DataError(f"{path}: unknown table {unknown[0]!r}; a status file has [models.<model>] tables only")
+    models = data.get("models", {})
+    if not isinstance(models, dict):
+        raise DataError(f"{path}: 'models' is {models!r}; a status file has [models.<model>] tables only")
     statuses: dict[tuple[str, str], ExpectedStatus] = {}
-    for model, table in data.get("models", {}).items():
+    for model, table in models.items():
         where = f"{path} [models.{model}]"
         if not isinstance(table, dict):
             raise DataError(f'{where}: expected a table of "NORMALIZATION/DEVICE/DTYPE" = status entries')

@@ -121,6 +121,11 @@ def refusing_pickled_objects(path: str | os.PathLike[str], repair: str) -> Itera
     except DataError:
         raise
     except Exception as error:
+        if "Invalid magic number" in str(error):  # a pickle, but not torch.save's (pickle.dump of a dict, an int)
+            raise DataError(
+                f"{path}: refused to load, it is a Python pickle but not a PyTorch weights file (torch.save's); "
+                f"{repair}"
+            ) from None
         if not isinstance(error, pickle.UnpicklingError) and "weights_only" not in str(error):
             raise
         raise DataError(

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from modelval.errors import DataError, ModelvalError, describe_exception
 from modelval.models.entry import LoadContext, ModelEntry
 from modelval.models.sources import DEFAULT_ORIGIN, spec_entry
-from modelval.models.specs import ModelSpec
+from modelval.models.specs import ModelSpec, not_zero_shot
 from modelval.models.weights import HFRepo, hf_cache_dir
 from modelval.preprocessing import PreprocessConfig
 
@@ -145,6 +145,8 @@ def _hf_classifier(
         from modelval.models.zero_shot import ZeroShotSettings
 
         return _hf_zero_shot(where, source, zero_shot or ZeroShotSettings(), **options)
+    if zero_shot is not None:
+        raise DataError(not_zero_shot(f"{where} (model_type {getattr(config, 'model_type', None)!r})"))
     if imagenet_head:
         _check_imagenet_id2label(dict(config.id2label), where)
     with _hf_errors(f"{where}: transformers cannot load the model"):

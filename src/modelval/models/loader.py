@@ -17,7 +17,7 @@ from modelval.extras import require_for_source
 from modelval.models import files, hf, sources
 from modelval.models.entry import LoadedModel, ModelEntry
 from modelval.models.registry import get_entry, load_entry
-from modelval.models.specs import ModelSpec, parse_spec
+from modelval.models.specs import ModelSpec, check_zero_shot_spec, parse_spec
 from modelval.preprocessing import PreprocessConfig, PreprocessOverrides
 
 
@@ -52,6 +52,8 @@ def entry_for_spec(
         raise ModelvalError(
             f"{parsed.text}: --checkpoint does not apply to a {parsed.kind} file, which holds its weights"
         )
+    if zero_shot is not None:
+        check_zero_shot_spec(parsed)
     if parsed.is_registry:
         return get_entry(parsed.target)
     require_for_source(parsed.kind, f"the spec {parsed.text!r}")

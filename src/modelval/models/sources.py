@@ -259,11 +259,21 @@ def open_clip_entry(spec: ModelSpec, *, zero_shot: ZeroShotSettings | None = Non
         input_size=None if size == 224 else size,
     )  # fmt: skip
 
+    parts = _open_clip_parts(defaults)
+
     def build(context: LoadContext) -> nn.Module:
+        from modelval.models.checkpoints import refusing_pickled_objects
         from modelval.models.zero_shot import open_clip_classifier
 
-        with user_code(f"open_clip.create_model({name!r}, pretrained={pretrained!r})"):
-            model = open_clip.create_model(name, pretrained=pretrained, cache_dir=str(hf_cache_dir())).eval()
+        # The weights modelval fetched (offline: found in the HF cache, or refused before this) load from their
+        # file, so open_clip asks the Hub nothing; its tag's preprocessing is read above, not from the tag here.
+        weights = str(context.weight_paths[0]) if parts else pretrained
+        refetch = f"Re-fetch it with: modelval models fetch {spec.text} --force"
+        with (
+            refusing_pickled_objects(weights or "", refetch),
+            user_code(f"open_clip.create_model({name!r}, pretrained={pretrained!r})"),
+        ):
+            model = open_clip.create_model(name, pretrained=weights, cache_dir=str(hf_cache_dir())).eval()
             tokenizer = open_clip.get_tokenizer(name)
         return open_clip_classifier(model, tokenizer, settings, source=f"open_clip {name}/{tag}")
 
@@ -274,10 +284,25 @@ def open_clip_entry(spec: ModelSpec, *, zero_shot: ZeroShotSettings | None = Non
         preprocess=preprocess,
         preprocess_origin=f"open_clip's transform for {name}/{tag} (mean, std, interpolation, {size} px)",
         native_input_size=size,
-        weights_url=None,
+        weights=parts,
+        weights_url=parts[0].url() if parts else (defaults.get("url") or None),
         provenance=f"open_clip {open_clip.__version__} create_model({name!r}, pretrained={pretrained!r}); "
         f"zero-shot {settings.to_dict()}",
     )
+
+
+def _open_clip_parts(defaults: dict[str, Any]) -> tuple[HFRepo, ...]:
+    """The HF Hub file an open_clip tag's weights are (``hf_hub: org/name/[file]``), as open_clip would fetch it
+    (its safetensors alternative first); none for random weights or a tag served only from a URL."""
+    from open_clip.constants import HF_WEIGHTS_NAME
+    from open_clip.pretrained import _get_safe_alternatives
+
+    hub = str(defaults.get("hf_hub") or "")
+    if not hub:
+        return ()
+    repo_id, _, filename = hub.rpartition("/")
+    filename = filename or HF_WEIGHTS_NAME
+    return (HFRepo(repo_id, files=(), weight_files=(*_get_safe_alternatives(filename), filename)),)
 
 
 # --- torchvision -------------------------------------------------------------------------------

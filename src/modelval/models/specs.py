@@ -134,6 +134,41 @@ def _parse_source(text: str, prefix: str, rest: str) -> ModelSpec:
     return ModelSpec(text, prefix, rest)  # torchscript:, export:
 
 
+#: Spec kinds whose model can be an image-text model read as a zero-shot classifier (``hf:`` when its config is
+#: CLIP's or SigLIP's, :data:`modelval.models.hf.ZERO_SHOT_MODEL_TYPES`).
+ZERO_SHOT_KINDS: tuple[str, ...] = ("open_clip", "hf")
+
+
+def not_zero_shot(what: str) -> str:
+    """The refusal of zero-shot settings for a model that is not zero-shot (``what`` names it).
+
+    Parameters
+    ----------
+    what
+        The model, in words.
+    """
+    return (
+        f"{what} is not a zero-shot (image-text) model, so the zero-shot settings (--class-space, --templates, "
+        "--logit-scale) do not apply: its outputs are its own classes, read through the 1000 -> 16 mapping or "
+        "--label-map; they are for open_clip: specs and hf: CLIP or SigLIP models"
+    )
+
+
+def check_zero_shot_spec(spec: str | ModelSpec) -> None:
+    """Refuse zero-shot settings for a spec that can never be a zero-shot model (a registry name, ``timm:``, a
+    factory, ...): they would be ignored, or (class space 16) read outputs 0-15 as the 16 categories.
+
+    Parameters
+    ----------
+    spec
+        The spec given with the settings.
+    """
+    parsed = spec if isinstance(spec, ModelSpec) else parse_spec(spec)
+    if parsed.kind not in ZERO_SHOT_KINDS:
+        kind = "registry" if parsed.is_registry else parsed.kind
+        raise ModelvalError(not_zero_shot(f"the {kind} model {parsed.text!r}"))
+
+
 #: Spec kinds that run Python code the spec names: the user's module or file, a torch.hub repository.
 CODE_KINDS: tuple[str, ...] = ("factory", "hub")
 

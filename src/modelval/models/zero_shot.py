@@ -25,6 +25,8 @@ digest) and in the provenance record:
 from __future__ import annotations
 
 import json
+import math
+import string
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from functools import cache
@@ -56,6 +58,48 @@ def _class_names(space: str) -> tuple[str, ...]:
     raise DataError(f"unknown class space {space!r}; use one of {', '.join(CLASS_SPACES)}")
 
 
+#: Bounds of a template set (OpenAI's has 80 templates of at most 50 characters): a file past them is not a
+#: template set, and building its head would run the text tower for hours (300,000 lines: 152 s to fail).
+MAX_TEMPLATES = 1000
+MAX_TEMPLATE_LENGTH = 300
+#: A templates file is read only under this size (1,000 templates of 300 characters, with room for comments).
+MAX_TEMPLATES_FILE_BYTES = 1024 * 1024
+#: A fixed logit scale is in this range: at 0 (or 1e-30) every class scores the same in float32 and each decision
+#: falls to the first class (airplane); past the top, the logits overflow.
+LOGIT_SCALE_RANGE = (0.01, 10_000.0)
+#: Two classes whose text embeddings have a cosine above this cannot be told apart: the head is degenerate.
+SAME_EMBEDDING = 1 - 1e-5
+
+
+def check_template(template: str, where: str = "template") -> str:
+    """``template`` when it has exactly one bare ``{}`` for the class name; else one :class:`DataError` line.
+
+    ``{x}`` (a named field), two ``{}``, ``{{}}`` (a literal brace pair, no field) and ``{:999999999}`` (a format
+    spec: a gigabyte of padding per class name) each fail here, before any model loads, rather than in
+    ``str.format`` during the head's build (``KeyError``, ``IndexError``, ``MemoryError``: exit 3).
+
+    Parameters
+    ----------
+    template
+        The template, e.g. ``a photo of a {}.``.
+    where
+        Where it was given, for the error.
+    """
+    if len(template) > MAX_TEMPLATE_LENGTH:
+        raise DataError(f"{where} is {len(template)} characters long; a template is at most {MAX_TEMPLATE_LENGTH}")
+    try:
+        fields = [(name, spec, conversion) for _, name, spec, conversion in string.Formatter().parse(template)
+                  if name is not None]  # fmt: skip
+    except ValueError as error:  # an unmatched brace
+        raise DataError(f"{where} {template!r}: {error}; write one {{}} for the class name") from None
+    if fields != [("", "", None)]:
+        raise DataError(
+            f"{where} {template!r}: a template holds exactly one {{}} for the class name (no name, format or "
+            f"second field inside braces; a literal brace is {{{{ or }}}}), e.g. 'a photo of a {{}}.'"
+        )
+    return template
+
+
 def _templates_of(name: str) -> tuple[str, ...]:
     """The templates a name stands for: ``openai80``, ``simple7``, one template with ``{}``, or a file.
 
@@ -67,8 +111,8 @@ def _templates_of(name: str) -> tuple[str, ...]:
     """
     if name in TEMPLATE_SETS:
         return tuple(_metadata()[name])
-    if "{}" in name:
-        return (name,)
+    if ("{" in name or "}" in name) and not Path(name).expanduser().is_file():
+        return (check_template(name),)
     path = Path(name).expanduser()
     if not path.is_file():
         raise DataError(
@@ -76,14 +120,44 @@ def _templates_of(name: str) -> tuple[str, ...]:
             "and no such file"
         )
     try:
+        size = path.stat().st_size
+        if size > MAX_TEMPLATES_FILE_BYTES:  # refused before it is read
+            raise DataError(
+                f"templates file {path} is {size} bytes; a template set is at most {MAX_TEMPLATES} templates of "
+                f"{MAX_TEMPLATE_LENGTH} characters ({MAX_TEMPLATES_FILE_BYTES} bytes)"
+            )
         lines = [line.strip() for line in path.read_text(encoding="utf-8").splitlines()]
     except (OSError, UnicodeDecodeError) as error:
         raise DataError(f"templates file {path} cannot be read: {error}") from None
     found = tuple(line for line in lines if line and not line.startswith("#"))
-    bad = [line for line in found if "{}" not in line]
-    if not found or bad:
+    if not found or any("{}" not in line for line in found):
         raise DataError(f"templates file {path}: one template per line, each with '{{}}' for the class name")
+    if len(found) > MAX_TEMPLATES:
+        raise DataError(
+            f"templates file {path} holds {len(found)} templates; a template set is at most {MAX_TEMPLATES}"
+        )
+    for number, line in enumerate(found, 1):
+        check_template(line, f"templates file {path}: template {number}")
     return found
+
+
+def check_logit_scale(scale: float, what: str) -> float:
+    """``scale`` when it is finite and in :data:`LOGIT_SCALE_RANGE`; else one :class:`DataError` line.
+
+    Parameters
+    ----------
+    scale
+        The logit scale.
+    what
+        What it is, in words (``logit scale '0'``, ``the model's learned logit scale``).
+    """
+    low, high = LOGIT_SCALE_RANGE
+    if not (math.isfinite(scale) and low <= scale <= high):
+        raise DataError(
+            f"{what} is {scale:g}; a logit scale is a number from {low:g} to {high:g} (CLIP's is 100): at 0 or a "
+            "tiny scale every class scores the same and each decision falls to the first class"
+        )
+    return scale
 
 
 @dataclass(frozen=True)
@@ -100,9 +174,11 @@ class ZeroShotSettings:
             raise DataError(f"unknown class space {self.class_space!r}; use one of {', '.join(CLASS_SPACES)}")
         if self.logit_scale != "model":
             try:
-                float(self.logit_scale)
+                scale = float(self.logit_scale)
             except ValueError:
                 raise DataError(f"logit scale {self.logit_scale!r}: 'model' or a number such as 100") from None
+            check_logit_scale(scale, f"logit scale {self.logit_scale!r}")
+        _templates_of(self.templates)  # a bad template or file fails here, before any model loads
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -120,6 +196,9 @@ def _build_classifier(
 
     ``tokenize`` maps a list of texts to what ``encode_text`` takes (token ids, or a dict of tensors).
     """
+    for template in templates:  # the one {} makes each class's text its own; checked again for a caller's list
+        if len({check_template(template).format(name) for name in names}) < len(names):
+            raise DataError(f"template {template!r} gives two classes the same text; each class needs its own")
     columns = []
     with torch.no_grad():
         for start in range(0, len(names), classes_per_batch):
@@ -128,7 +207,26 @@ def _build_classifier(
             features = F.normalize(encode_text(tokenize(texts)).float(), dim=-1)
             mean = features.reshape(len(batch), len(templates), -1).mean(dim=1)
             columns.append(F.normalize(mean, dim=-1).T)
-    return torch.cat(columns, dim=1)
+    head = torch.cat(columns, dim=1)
+    _check_head(head, names)
+    return head
+
+
+def _check_head(head: torch.Tensor, names: Sequence[str]) -> None:
+    """Refuse a head in which two classes have the same text embedding: the model could not tell them apart, and
+    every image would score them the same (a tokenizer that maps every text to the same tokens, such as the
+    2-token one transformers builds for a CLIP folder saved without its tokenizer, makes all 1,000 alike)."""
+    similarity = head.T @ head
+    similarity.fill_diagonal_(-1.0)
+    same = int((similarity.max(dim=0).values > SAME_EMBEDDING).sum())
+    if same:
+        first, second = divmod(int(similarity.argmax()), similarity.shape[1])
+        raise DataError(
+            f"the zero-shot head is degenerate: {same} of {len(names)} classes share their text embedding with "
+            f"another ({names[first]!r} and {names[second]!r} are the same), so the model cannot tell them apart; "
+            "the tokenizer maps different texts to the same tokens (an HF folder saved without its tokenizer: "
+            "save it with processor.save_pretrained) or the templates leave the class name out"
+        )
 
 
 class ZeroShotClassifier(nn.Module):
@@ -202,7 +300,8 @@ def _scale_of(model: nn.Module, settings: ZeroShotSettings) -> float:
     value = getattr(model, "logit_scale", None)
     if value is None:
         raise DataError("the model has no logit_scale: pass a fixed one (--logit-scale 100)")
-    return float(torch.as_tensor(value).detach().float().exp())
+    learned = float(torch.as_tensor(value).detach().float().exp())
+    return check_logit_scale(learned, "the model's learned logit scale (exp(logit_scale); pass --logit-scale 100)")
 
 
 def _bias_of(model: nn.Module) -> float | None:

@@ -360,9 +360,13 @@ def _record(row: tuple[Any, ...], path: Path) -> RunRecord:
             raise foreign(f"{name} is a JSON {type(value).__name__}, not an object")
         return value
 
+    per_image = None if decisions is None else parsed("decisions", decisions, dict)
+    pairs = () if per_image is None else per_image.values()
+    if not all(isinstance(pair, list) and len(pair) == 2 and all(isinstance(v, str) for v in pair) for pair in pairs):
+        raise foreign("its decisions are not image -> [category, response] pairs of text")
     return RunRecord(
-        run_id, created, command, model, dataset, label, parsed("summary", summary, dict),
-        None if decisions is None else parsed("decisions", decisions, dict), parsed("provenance", provenance, dict),
+        run_id, created, command, model, dataset, label, parsed("summary", summary, dict), per_image,
+        parsed("provenance", provenance, dict),
     )  # fmt: skip
 
 

@@ -40,6 +40,8 @@ SUBMITIT_CLUSTERS: tuple[str, ...] = ("auto", "slurm", "local", "debug")
 #: submitit's own parameters of every cluster; any other ``--slurm KEY=VALUE`` is a SLURM one (``slurm_KEY``).
 _SUBMITIT_SHARED = ("timeout_min", "gpus_per_node", "cpus_per_task", "mem_gb", "nodes", "tasks_per_node", "name",
                     "stderr_to_stdout")  # fmt: skip
+#: Parameters that are whole numbers (submitit asserts their type only when the jobs are about to be submitted).
+_SUBMITIT_WHOLE = ("timeout_min", "gpus_per_node", "cpus_per_task", "nodes", "tasks_per_node", "array_parallelism")
 
 
 @dataclass(frozen=True)
@@ -74,12 +76,42 @@ class SubmititSettings:
                 raise InputValidationError(
                     f"--slurm {item!r}: write KEY=VALUE, e.g. partition=gpu, array_parallelism=8, timeout_min=120"
                 )
+            if key in _SUBMITIT_WHOLE and not value.strip().isdigit():
+                raise InputValidationError(f"--slurm {item!r}: {key} is a whole number, 0 or more (e.g. {key}=2)")
             parameters[key] = value.strip()
         folder, cluster = parameters.pop("folder", None), parameters.pop("cluster", "auto")
         if cluster not in SUBMITIT_CLUSTERS:
             choices = ", ".join(SUBMITIT_CLUSTERS)
             raise InputValidationError(f"unknown submitit cluster {cluster!r}; choose one of: {choices}")
         return cls(Path(folder) if folder else cls.folder, cluster, parameters)
+
+    def executor(self, folder: Path, jobs: int) -> Any:
+        """submitit's executor of the jobs' ``folder``, its parameters set; a parameter submitit refuses (unknown to
+        the cluster, of the wrong type) or a cluster that is not here is one :class:`InputValidationError` line.
+
+        Parameters
+        ----------
+        folder
+            The jobs' folder (``%j``: the job id).
+        jobs
+            How many jobs the array holds.
+        """
+        import submitit
+
+        try:
+            executor = submitit.AutoExecutor(folder=folder, cluster=None if self.cluster == "auto" else self.cluster)
+            executor.update_parameters(**self.executor_parameters(jobs))
+        except (ValueError, TypeError, RuntimeError, AssertionError, NameError) as error:  # submitit's refusals
+            raise InputValidationError(f"--executor submitit: {describe_exception(error)}") from None
+        return executor
+
+    def check(self) -> None:
+        """Refuse the parameters before anything loads, as :meth:`executor` would after the stimuli (in a folder
+        removed again: submitit writes nothing until a job is submitted, and nothing is)."""
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="modelval-submitit-") as folder:
+            self.executor(Path(folder) / "%j", 1)
 
     def executor_parameters(self, jobs: int) -> dict[str, Any]:
         """submitit's ``update_parameters`` keywords for ``jobs`` jobs (numbers as numbers).
@@ -318,15 +350,7 @@ def _evaluate_one_model(
 def _evaluate_with_submitit(
     runner: ValidationRunner, work: Sequence[tuple[str, Sequence[str]]], settings: SubmititSettings
 ) -> dict[tuple[str, str], ModelRun]:
-    import submitit
-
-    try:
-        executor = submitit.AutoExecutor(
-            folder=settings.folder / "%j", cluster=None if settings.cluster == "auto" else settings.cluster
-        )
-        executor.update_parameters(**settings.executor_parameters(len(work)))
-    except (ValueError, TypeError, RuntimeError) as error:
-        raise InputValidationError(f"--executor submitit: {describe_exception(error)}") from None
+    executor = settings.executor(settings.folder / "%j", len(work))
     stimuli = runner.stimuli
     # The jobs read the stimuli from their folder (a shared file system on a cluster) and prove them the same.
     digests = dict(stimuli.digests) if stimuli.digests is not None else None
