@@ -175,3 +175,18 @@ def test_accepting_fixes_only_or_one_case_leaves_a_new_failure_failing(runs_db, 
     assert "accepted in" in capsys.readouterr().out
     assert 'status = "known-failure", reason = "accepted 2026-11-26: FAIL (run 2)"' in status.read_text()
     assert main(["runs", "verdict", "--status", str(status)]) == 0
+
+
+@pytest.mark.parametrize("hours", [1e10, float("inf"), float("nan"), 0, -1])
+def test_the_python_window_has_the_command_lines_bound(runs_db, tmp_path, hours):
+    """Issue 42: only --window was bounded; nightly_verdict(window_hours=1e10) overflowed a timedelta."""
+    from modelval.api import nightly_verdict
+    from modelval.api.recording import MAX_WINDOW_HOURS
+    from modelval.errors import DataError
+
+    _record(RunStore(runs_db), "a", "PASS", "s", "2026-11-26T02:40:00+00:00")
+    status = tmp_path / "status.toml"
+    status.write_text('[models.a]\n"model/cuda/fp32" = "pass"\n')
+    with pytest.raises(DataError, match=f"at most {MAX_WINDOW_HOURS}"):
+        nightly_verdict(status, window_hours=hours)
+    assert nightly_verdict(status, window_hours=MAX_WINDOW_HOURS).passed

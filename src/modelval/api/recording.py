@@ -5,7 +5,6 @@ run store's records of a nightly mean against the expected statuses (``modelval 
 from __future__ import annotations
 
 import datetime
-import math
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -66,6 +65,8 @@ def decision_file_provenance(path: str | os.PathLike[str]) -> dict[str, Any]:
 
 #: Records of one nightly are those made within this many hours before its last one (a nightly runs once a day).
 NIGHTLY_WINDOW_HOURS = 12.0
+#: The longest window: ten years of hours (a timedelta of 1e10 hours overflows: was exit 3).
+MAX_WINDOW_HOURS = 24 * 366 * 10
 
 
 def nightly_verdict(
@@ -141,8 +142,9 @@ def nightly_verdict(
     from modelval.records.run_store import RunStore
 
     status = Path(status)
-    if not (window_hours > 0 and math.isfinite(window_hours)):
-        raise DataError(f"the nightly's window is a positive number of hours, got {window_hours!r}")
+    if not (isinstance(window_hours, int | float) and 0 < window_hours <= MAX_WINDOW_HOURS):
+        raise DataError(f"the nightly's window is a positive number of hours, at most {MAX_WINDOW_HOURS}, "
+                        f"got {window_hours!r}")  # fmt: skip
     store = run_store if run_store is not None else RunStore()
     statuses = read_status_file(status) if status.is_file() or not accept else {}
     last = store.get(run) if run is not None else store.latest(NIGHTLY_COMMAND)

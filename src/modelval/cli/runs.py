@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from modelval.api.recording import NIGHTLY_WINDOW_HOURS
+from modelval.api.recording import MAX_WINDOW_HOURS, NIGHTLY_WINDOW_HOURS
 from modelval.cli._args import add_json_option, add_report_dir_option, range_type
 from modelval.cli._output import out, out_json, warn
 from modelval.records.run_store import RUN_ID, RUN_LIMIT
@@ -78,10 +78,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )  # fmt: skip
     add_json_option(verdict, "the verdict")
     verdict.set_defaults(handler=_run_verdict)
-
-
-#: The longest ``--window``: ten years of hours (a timedelta of 1e10 hours overflows: was exit 3).
-MAX_WINDOW_HOURS = 24 * 366 * 10
 
 
 def _positive_hours(text: str) -> float:
