@@ -190,3 +190,10 @@ def test_the_python_window_has_the_command_lines_bound(runs_db, tmp_path, hours)
     with pytest.raises(DataError, match=f"at most {MAX_WINDOW_HOURS}"):
         nightly_verdict(status, window_hours=hours)
     assert nightly_verdict(status, window_hours=MAX_WINDOW_HOURS).passed
+
+
+def test_the_old_markdown_flag_names_its_replacement_even_when_its_value_fails_first(tmp_path, capsys):
+    """A renamed flag with a value: argparse first took the value for RUN and said nothing of the flag."""
+    assert main(["runs", "verdict", "--status", str(tmp_path / "s.toml"), "--markdown", "v.md"]) == 2
+    err = capsys.readouterr().err
+    assert "--markdown is now runs verdict --report-dir DIR" in err and len(err.strip().splitlines()) == 1

@@ -10,7 +10,7 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, ClassVar, NoReturn
 
 from modelval.metrics.calibration import DEFAULT_N_BINS
 from modelval.parsing import IntRange
@@ -24,11 +24,23 @@ class OneLineParser(argparse.ArgumentParser):
     left to what sets it now (both named in the error).
     """
 
+    #: The words of the command line being parsed, and the renamed flags: shared with the commands' own parsers,
+    #: whose error (a value taken for a positional) may come before argparse names the unknown flag.
+    words: ClassVar[tuple[str, ...]] = ()
+    renamed_flags: ClassVar[dict[str, str]] = {}
+
     def __init__(
         self, *args: Any, moved: dict[str, str] | None = None, renamed: dict[str, str] | None = None, **kwargs: Any
     ) -> None:
         super().__init__(*args, **kwargs)
         self.moved, self.renamed = moved or {}, renamed or {}
+        if renamed:
+            OneLineParser.renamed_flags = dict(renamed)
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+        if not OneLineParser.words or self.renamed:  # the top-level parser: remember what is parsed
+            OneLineParser.words = tuple(str(word) for word in (sys.argv[1:] if args is None else args))
+        return super().parse_known_args(args, namespace)
 
     def error(self, message: str) -> NoReturn:
         command = self.prog.removeprefix("modelval").strip()
@@ -36,9 +48,10 @@ class OneLineParser(argparse.ArgumentParser):
         for old, new in self.moved.items():
             if f"invalid choice: '{old}'" in message or (old == "ACTION" and "ACTION" in message):
                 message = f"{message}; {new}" if old == "ACTION" else f"`modelval {old}` is now `modelval {new}`"
-        if message.startswith("unrecognized arguments:"):
-            known = [f"{flag} is now {self.renamed[flag]}" for flag in message.split()[2:] if flag in self.renamed]
-            message += f" ({'; '.join(known)}: docs/settings.md)" if known else ""
+        used = {word.split("=", 1)[0] for word in OneLineParser.words}
+        known = [f"{flag} is now {new}" for flag, new in OneLineParser.renamed_flags.items() if flag in used]
+        if known:
+            message += f" ({'; '.join(known)}: docs/settings.md)"
         print(f"modelval: error:{where} {message} (see `{self.prog} --help`)", file=sys.stderr)
         raise SystemExit(2)
 
