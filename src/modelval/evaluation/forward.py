@@ -25,7 +25,7 @@ from modelval.errors import ModelOutputError, ModelvalError, OutOfMemory, placin
 from modelval.evaluation.stored import probe_indices, resumed_rows, stored_outputs
 from modelval.preprocessing import PreprocessConfig, prepare_batch
 from modelval.records.digests import values_kept
-from modelval.records.output_cache import OutputCache, recheck_indices, rows_agree
+from modelval.records.output_cache import OutputCache
 from modelval.runtime import DEFAULT_BATCH_SIZE, canonical_device, resolve_device, tune_allocator
 
 Model = Callable[[torch.Tensor], object]
@@ -387,14 +387,9 @@ def model_outputs(
             probe = forward_rows(probe_indices(len(images)))
             if check_width is not None:
                 check_width(probe.shape[1])
-            stored, replaced = stored_outputs(cache, cache_key, probe, amp, len(images))
-            if stored is not None:  # rows drawn anew each run: what a fixed probe cannot see (output_cache.py)
-                picked = recheck_indices(len(images), probe_indices(len(images)))
-                if not len(picked) or rows_agree(stored[picked], forward_rows(picked), amp):
-                    return stored, "hit"
-                cache.discard(cache_key)
-                cache.start_rows(cache_key, probe)
-                replaced = f" (re-ran {len(picked)} stored rows drawn at random: they differed; the entry was replaced)"
+            stored, replaced = stored_outputs(cache, cache_key, probe, amp, len(images), forward_rows)
+            if stored is not None:
+                return stored, "hit"
             out = resumed_rows(cache, cache_key, probe, done)
         reused = int(done.sum())
         pending = np.flatnonzero(~done)

@@ -16,7 +16,7 @@ import torch
 
 from modelval.preprocessing import PreprocessConfig
 from modelval.records.digests import architecture_digest, module_state_digest, state_dict_digest
-from modelval.records.output_cache import OutputCache
+from modelval.records.output_cache import OutputCache, recheck_indices, rows_agree
 from modelval.records.provenance import decoder_record, json_digest, package_version
 from modelval.runtime import resolve_device
 
@@ -25,10 +25,16 @@ if TYPE_CHECKING:
 
 
 def stored_outputs(
-    cache: OutputCache, key: str, probe: np.ndarray, amp: str | None, rows: int
+    cache: OutputCache,
+    key: str,
+    probe: np.ndarray,
+    amp: str | None,
+    rows: int,
+    forward_rows: Callable[[np.ndarray], np.ndarray],
 ) -> tuple[np.ndarray | None, str]:
-    """The stored outputs when the model answers the probe as their writer did, and what was discarded otherwise
-    (an entry, or an interrupted run's rows, another model left under the same key).
+    """The stored outputs when the model answers the probe as their writer did and a few stored rows drawn anew
+    each run (what a fixed probe cannot see, :mod:`modelval.records.output_cache`) as they are stored; else what
+    was discarded (an entry, or an interrupted run's rows, another model left under the same key).
 
     Parameters
     ----------
@@ -42,14 +48,20 @@ def stored_outputs(
         The precision (the probe's tolerance).
     rows
         How many stimuli the run covers.
+    forward_rows
+        The model's outputs on the stimuli at the given indices, now.
     """
     replaced = ""
     stored = cache.load(key, rows=rows)
     if stored is not None:
-        if same_outputs(stored.probe, probe, amp):
+        picked = recheck_indices(rows, probe_indices(rows))
+        if not same_outputs(stored.probe, probe, amp):
+            replaced = " (a stored entry under this key answered otherwise on the probe stimuli: replaced)"
+        elif not len(picked) or rows_agree(stored.outputs[picked], forward_rows(picked), amp):
             return stored.outputs, ""
+        else:
+            replaced = f" (re-ran {len(picked)} stored rows drawn at random: they differed; the entry was replaced)"
         cache.discard(key)
-        replaced = " (a stored entry under this key answered otherwise on the probe stimuli: replaced)"
     partial_probe = cache.partial_probe(key)
     if partial_probe is not None and not same_outputs(partial_probe, probe, amp):
         cache.discard(key)
