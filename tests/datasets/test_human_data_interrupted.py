@@ -3,44 +3,18 @@ staging folder at once, and the marked staging folder a SIGKILL leaves goes with
 
 from __future__ import annotations
 
-import http.server
 import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
 import pytest
 
+from test_download_interrupted import SlowServer
+
 ROOT = Path(__file__).resolve().parents[2]
-
-
-class StallingServer:
-    """Announces 10 MB for any file, sends 64 KB, then stalls: a download surely in progress when killed."""
-
-    def __init__(self) -> None:
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def log_message(self, *args) -> None:
-                pass
-
-            def do_GET(self) -> None:
-                self.send_response(200)
-                self.send_header("Content-Length", str(10_000_000))
-                self.end_headers()
-                self.wfile.write(b"x" * 65536)
-                self.wfile.flush()
-                time.sleep(30)
-
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
 
 
 def _start(destination: Path, mirror: str) -> subprocess.Popen:
@@ -66,9 +40,9 @@ def test_a_killed_human_data_download_leaves_nothing(kill, tmp_path, local_serve
     from modelval.datasets.human_data import download_model_vs_human_raw_data
 
     destination = tmp_path / "raw-data"
-    server = StallingServer()
+    server = SlowServer()  # any path: announces 10 MB, sends 64 KB, stalls
     try:
-        process = _start(destination, server.url)
+        process = _start(destination, server.url.rsplit("/", 1)[0])
         process.send_signal(kill)
         process.wait(timeout=30)
     finally:
