@@ -44,6 +44,7 @@ def record_case(
                                  "shape_bias": 0.25 if shape != "clock" else None} for shape, _ in STIMULI},
     }  # fmt: skip
     if error is not None:
+        summary.update(error_class="out of memory")
         summary.update(error=error, status="error", verdict="ERROR", reason=error, shape_bias=None, ci95=None,
                        difference=None, cue_accuracy=None)  # fmt: skip
     provenance = {

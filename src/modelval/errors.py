@@ -110,6 +110,23 @@ class ModelOutputError(ModelvalError, ValueError):
     """A model's output cannot be a classifier's answer: not a tensor, the wrong shape, NaN or infinite."""
 
 
+def failure_class(error: BaseException) -> str:
+    """What kind of failure ``error`` is, by its type: ``out of memory``, ``model outputs`` (not a classifier's
+    answer: NaN, infinite, the wrong shape), ``load`` (weights, downloads, the model's own code), ``data`` or
+    ``error`` (the nightly's page shows it per failed cell).
+
+    Parameters
+    ----------
+    error
+        The exception a case failed with.
+    """
+    classes: tuple[tuple[type[BaseException] | tuple[type[BaseException], ...], str], ...] = (
+        (OutOfMemory, "out of memory"), (ModelOutputError, "model outputs"), (DataError, "data"),
+        ((WeightsNotAvailableError, DownloadError, UserCodeError, DeviceMismatchError), "load"),
+    )  # fmt: skip
+    return next((name for kind, name in classes if isinstance(error, kind)), "error")
+
+
 def describe_exception(error: BaseException, *, limit: int = 300) -> str:
     """``"RuntimeError: first line of the message"``: an exception in one line, cut at ``limit`` characters.
 

@@ -75,3 +75,47 @@ def test_a_model_is_built_once_for_both_normalizations_and_decides_as_a_fresh_lo
     assert [d.response for d in wrong.evaluation.decisions] == [d.response for d in fresh.decisions]
     assert wrong.loaded.config.preprocess == fresh.run.loaded.config.preprocess
     assert wrong.loaded.config.preprocess_sources == fresh.run.loaded.config.preprocess_sources
+
+
+BROKEN_NETS = """
+import torch
+
+
+def raises():
+    raise RuntimeError("the factory fell over")
+
+
+class NaNs(torch.nn.Module):
+    def forward(self, x):
+        return torch.full((x.shape[0], 1000), float("nan"))
+
+
+def nans():
+    return NaNs()
+"""
+
+
+def test_a_failed_case_records_its_class_from_the_errors_type(tmp_path, stimulus_subset):
+    """The nightly's page shows each failed cell's class: taken from the exception's type when the case ran (a
+    case met twice re-raises the same error), never read back from its message."""
+    from modelval.datasets.stimulus_set import StimulusSet
+    from modelval.runner.cases import build_user_cases
+    from modelval.runner.matrix import ValidationRunner
+    from modelval.runner.models_file import read_models_file
+
+    (tmp_path / "nets.py").write_text(BROKEN_NETS)
+    (tmp_path / "modelval.toml").write_text(
+        '[models.raises]\nspec = "nets.py:raises"\nmean = [0.5, 0.5, 0.5]\nstd = [0.5, 0.5, 0.5]\n'
+        'normalizations = ["model", "half"]\n'
+        '[models.nans]\nspec = "nets.py:nans"\nmean = [0.5, 0.5, 0.5]\nstd = [0.5, 0.5, 0.5]\n'
+    )
+    stimuli = StimulusSet.load(stimulus_subset(1), allow_modified=True, progress=False)
+    runner = ValidationRunner(stimuli=stimuli, device="cpu", cache=False)
+    models = read_models_file(tmp_path / "modelval.toml")
+    runner.add_user_models(models)
+    rows = [runner.run(case).row for case in build_user_cases(models)]
+    classes = {(row.model, row.normalization_case): (row.final_verdict.status, row.error_class) for row in rows}
+    assert classes == {("raises", "model"): ("error", "load"), ("raises", "half"): ("error", "load"),
+                       ("nans", "model"): ("error", "model outputs"),
+                       ("nans", "wrong (not resolved)"): ("error", "model outputs")}  # fmt: skip
+    assert all(row.summary()["error_class"] == row.error_class for row in rows)

@@ -206,7 +206,7 @@ def _case_entry(
 #: What a case's row shows of its record's summary.
 SUMMARY_KEYS = ("label", "shape_bias", "ci95", "cue_accuracy", "conflict_images", "expected", "tolerance",
                 "expected_source", "difference", "passed", "status", "reason", "verdict", "flips", "error",
-                "per_category")  # fmt: skip
+                "error_class", "per_category")  # fmt: skip
 
 
 def _anchor(*parts: str) -> str:
@@ -223,26 +223,10 @@ def _cell(case: NightlyCase, record: RunRecord | None) -> dict[str, str]:
     status = str(summary.get("status") or "")
     if status == "withheld":
         return {"state": "failed", "class": "sanity gate", "why": str(summary.get("reason") or "")}
-    if status == "error" or summary.get("error"):
-        return {"state": "failed", "class": _error_class(str(summary.get("error") or "")),
+    if status == "error" or summary.get("error"):  # its class was recorded from the error's type, never its words
+        return {"state": "failed", "class": str(summary.get("error_class") or "error"),
                 "why": str(summary.get("error") or "")}  # fmt: skip
     return {"state": "scored", "class": status or "scored", "why": ""}
-
-
-#: A failed cell's class by the words of its recorded error, the first that matches.
-ERROR_CLASSES: tuple[tuple[tuple[str, ...], str], ...] = (
-    (("out of memory",), "out of memory"), (("non-finite", "nan", "inf"), "non-finite outputs"),
-    (("parse", "answer"), "parse"), (("weights", "load", "checkpoint", "factory"), "load"),
-)  # fmt: skip
-
-
-def _error_class(message: str) -> str:
-    """The class of a failed cell (load, out of memory, non-finite outputs, parse), from its recorded error."""
-    kind = message.lower()
-    for words, name in ERROR_CLASSES:
-        if any(word in kind for word in words):
-            return name
-    return "error"
 
 
 def _point(record: RunRecord) -> dict[str, Any]:

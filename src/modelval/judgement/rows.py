@@ -62,6 +62,8 @@ class ReportRow:
     unmapped: tuple[str, ...] = ()
     #: The one-line reason a model could not be loaded or run (verdict ``ERROR``; no result).
     error: str | None = None
+    #: The class of that error, by its type (:func:`modelval.errors.failure_class`).
+    error_class: str | None = None
     #: Where no shape bias is published: the model's committed baseline, compared when the protocol is its own.
     baseline: CommittedBaseline | None = None
     #: The normalization the case asked for (``model``, ``imagenet``, ...), as data, where :attr:`normalization`
@@ -72,7 +74,9 @@ class ReportRow:
         self.normalization_case = self.normalization_case or self.normalization
 
     @classmethod
-    def for_error(cls, model: str, label: str, source: str, normalization: str, error: str) -> ReportRow:
+    def for_error(
+        cls, model: str, label: str, source: str, normalization: str, error: str, error_class: str = "error"
+    ) -> ReportRow:
         """The row of a case whose model could not be loaded or run: the verdict ``ERROR`` and its reason.
 
         Parameters
@@ -87,11 +91,14 @@ class ReportRow:
             The normalization the case asked for.
         error
             The one-line error.
+        error_class
+            Its class (:func:`modelval.errors.failure_class`).
         """
         from modelval.behaviour.shape_bias import compute_shape_bias
 
         empty = compute_shape_bias([], n_bootstrap=0)
-        return cls(model, label, source, normalization, empty, verdict=error_verdict(error), error=error)
+        return cls(model, label, source, normalization, empty, verdict=error_verdict(error), error=error,
+                   error_class=error_class)  # fmt: skip
 
     @property
     def withheld(self) -> str | None:
@@ -194,7 +201,7 @@ class ReportRow:
             "difference": difference,
             **self.final_verdict.to_dict(),
             "note": self.note,
-            **({"error": self.error} if self.error is not None else {}),
+            **({"error": self.error, "error_class": self.error_class} if self.error is not None else {}),
             **({"baseline": self._baseline_dict()} if self.baseline is not None and self.error is None else {}),
             **({"provenance": self.provenance} if self.provenance else {}),
         }
@@ -211,7 +218,7 @@ class ReportRow:
         payload = self.to_dict()
         keys = ("label", "shape_bias", "ci95", "cue_accuracy", "conflict_images", "shape_hits", "texture_hits", "other",
                 "expected", "tolerance", "expected_source", "difference", "passed", "status", "reason", "verdict",
-                "flips", "error", "per_category")  # fmt: skip
+                "flips", "error", "error_class", "per_category")  # fmt: skip
         return {key: payload[key] for key in keys if key in payload}
 
 

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 from modelval.api.options import EvaluationOptions, ModelOptions
 from modelval.api.pipeline import ModelRun, run_model
 from modelval.behaviour.categories import LabelMap
-from modelval.errors import ModelvalError
+from modelval.errors import ModelvalError, failure_class
 from modelval.judgement.expected import deit_policy, expected_for
 from modelval.judgement.rows import ReportRow
 from modelval.judgement.sanity import Sanity, sanity_of
@@ -83,6 +83,8 @@ class ValidationRunner:
     cache: bool | None = None
     #: (model, normalization) -> the one-line reason it could not be loaded or run (tried once).
     failures: dict[tuple[str, str], str] = field(default_factory=dict)
+    #: The error itself, where this process met it (another process's arrives as its words only).
+    failure_errors: dict[tuple[str, str], ModelvalError] = field(default_factory=dict)
     #: Decide the sanity gate from a random sample first (a model certain to fail is run on the sample only);
     #: ``False`` runs every case in full (benchmarks/bench_zoo.py, which times random-init models).
     early_gate: bool = True
@@ -137,13 +139,14 @@ class ValidationRunner:
         """
         normalization = self.resolve_normalization(model, normalization)
         key = (model, normalization)
-        if key in self.failures:
-            raise ModelvalError(self.failures[key])
+        if key in self.failures:  # the same error again (its type gives its class), else its words
+            raise self.failure_errors.get(key) or ModelvalError(self.failures[key])
         if key not in self.runs:
             try:
                 self.runs[key] = self._run_model(model, normalization)
             except ModelvalError as error:
                 self.failures[key] = " ".join(str(error).split())
+                self.failure_errors[key] = error
                 raise
         return self.runs[key]
 
@@ -243,7 +246,7 @@ class ValidationRunner:
             message = " ".join(str(error).split())
             normalization = case.normalization if case.normalization != "wrong" else "wrong (not resolved)"
             label = case.user.label if case.user is not None else case.model
-            row = ReportRow.for_error(case.model, label, case.source, normalization, message)
+            row = ReportRow.for_error(case.model, label, case.source, normalization, message, failure_class(error))
             verdict = error_verdict(message)
             verdict.row = row
         assert verdict.row is not None
