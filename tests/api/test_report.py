@@ -147,3 +147,13 @@ def test_a_benchmark_table_in_the_folder_joins_the_page(nightlies, tmp_path, mod
     report = _report(tmp_path, store, status)
     assert report.data["benchmark"]["error"].startswith("benchmark.json could not be read as a benchmark table")
     assert "could not be read as a benchmark table" in (tmp_path / "page" / "index.html").read_text()
+
+
+def test_an_edited_report_json_cannot_make_the_next_report_delete_a_users_file(nightlies, tmp_path):
+    store, status = nightlies
+    (tmp_path / "page" / "thumbs").mkdir(parents=True)
+    mine = tmp_path / "page" / "thumbs" / "holiday.png"
+    mine.write_bytes(b"mine")
+    (tmp_path / "page" / "report.json").write_text(json.dumps({"files": ["thumbs/holiday.png", "index.html"]}))
+    _report(tmp_path, store, status, stimuli=tmp_path / "nowhere")
+    assert mine.read_bytes() == b"mine"

@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +37,8 @@ if TYPE_CHECKING:
 PAGE, DATA, MARKDOWN, THUMBS = "index.html", "report.json", "verdict.md", "thumbs"
 #: Thumbnails per failing case at most (the page stays light; the decisions table lists every flip).
 MAX_THUMBNAILS = 48
+#: The thumbnails' names (a digest of the stimulus's name): the only files a later report removes.
+OWN_THUMBNAIL = re.compile(rf"{THUMBS}/[0-9a-f]{{16}}\.png")
 THUMBNAIL_PX = 96
 #: Provenance fields that differ between two runs of the same thing (left out of the digest).
 VOLATILE = frozenset({"created", "command", "session", "output_cache", "output_cache_key", "threads"})
@@ -347,7 +350,7 @@ def _write(folder: Path, data: dict[str, Any], markdown: str, thumbnails: Mappin
     write_text(folder / MARKDOWN, markdown)
     write_text(folder / PAGE, render_page(data))
     for stale in sorted(earlier - set(data["files"])):
-        if stale.startswith(f"{THUMBS}/") and "/" not in stale[len(THUMBS) + 1 :]:
+        if OWN_THUMBNAIL.fullmatch(stale):  # only a name modelval gives; an edited report.json names no user file
             (folder / stale).unlink(missing_ok=True)
     return [folder / name for name in data["files"]]
 
